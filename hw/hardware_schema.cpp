@@ -1,0 +1,181 @@
+#include "hw/hardware_schema.h"
+
+#include <array>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+namespace gpusim::hw {
+namespace {
+
+constexpr double kKiB = 1024.0;
+constexpr double kMiB = kKiB * kKiB;
+constexpr double kGiB = kMiB * kKiB;
+constexpr double kBig = 1e15;
+
+constexpr std::array<std::string_view, 10> kDramKinds{"HBM2",   "HBM2e",  "HBM3",  "HBM3e", "HBM4",
+                                                      "GDDR6",  "GDDR6X", "GDDR7", "LPDDR5",
+                                                      "LPDDR5X"};
+constexpr std::span<const std::string_view> kAnyText{};
+
+#define GPUSIM_REF(member) [](HardwareSpec& s) -> FieldRef { return &s.member; }
+
+const std::array kFields{
+    FieldDef{"arch", Quantity::kText, 0, 0, kAnyText, "compute capability, e.g. sm_90", GPUSIM_REF(arch)},
+    FieldDef{"sm_count", Quantity::kCount, 1, 65536, kAnyText, "streaming multiprocessors", GPUSIM_REF(sm_count)},
+    FieldDef{"clocks.boost", Quantity::kFrequency, 1e6, 1e10, kAnyText, "maximum SM clock", GPUSIM_REF(clocks.boost_hz)},
+    FieldDef{"clocks.sustained_tensor", Quantity::kFrequency, 1e6, 1e10, kAnyText, "SM clock held under tensor-heavy load", GPUSIM_REF(clocks.sustained_tensor_hz)},
+    FieldDef{"clocks.sustained_other", Quantity::kFrequency, 1e6, 1e10, kAnyText, "SM clock held under other load", GPUSIM_REF(clocks.sustained_other_hz)},
+    FieldDef{"sm.warp_size", Quantity::kCount, 1, 64, kAnyText, "threads per warp", GPUSIM_REF(sm.warp_size)},
+    FieldDef{"sm.max_threads", Quantity::kCount, 1, 65536, kAnyText, "resident threads per SM", GPUSIM_REF(sm.max_threads)},
+    FieldDef{"sm.max_warps", Quantity::kCount, 1, 4096, kAnyText, "resident warps per SM", GPUSIM_REF(sm.max_warps)},
+    FieldDef{"sm.max_ctas", Quantity::kCount, 1, 1024, kAnyText, "resident CTAs per SM (CTA slots)", GPUSIM_REF(sm.max_ctas)},
+    FieldDef{"sm.max_threads_per_cta", Quantity::kCount, 1, 65536, kAnyText, "largest block", GPUSIM_REF(sm.max_threads_per_cta)},
+    FieldDef{"sm.sub_partitions", Quantity::kCount, 1, 64, kAnyText, "warp schedulers (register file partitions)", GPUSIM_REF(sm.sub_partitions)},
+    FieldDef{"sm.registers", Quantity::kCount, 1, 1 << 24, kAnyText, "32-bit registers per SM", GPUSIM_REF(sm.registers)},
+    FieldDef{"sm.max_registers_per_cta", Quantity::kCount, 1, 1 << 24, kAnyText, "registers one CTA may hold", GPUSIM_REF(sm.max_registers_per_cta)},
+    FieldDef{"sm.max_registers_per_thread", Quantity::kCount, 1, 1024, kAnyText, "registers one thread may hold", GPUSIM_REF(sm.max_registers_per_thread)},
+    FieldDef{"sm.register_alloc_unit", Quantity::kCount, 1, 65536, kAnyText, "registers per warp are allocated in multiples of this", GPUSIM_REF(sm.register_alloc_unit)},
+    FieldDef{"sm.shared_memory", Quantity::kBytes, 0, kGiB, kAnyText, "shared memory per SM at the largest carveout", GPUSIM_REF(sm.shared_memory)},
+    FieldDef{"sm.shared_memory_per_cta", Quantity::kBytes, 0, kGiB, kAnyText, "largest shared memory of one CTA (opt-in)", GPUSIM_REF(sm.shared_memory_per_cta)},
+    FieldDef{"sm.shared_memory_reserved_per_cta", Quantity::kBytes, 0, kMiB, kAnyText, "shared memory the driver reserves per CTA", GPUSIM_REF(sm.shared_memory_reserved_per_cta)},
+    FieldDef{"sm.shared_memory_alloc_unit", Quantity::kBytes, 1, kMiB, kAnyText, "shared memory allocation granularity", GPUSIM_REF(sm.shared_memory_alloc_unit)},
+    FieldDef{"sm.l1_size", Quantity::kBytes, 0, kGiB, kAnyText, "unified L1 / shared memory per SM", GPUSIM_REF(sm.l1_size)},
+    FieldDef{"throughput.tensor_fp16", Quantity::kFlopsPerCycle, 0, 1e7, kAnyText, "dense fp16 tensor FLOPs per SM per clock, fp32 accumulate", GPUSIM_REF(throughput.tensor_fp16)},
+    FieldDef{"throughput.tensor_fp16_f16acc", Quantity::kFlopsPerCycle, 0, 1e7, kAnyText, "dense fp16 tensor FLOPs per SM per clock, fp16 accumulate", GPUSIM_REF(throughput.tensor_fp16_f16acc)},
+    FieldDef{"throughput.tensor_bf16", Quantity::kFlopsPerCycle, 0, 1e7, kAnyText, "dense bf16 tensor FLOPs per SM per clock, fp32 accumulate", GPUSIM_REF(throughput.tensor_bf16)},
+    FieldDef{"throughput.tensor_tf32", Quantity::kFlopsPerCycle, 0, 1e7, kAnyText, "dense tf32 tensor FLOPs per SM per clock", GPUSIM_REF(throughput.tensor_tf32)},
+    FieldDef{"throughput.tensor_fp8", Quantity::kFlopsPerCycle, 0, 1e7, kAnyText, "dense fp8 tensor FLOPs per SM per clock, fp32 accumulate (0: none)", GPUSIM_REF(throughput.tensor_fp8)},
+    FieldDef{"throughput.fp32", Quantity::kFlopsPerCycle, 1, 1e7, kAnyText, "FP32 FLOPs per SM per clock on CUDA cores", GPUSIM_REF(throughput.fp32)},
+    FieldDef{"throughput.sfu", Quantity::kOpsPerCycle, 1, 1e6, kAnyText, "special-function ops per SM per clock", GPUSIM_REF(throughput.sfu)},
+    FieldDef{"l2.size", Quantity::kBytes, 0, 64 * kGiB, kAnyText, "L2 cache capacity", GPUSIM_REF(l2.size)},
+    FieldDef{"l2.partitions", Quantity::kCount, 1, 64, kAnyText, "L2 partitions", GPUSIM_REF(l2.partitions)},
+    FieldDef{"l2.bandwidth", Quantity::kBandwidth, 1e9, kBig, kAnyText, "L2 hit bandwidth, whole chip", GPUSIM_REF(l2.bandwidth)},
+    FieldDef{"l2.hit_latency", Quantity::kDuration, 1e-9, 1e-4, kAnyText, "L2 hit load-to-use latency", GPUSIM_REF(l2.hit_latency)},
+    FieldDef{"dram.kind", Quantity::kText, 0, 0, kDramKinds, "memory technology", GPUSIM_REF(dram.kind)},
+    FieldDef{"dram.bus_width_bits", Quantity::kCount, 1, 65536, kAnyText, "memory interface width in bits", GPUSIM_REF(dram.bus_width_bits)},
+    FieldDef{"dram.peak_bandwidth", Quantity::kBandwidth, 1e9, kBig, kAnyText, "datasheet DRAM bandwidth", GPUSIM_REF(dram.peak_bandwidth)},
+    FieldDef{"dram.achievable_bandwidth", Quantity::kBandwidth, 1e9, kBig, kAnyText, "DRAM bandwidth a large copy reaches (read + write)", GPUSIM_REF(dram.achievable_bandwidth)},
+    FieldDef{"dram.latency", Quantity::kDuration, 1e-9, 1e-4, kAnyText, "DRAM load-to-use latency", GPUSIM_REF(dram.latency)},
+    FieldDef{"dram.capacity", Quantity::kBytes, kMiB, kBig, kAnyText, "device memory", GPUSIM_REF(dram.capacity)},
+    FieldDef{"launch.graph_gap", Quantity::kDuration, 0, 1, kAnyText, "gap between dependent kernels in a CUDA graph replay", GPUSIM_REF(launch.graph_gap)},
+    FieldDef{"launch.eager_gap", Quantity::kDuration, 0, 1, kAnyText, "time per kernel launched eagerly from PyTorch", GPUSIM_REF(launch.eager_gap)},
+};
+
+#undef GPUSIM_REF
+
+std::string format_bound(double v, Quantity q) {
+  return q == Quantity::kCount ? fmt::format("{}", static_cast<long long>(v)) : format_quantity(v, q);
+}
+
+}  // namespace
+
+std::span<const FieldDef> hardware_fields() { return kFields; }
+
+const FieldDef* find_field(std::string_view path) {
+  for (const auto& f : kFields) {
+    if (f.path == path) return &f;
+  }
+  return nullptr;
+}
+
+std::string assign_field(HardwareSpec& spec, const FieldDef& field, std::string_view text) {
+  const FieldRef ref = field.ref(spec);
+  if (field.quantity == Quantity::kText) {
+    std::string word(text);
+    if (word.empty()) return "empty value; expected a word";
+    if (!field.choices.empty()) {
+      bool allowed = false;
+      std::string list;
+      for (const auto c : field.choices) {
+        allowed = allowed || c == word;
+        list += (list.empty() ? "" : ", ") + std::string(c);
+      }
+      if (!allowed) return fmt::format("'{}' is not one of: {}", word, list);
+    }
+    *std::get<std::string*>(ref) = std::move(word);
+    return {};
+  }
+  const ParsedQuantity parsed = parse_quantity(text, field.quantity);
+  if (!parsed.ok()) return parsed.error;
+  const double v = parsed.value;
+  if (v < field.min || v > field.max) {
+    return fmt::format("{} is out of range: it must be between {} and {}",
+                       format_bound(v, field.quantity), format_bound(field.min, field.quantity),
+                       format_bound(field.max, field.quantity));
+  }
+  std::visit(
+      [v](auto* target) {
+        using T = std::remove_pointer_t<decltype(target)>;
+        if constexpr (std::is_same_v<T, int> || std::is_same_v<T, std::int64_t>) {
+          *target = static_cast<T>(v);
+        } else if constexpr (std::is_same_v<T, double>) {
+          *target = v;
+        } else if constexpr (std::is_same_v<T, sim::Time>) {
+          *target = sim::Time::from_seconds(v);
+        }
+      },
+      ref);
+  return {};
+}
+
+std::string format_field(const HardwareSpec& spec, const FieldDef& field) {
+  // The table's accessors take a mutable spec; reading through them changes nothing.
+  const FieldRef ref = field.ref(const_cast<HardwareSpec&>(spec));
+  return std::visit(
+      [&field](auto* value) -> std::string {
+        using T = std::remove_pointer_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return *value;
+        } else if constexpr (std::is_same_v<T, sim::Time>) {
+          return format_quantity(value->seconds(), field.quantity);
+        } else {
+          return format_quantity(static_cast<double>(*value), field.quantity);
+        }
+      },
+      ref);
+}
+
+std::vector<Violation> check_consistency(const HardwareSpec& s) {
+  std::vector<Violation> out;
+  auto require = [&out](bool ok, std::string key, std::string message) {
+    if (!ok) out.push_back({std::move(key), std::move(message)});
+  };
+  const SmSpec& sm = s.sm;
+  const bool arch_ok = s.arch.size() > 3 && s.arch.rfind("sm_", 0) == 0 &&
+                       std::isdigit(static_cast<unsigned char>(s.arch[3]));
+  require(arch_ok, "arch", fmt::format("'{}' is not a compute capability such as sm_90", s.arch));
+  require((sm.warp_size & (sm.warp_size - 1)) == 0, "sm.warp_size",
+          fmt::format("{} is not a power of two", sm.warp_size));
+  require(static_cast<std::int64_t>(sm.max_warps) * sm.warp_size == sm.max_threads, "sm.max_warps",
+          fmt::format("{} warps of {} threads make {} threads, but sm.max_threads is {}",
+                      sm.max_warps, sm.warp_size,
+                      static_cast<std::int64_t>(sm.max_warps) * sm.warp_size, sm.max_threads));
+  require(sm.max_threads_per_cta <= sm.max_threads, "sm.max_threads_per_cta",
+          fmt::format("a block of {} threads is larger than the SM ({} threads)",
+                      sm.max_threads_per_cta, sm.max_threads));
+  require(sm.max_registers_per_cta <= sm.registers, "sm.max_registers_per_cta",
+          fmt::format("{} registers per CTA exceed the SM's {}", sm.max_registers_per_cta,
+                      sm.registers));
+  require(sm.registers % sm.sub_partitions == 0, "sm.registers",
+          fmt::format("{} registers do not split evenly over {} sub-partitions", sm.registers,
+                      sm.sub_partitions));
+  require(sm.register_alloc_unit <= sm.registers / sm.sub_partitions, "sm.register_alloc_unit",
+          fmt::format("an allocation unit of {} registers exceeds a sub-partition's {}",
+                      sm.register_alloc_unit, sm.registers / sm.sub_partitions));
+  require(sm.shared_memory_per_cta <= sm.shared_memory, "sm.shared_memory_per_cta",
+          fmt::format("{} per CTA exceeds the SM's {}",
+                      format_quantity(static_cast<double>(sm.shared_memory_per_cta), Quantity::kBytes),
+                      format_quantity(static_cast<double>(sm.shared_memory), Quantity::kBytes)));
+  require(sm.shared_memory <= sm.l1_size, "sm.shared_memory",
+          "shared memory per SM cannot exceed the unified L1/shared capacity (sm.l1_size)");
+  require(s.clocks.sustained_tensor_hz <= s.clocks.boost_hz, "clocks.sustained_tensor",
+          "a sustained clock cannot exceed clocks.boost");
+  require(s.clocks.sustained_other_hz <= s.clocks.boost_hz, "clocks.sustained_other",
+          "a sustained clock cannot exceed clocks.boost");
+  require(s.dram.achievable_bandwidth <= s.dram.peak_bandwidth, "dram.achievable_bandwidth",
+          "achievable bandwidth cannot exceed dram.peak_bandwidth");
+  return out;
+}
+
+}  // namespace gpusim::hw

@@ -1,0 +1,100 @@
+// The typed description of one GPU (or GPU-like accelerator). Every field comes from a
+// hardware file (configs/hw/*.yaml or the user's), validated by hw/hardware_schema.cpp.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "hw/dtype.h"
+#include "sim/time.h"
+
+namespace gpusim::hw {
+
+struct ClockSpec {
+  double boost_hz = 0;             // maximum SM clock
+  double sustained_tensor_hz = 0;  // SM clock held under tensor-heavy (power-limited) load
+  double sustained_other_hz = 0;   // SM clock held under other load (memory-bound, SIMT)
+};
+
+// Per-SM resources and the rules by which CTAs are made resident (see hw/occupancy.h).
+struct SmSpec {
+  int warp_size = 32;
+  int max_threads = 0;          // resident threads per SM
+  int max_warps = 0;            // resident warps per SM (= max_threads / warp_size)
+  int max_ctas = 0;             // resident CTAs per SM (CTA slots)
+  int max_threads_per_cta = 0;  // largest block a kernel may launch
+  int sub_partitions = 0;       // warp schedulers; registers are split evenly among them
+  int registers = 0;            // 32-bit registers per SM
+  int max_registers_per_cta = 0;
+  int max_registers_per_thread = 0;
+  int register_alloc_unit = 0;  // registers per warp are rounded up to this
+  std::int64_t shared_memory = 0;          // per SM, at the largest carveout
+  std::int64_t shared_memory_per_cta = 0;  // largest opt-in allocation of one CTA
+  std::int64_t shared_memory_reserved_per_cta = 0;  // the driver's reservation per CTA
+  std::int64_t shared_memory_alloc_unit = 0;        // allocation granularity
+  std::int64_t l1_size = 0;                         // unified L1 / shared memory per SM
+};
+
+// Dense per-SM throughput per clock (an FMA counts as 2 FLOPs). Tensor rates are with fp32
+// accumulation, as PyTorch's GEMMs use; 0 means the format has no tensor-core path.
+struct ThroughputSpec {
+  double tensor_fp16 = 0;
+  double tensor_fp16_f16acc = 0;  // fp16 with fp16 accumulation (twice the rate on GeForce)
+  double tensor_bf16 = 0;
+  double tensor_tf32 = 0;
+  double tensor_fp8 = 0;
+  double fp32 = 0;  // SIMT FP32 (CUDA cores)
+  double sfu = 0;   // special-function ops (exp2, rsqrt, sin) per clock
+};
+
+struct L2Spec {
+  std::int64_t size = 0;
+  int partitions = 0;
+  double bandwidth = 0;  // bytes/s, all partitions, for hits
+  sim::Time hit_latency;
+};
+
+struct DramSpec {
+  std::string kind;  // HBM3, GDDR7, ...
+  int bus_width_bits = 0;
+  double peak_bandwidth = 0;        // bytes/s, datasheet
+  double achievable_bandwidth = 0;  // bytes/s, what a large copy reaches (read + write)
+  sim::Time latency;                // load-to-use latency of a miss
+  std::int64_t capacity = 0;        // device memory, bytes
+};
+
+struct LaunchSpec {
+  sim::Time graph_gap;  // between dependent kernels replayed from a CUDA graph
+  sim::Time eager_gap;  // per kernel launched eagerly from PyTorch (host-bound)
+};
+
+// Where one field's value came from, for `gpusim hw show` and for error messages.
+struct ValueOrigin {
+  std::string file;    // file path, or "command line"
+  int line = 0;        // 1-based; 0 for the command line
+  std::string source;  // the value's trailing comment: its citation
+};
+
+struct HardwareSpec {
+  std::string name;         // preset or file name, as results report it
+  std::string description;  // a line for humans
+  std::string arch;         // compute capability, e.g. sm_90
+  int sm_count = 0;
+  ClockSpec clocks;
+  SmSpec sm;
+  ThroughputSpec throughput;
+  L2Spec l2;
+  DramSpec dram;
+  LaunchSpec launch;
+
+  std::map<std::string, ValueOrigin> origins;  // by key path, e.g. "l2.size"
+
+  // Tensor-core FLOPs per SM per clock for a dtype's math (fp32 has none: it runs on FP32 pipes).
+  double tensor_flops_per_cycle(DType d) const;
+  // Chip-wide dense peaks at the sustained clocks, FLOP/s.
+  double peak_tensor_flops(DType d) const;
+  double peak_fp32_flops() const;
+};
+
+}  // namespace gpusim::hw

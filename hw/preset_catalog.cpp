@@ -1,0 +1,83 @@
+#include "hw/preset_catalog.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+#include "hw/yaml_document.h"
+#include "sim/error.h"
+
+namespace gpusim::hw {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+}  // namespace
+
+PresetCatalog::PresetCatalog(std::filesystem::path dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir_, ec)) {
+    throw ConfigError(dir_.string(), 0, "", "hardware preset folder not found");
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".yaml") continue;
+    const YamlDocument doc = YamlDocument::from_file(entry.path());
+    if (!doc.root().IsMap()) doc.fail(doc.root(), "(document)", "expected a mapping");
+    PresetInfo info{entry.path().stem().string(), {}, {}, entry.path()};
+    if (const YAML::Node d = doc.root()["description"]; d.IsDefined()) {
+      info.description = scalar_text(doc, d, "description");
+    }
+    if (const YAML::Node a = doc.root()["aliases"]; a.IsDefined()) {
+      if (!a.IsSequence()) doc.fail(a, "aliases", "expected a list of short names");
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        info.aliases.push_back(scalar_text(doc, a[i], "aliases[" + std::to_string(i) + "]"));
+      }
+    }
+    presets_.push_back(std::move(info));
+  }
+  std::sort(presets_.begin(), presets_.end(),
+            [](const PresetInfo& a, const PresetInfo& b) { return a.name < b.name; });
+
+  std::map<std::string, std::string> owner;  // lower-cased name or alias -> preset
+  for (const auto& p : presets_) owner.emplace(lower(p.name), p.name);
+  for (const auto& p : presets_) {
+    for (const auto& alias : p.aliases) {
+      const auto [it, inserted] = owner.emplace(lower(alias), p.name);
+      if (!inserted) {
+        throw ConfigError(p.file.string(), 0, "aliases",
+                          "'" + alias + "' already names preset " + it->second);
+      }
+    }
+  }
+}
+
+const PresetInfo* PresetCatalog::find(std::string_view name_or_alias) const {
+  const std::string key = lower(name_or_alias);
+  for (const auto& p : presets_) {
+    if (lower(p.name) == key) return &p;
+    for (const auto& alias : p.aliases) {
+      if (lower(alias) == key) return &p;
+    }
+  }
+  return nullptr;
+}
+
+std::string PresetCatalog::summary() const {
+  std::string out;
+  for (const auto& p : presets_) {
+    out += (out.empty() ? "" : ", ") + p.name;
+    if (!p.aliases.empty()) {
+      std::string a;
+      for (const auto& alias : p.aliases) a += (a.empty() ? "" : ", ") + alias;
+      out += " (" + a + ")";
+    }
+  }
+  return out;
+}
+
+}  // namespace gpusim::hw

@@ -1,0 +1,94 @@
+// Framework-level operations: what a PyTorch program asks for (a matmul, an attention call, a
+// norm), before any kernel is chosen. Kernel cost models lower these to launches.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "hw/dtype.h"
+
+namespace gpusim::models {
+
+enum class OpKind {
+  kMatmul,          // A[M,K] @ B[K,N]
+  kLinear,          // x[M,K] @ W[N,K]^T (+ bias), as F.linear
+  kSdpa,            // fused attention over a whole sequence (prefill)
+  kSdpaDecode,      // one query token per sequence against a KV cache
+  kNaiveAttention,  // matmul, softmax, matmul as separate kernels
+  kAdd,
+  kMul,
+  kSilu,
+  kGelu,
+  kCast,
+  kLayerNorm,
+  kRmsNorm,
+  kSoftmax,  // over the last dimension
+};
+
+// Shapes, one struct per family. All extents are element counts.
+struct MatmulShape {
+  std::int64_t M, N, K;
+};
+struct LinearShape {
+  std::int64_t M, N, K;
+  bool bias = false;
+};
+struct SdpaShape {
+  std::int64_t B, H, S, D;
+  bool causal;
+};
+struct SdpaDecodeShape {
+  std::int64_t B, Hq, Hkv, L, D;  // Hq is a multiple of Hkv (grouped-query attention)
+};
+struct NaiveAttentionShape {
+  std::int64_t B, H, S, D;
+  bool causal = false;
+};
+struct ElementwiseShape {  // add, mul, silu, gelu
+  std::int64_t n;
+};
+struct CastShape {
+  std::int64_t n;
+  hw::DType from, to;
+};
+struct RowShape {  // layer_norm, rms_norm, softmax: R rows of C elements
+  std::int64_t R, C;
+};
+
+using OpShape = std::variant<MatmulShape, LinearShape, SdpaShape, SdpaDecodeShape,
+                             NaiveAttentionShape, ElementwiseShape, CastShape, RowShape>;
+
+class Op {
+ public:
+  // The shape must be the family of `kind` (ElementwiseShape for kAdd, ...); a mismatch is a
+  // programming error (std::invalid_argument). For kCast, dtype is the output type.
+  Op(OpKind kind, hw::DType dtype, OpShape shape);
+
+  OpKind kind() const { return kind_; }
+  hw::DType dtype() const { return dtype_; }
+  const OpShape& shape() const { return shape_; }
+  // The shape as its family, e.g. op.as<MatmulShape>().K; throws if it is another family.
+  template <class Shape>
+  const Shape& as() const {
+    return std::get<Shape>(shape_);
+  }
+
+ private:
+  OpKind kind_;
+  hw::DType dtype_;
+  OpShape shape_;
+};
+
+// The name used in workload files: "matmul", "sdpa_decode", "layer_norm", ...
+std::string_view op_name(OpKind kind);
+std::optional<OpKind> parse_op_kind(std::string_view name);
+std::vector<std::string_view> op_names();  // every name, in OpKind order
+
+// One line such as "matmul M=2048 N=2048 K=2048 bf16".
+std::string describe(const Op& op);
+
+}  // namespace gpusim::models

@@ -1,0 +1,68 @@
+#include "src/cli.h"
+
+#include <exception>
+#include <ostream>
+
+#include "src/commands.h"
+#include "sim/error.h"
+
+namespace gpusim::cli {
+namespace {
+
+constexpr const char* kUsage = R"(gpusim: a discrete-event performance simulator for GPUs running transformer inference
+
+Usage: gpusim COMMAND [OPTIONS]   (gpusim COMMAND --help for a command's options)
+
+Commands:
+  run WORKLOAD.yaml --hw NAME|FILE   simulate a workload on a GPU
+  hw list                            list the hardware presets
+  hw show NAME|FILE                  print a resolved hardware spec with units and sources
+  hw keys                            every key of a hardware file, with units and ranges
+  occupancy --hw NAME --threads N    CTAs and warps per SM for a block, and what limits them
+
+Planned (see the issues): validate, report, sweep.
+
+Global options:
+  -h, --help       this text
+  --version        the version
+)";
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, const Environment& env, std::ostream& out,
+            std::ostream& err) {
+  try {
+    if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+      if (args.size() >= 2 && args[0] == "help") {
+        return run_cli({args[1], "--help"}, env, out, err);
+      }
+      out << kUsage;
+      return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "--version") {
+      out << "gpusim " << GPUSIM_VERSION << "\n";
+      return 0;
+    }
+    const std::string& command = args[0];
+    const Args rest(args.begin() + 1, args.end());
+    if (command == "run") return run_command(rest, env, out);
+    if (command == "hw") return hw_command(rest, env, out);
+    if (command == "occupancy") return occupancy_command(rest, env, out);
+    if (command == "validate" || command == "report" || command == "sweep") {
+      err << "gpusim: '" << command << "' is planned but not in this version yet\n";
+      return 1;
+    }
+    throw ConfigError("command line", 0, "", "unknown command '" + command + "' (see gpusim --help)");
+  } catch (const ConfigError& e) {
+    err << "gpusim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const ModelError& e) {
+    err << "gpusim: model error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    err << "gpusim: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace gpusim::cli

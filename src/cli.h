@@ -1,0 +1,21 @@
+// The gpusim command line, as a function so tests can run it in-process.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace gpusim::cli {
+
+// Where the shipped configuration lives (configs/hw, configs/models, configs/workloads).
+struct Environment {
+  std::filesystem::path config_dir;
+};
+
+// Runs one command; `args` excludes the program name. Returns the exit status:
+// 0 success, 2 bad input (message on `err`), 1 internal error.
+int run_cli(const std::vector<std::string>& args, const Environment& env, std::ostream& out,
+            std::ostream& err);
+
+}  // namespace gpusim::cli

@@ -1,0 +1,79 @@
+#include "workloads/overrides.h"
+
+#include <fmt/format.h>
+
+namespace gpusim::workloads {
+namespace {
+
+constexpr const char* kCommandLine = "command line";
+
+std::vector<std::string> split_key(const std::string& key) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = key.find('.', start);
+    parts.push_back(key.substr(start, dot - start));
+    if (dot == std::string::npos) return parts;
+    start = dot + 1;
+  }
+}
+
+// The value under `key` in mapping `node`, or an invalid node when there is none.
+std::optional<YAML::Node> child(const YAML::Node& node, const std::string& key) {
+  for (const auto& kv : node) {
+    if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.second;
+  }
+  return std::nullopt;
+}
+
+void apply_one(YAML::Node root, const WorkloadOverride& o) {
+  const std::string full_key = "workload." + o.key;
+  const auto parts = split_key(o.key);
+  for (const auto& part : parts) {
+    if (part.empty()) {
+      throw ConfigError(kCommandLine, 0, full_key, "is not a key path such as workload.batch");
+    }
+  }
+  // Walk with reset(): assigning one YAML::Node to another would overwrite the tree.
+  YAML::Node mapping;
+  mapping.reset(root);
+  std::string walked = "workload";
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    walked += "." + parts[i];
+    const auto next = child(mapping, parts[i]);
+    if (!next) {
+      throw ConfigError(kCommandLine, 0, full_key,
+                        fmt::format("the workload file has no {} to set a key in", walked));
+    }
+    if (!next->IsMap()) {
+      throw ConfigError(kCommandLine, 0, full_key,
+                        fmt::format("{} is not a mapping in the workload file; only top-level "
+                                    "keys and keys of inline mappings (such as "
+                                    "workload.model.layers) can be set",
+                                    walked));
+    }
+    mapping.reset(*next);
+  }
+  mapping[parts.back()] = YAML::Node(o.value);
+}
+
+}  // namespace
+
+void apply_overrides(const hw::YamlDocument& doc, const std::vector<WorkloadOverride>& overrides) {
+  // A document that is not a mapping is reported by the reader, against the file.
+  if (!doc.root().IsMap()) return;
+  for (const auto& o : overrides) apply_one(doc.root(), o);
+}
+
+std::optional<ConfigError> blame_override(const ConfigError& error, const hw::YamlDocument& doc,
+                                          const std::vector<WorkloadOverride>& overrides) {
+  if (error.file() != doc.label()) return std::nullopt;  // e.g. an error in a model preset
+  for (const auto& o : overrides) {
+    if (error.key() == o.key || error.key().rfind(o.key + ".", 0) == 0) {
+      return ConfigError(kCommandLine, 0, "workload." + error.key(), error.detail());
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace gpusim::workloads

@@ -1,0 +1,16 @@
+// Parameter counts of a model, as Hugging Face counts them (sum of numel over parameters;
+// buffers such as GPT-2's causal mask and RoPE tables are not parameters).
+#pragma once
+
+#include <cstdint>
+
+#include "workloads/model_config.h"
+
+namespace gpusim::workloads {
+
+// Every parameter: token embedding, learned position table, per-layer norms, attention and
+// MLP (dense, or router + routed experts + shared experts), final norm, and the lm_head unless
+// tied to the token embedding.
+std::int64_t parameter_count(const ModelConfig& model);
+
+}  // namespace gpusim::workloads

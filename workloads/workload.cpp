@@ -1,0 +1,187 @@
+#include "workloads/workload.h"
+
+#include <fmt/format.h>
+
+#include "sim/error.h"
+#include "workloads/op_reader.h"
+
+namespace gpusim::workloads {
+namespace {
+
+constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxTokens = std::int64_t{1} << 24;
+
+void declare_keys(hw::MappingReader& r, const std::vector<std::string_view>& keys) {
+  for (const auto key : keys) r.has(key);
+  r.reject_unknown();
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+OpWorkload read_op_workload(const hw::YamlDocument& doc, hw::MappingReader& root,
+                            std::string default_name) {
+  declare_keys(root, {"name", "dtype", "ops"});
+  OpWorkload w;
+  w.name = root.optional_text("name").value_or(std::move(default_name));
+  w.default_dtype = read_optional_dtype(root, "dtype");
+  const YAML::Node ops = root.node("ops");
+  if (!ops.IsSequence()) root.fail("ops", "expected a list of ops");
+  if (ops.size() == 0) root.fail("ops", "is empty");
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const YAML::Node item = ops[i];
+    w.ops.push_back({read_op(doc, item, fmt::format("ops[{}]", i), w.default_dtype),
+                     hw::YamlDocument::line_of(item)});
+  }
+  return w;
+}
+
+ModelConfig read_model(const hw::YamlDocument& doc, hw::MappingReader& root,
+                       const std::filesystem::path& models_dir) {
+  const YAML::Node node = root.node("model");
+  if (node.IsMap()) return read_model_config(doc, node, "model", "custom");
+  if (!node.IsScalar()) {
+    root.fail("model", "expected a preset name or a mapping of model fields");
+  }
+  const std::string preset = node.Scalar();
+  const auto file = find_model_preset(preset, models_dir);
+  if (!file) {
+    root.fail("model", fmt::format("no model preset '{}' in {} (presets: {})", preset,
+                                   models_dir.string(), join(model_preset_names(models_dir))));
+  }
+  return load_model_file(*file);
+}
+
+// A key naming one of `values`; when absent, `fallback`, or a missing-key error without one.
+template <class Enum>
+Enum read_choice(hw::MappingReader& r, std::string_view key,
+                 const std::vector<std::pair<std::string_view, Enum>>& values,
+                 std::optional<Enum> fallback = std::nullopt) {
+  if (fallback && !r.has(key)) return *fallback;
+  std::vector<std::string_view> names;
+  for (const auto& [n, _] : values) names.push_back(n);
+  const std::string text = r.choice(key, names);
+  for (const auto& [n, value] : values) {
+    if (n == text) return value;
+  }
+  r.fail(key, "unhandled choice");
+}
+
+// Learned position tables bound how many tokens a sequence can hold.
+void check_positions(hw::MappingReader& root, const ModelWorkload& w) {
+  if (!w.model.max_positions) return;
+  const std::int64_t limit = *w.model.max_positions;
+  if (w.seq_len > limit) {
+    root.fail("seq_len", fmt::format("{} is more than model {} has positions for ({})",
+                                     w.seq_len, w.model.name, limit));
+  }
+  // The last generated token is never fed back, so it needs no position.
+  if (w.output_len && w.seq_len + *w.output_len - 1 > limit) {
+    root.fail("output_len",
+              fmt::format("seq_len + output_len - 1 = {} is more than model {} has positions "
+                          "for ({})",
+                          w.seq_len + *w.output_len - 1, w.model.name, limit));
+  }
+}
+
+ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader& root,
+                                  std::string default_name,
+                                  const std::filesystem::path& models_dir) {
+  declare_keys(root, {"name", "model", "hf_config", "phase", "batch", "seq_len", "output_len",
+                      "dtype", "lowering", "attention"});
+  if (root.has("hf_config")) {
+    root.fail("hf_config",
+              "reading a Hugging Face config.json is not supported yet; name a preset "
+              "(model: NAME) or write the model's fields inline under model:");
+  }
+  ModelWorkload w;
+  w.name = root.optional_text("name").value_or(std::move(default_name));
+  w.model = read_model(doc, root, models_dir);
+  w.phase = read_choice<Phase>(root, "phase",
+                               {{"prefill", Phase::kPrefill},
+                                {"decode", Phase::kDecode},
+                                {"generate", Phase::kGenerate}});
+  w.batch = root.integer("batch", 1, kMaxBatch);
+  w.seq_len = root.integer("seq_len", 1, kMaxTokens);
+  w.output_len = root.optional_integer("output_len", 1, kMaxTokens);
+  if (w.phase == Phase::kGenerate && !w.output_len) {
+    root.fail("output_len", "missing: phase generate needs the number of tokens to produce");
+  }
+  if (w.phase != Phase::kGenerate && w.output_len) {
+    root.fail("output_len", "is for phase: generate only");
+  }
+  const auto dtype = read_optional_dtype(root, "dtype");
+  if (!dtype) root.fail("dtype", "missing required key");
+  w.dtype = *dtype;
+  w.lowering = read_choice<Lowering>(
+      root, "lowering", {{"hf-eager", Lowering::kHfEager}, {"fused", Lowering::kFused}},
+      Lowering::kHfEager);
+  w.attention = read_choice<Attention>(
+      root, "attention", {{"sdpa", Attention::kSdpa}, {"naive", Attention::kNaive}},
+      Attention::kSdpa);
+  check_positions(root, w);
+  return w;
+}
+
+Workload read_workload(const hw::YamlDocument& doc, const std::filesystem::path& models_dir) {
+  hw::MappingReader root(doc, doc.root(), "");
+  const std::string default_name = std::filesystem::path(doc.label()).stem().string();
+  const bool has_ops = root.has("ops");
+  const bool has_model = root.has("model") || root.has("hf_config");
+  if (has_ops && has_model) {
+    root.fail("ops", "a workload lists either ops (op level) or a model (model level), not both");
+  }
+  if (has_ops) return read_op_workload(doc, root, default_name);
+  if (has_model) return read_model_workload(doc, root, default_name, models_dir);
+  doc.fail(doc.root(), "(document)",
+           "expected `ops:` (an op-level workload) or `model:` (a model-level workload)");
+}
+
+Workload read_with_overrides(const hw::YamlDocument& doc,
+                             const std::vector<WorkloadOverride>& overrides,
+                             const std::filesystem::path& models_dir) {
+  apply_overrides(doc, overrides);
+  try {
+    return read_workload(doc, models_dir);
+  } catch (const ConfigError& e) {
+    if (auto blamed = blame_override(e, doc, overrides)) throw *blamed;
+    throw;
+  }
+}
+
+}  // namespace
+
+Workload load_workload(const std::filesystem::path& file,
+                       const std::vector<WorkloadOverride>& overrides,
+                       const std::filesystem::path& models_dir) {
+  return read_with_overrides(hw::YamlDocument::from_file(file), overrides, models_dir);
+}
+
+Workload parse_workload(std::string text, const std::string& label,
+                        const std::vector<WorkloadOverride>& overrides,
+                        const std::filesystem::path& models_dir) {
+  return read_with_overrides(hw::YamlDocument::from_string(std::move(text), label), overrides,
+                             models_dir);
+}
+
+std::string_view name(Phase phase) {
+  switch (phase) {
+    case Phase::kPrefill: return "prefill";
+    case Phase::kDecode: return "decode";
+    case Phase::kGenerate: return "generate";
+  }
+  return "?";
+}
+
+std::string_view name(Lowering lowering) {
+  return lowering == Lowering::kHfEager ? "hf-eager" : "fused";
+}
+
+std::string_view name(Attention attention) {
+  return attention == Attention::kSdpa ? "sdpa" : "naive";
+}
+
+}  // namespace gpusim::workloads

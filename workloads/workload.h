@@ -1,0 +1,85 @@
+// Workload files: what `gpusim run` simulates. Two forms (DESIGN.md, "Workload files"):
+//
+//   an op-level workload            a model-level workload
+//     name: projection-and-norm       model: llama3-8b     # a preset in configs/models, or an
+//     dtype: bf16                     phase: decode        # inline mapping of model fields
+//     ops:                            batch: 16
+//       - {op: matmul, M: 2048, ...}  seq_len: 1024
+//                                     dtype: bf16
+//                                     lowering: hf-eager   # default hf-eager
+//                                     attention: sdpa      # default sdpa
+//
+// Reading is strict: unknown keys, missing keys, wrong types and non-positive sizes are
+// ConfigErrors naming the file, the line and the key path (`ops[3].K`, `model.moe.top_k`).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "hw/dtype.h"
+#include "models/op.h"
+#include "workloads/model_config.h"
+#include "workloads/overrides.h"
+
+namespace gpusim::workloads {
+
+struct SourcedOp {
+  models::Op op;
+  int line;  // of its item in the workload file
+};
+
+struct OpWorkload {
+  std::string name;                         // `name:`, else the file's stem
+  std::optional<hw::DType> default_dtype;   // top-level `dtype:`
+  std::vector<SourcedOp> ops;
+};
+
+enum class Phase {
+  kPrefill,   // one forward pass over a prompt of seq_len tokens
+  kDecode,    // one decode step: a new token per sequence against a KV cache of seq_len
+  kGenerate,  // prefill of seq_len, then decode steps until output_len tokens are produced
+};
+enum class Lowering {
+  kHfEager,  // the kernels Hugging Face transformers launches (eager mode, sdpa attention)
+  kFused,    // fused kernels where they exist
+};
+enum class Attention {
+  kSdpa,   // fused attention (F.scaled_dot_product_attention)
+  kNaive,  // matmul, softmax, matmul (hand-written attention, as in CS336)
+};
+
+struct ModelWorkload {
+  std::string name;  // `name:`, else the file's stem
+  ModelConfig model;
+  Phase phase = Phase::kDecode;
+  std::int64_t batch = 0;
+  std::int64_t seq_len = 0;                // prompt length, or KV length for decode
+  std::optional<std::int64_t> output_len;  // generate only
+  hw::DType dtype = hw::DType::kBf16;
+  Lowering lowering = Lowering::kHfEager;
+  Attention attention = Attention::kSdpa;
+};
+
+using Workload = std::variant<OpWorkload, ModelWorkload>;
+
+// Reads a workload file, with `overrides` from the command line applied on top. `models_dir`
+// holds the model presets (configs/models); the caller decides where that is.
+Workload load_workload(const std::filesystem::path& file,
+                       const std::vector<WorkloadOverride>& overrides,
+                       const std::filesystem::path& models_dir);
+
+// The same for text already in memory; `label` names it in errors (and gives the default name).
+Workload parse_workload(std::string text, const std::string& label,
+                        const std::vector<WorkloadOverride>& overrides,
+                        const std::filesystem::path& models_dir);
+
+std::string_view name(Phase phase);          // "prefill", "decode", "generate"
+std::string_view name(Lowering lowering);    // "hf-eager", "fused"
+std::string_view name(Attention attention);  // "sdpa", "naive"
+
+}  // namespace gpusim::workloads
