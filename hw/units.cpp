@@ -148,9 +148,14 @@ ParsedQuantity parse_quantity(std::string_view raw, Quantity q) {
     return failure(fmt::format("'{}' is {}, but this key needs {}", text,
                                found.substr(0, found.find(" such")), describe(q)));
   }
-  const double value = number * unit->scale;
-  if (q == Quantity::kBytes && value != std::floor(value)) {
-    return failure(fmt::format("'{}' is not a whole number of bytes", text));
+  double value = number * unit->scale;
+  if (q == Quantity::kBytes) {
+    // "3.35GB" is 3350000000 bytes, though 3.35 x 1e9 is not exactly that in binary floating point.
+    const double whole = std::round(value);
+    if (std::fabs(value - whole) > 1e-9 * std::max(1.0, whole)) {
+      return failure(fmt::format("'{}' is not a whole number of bytes", text));
+    }
+    value = whole;
   }
   return ParsedQuantity{value, {}};
 }
@@ -160,15 +165,17 @@ std::string format_quantity(double value, Quantity q) {
     case Quantity::kCount: return fmt::format("{}", static_cast<long long>(value));
     case Quantity::kText: return {};
     case Quantity::kBytes: {
-      // Prefer the binary unit that divides exactly (hardware sizes), else a decimal one.
-      const std::array<UnitDef, 8> order{kUnits[8], kUnits[7], kUnits[6], kUnits[5],
-                                         kUnits[4], kUnits[3], kUnits[2], kUnits[1]};
-      for (const auto& u : order) {
-        if (value >= u.scale && std::fmod(value, u.scale) == 0) {
-          return fmt::format("{}{}", value / u.scale, u.symbol);
+      // Exact binary units for hardware sizes (50MiB), exact decimal ones for datasheet
+      // capacities (80GB), else plain bytes: the text must parse back to the same count.
+      const auto bytes = static_cast<long long>(value);
+      for (const auto& u : {kUnits[7], kUnits[6], kUnits[3], kUnits[2], kUnits[5]}) {
+        const auto unit = static_cast<long long>(u.scale);
+        const bool readable = u.symbol != "KiB" || bytes < 1024 * 1024;  // not "146591680KiB"
+        if (readable && bytes >= unit && bytes % unit == 0) {
+          return fmt::format("{}{}", bytes / unit, u.symbol);
         }
       }
-      return fmt::format("{}B", value);
+      return fmt::format("{}B", bytes);
     }
     case Quantity::kBandwidth:
       if (value >= 1e12) return fmt::format("{}TB/s", value / 1e12);

@@ -46,11 +46,12 @@ void apply_one(YAML::Node root, const WorkloadOverride& o) {
                         fmt::format("the workload file has no {} to set a key in", walked));
     }
     if (!next->IsMap()) {
+      const std::string what = next->IsScalar() ? "'" + next->Scalar() + "'" : "a list";
       throw ConfigError(kCommandLine, 0, full_key,
-                        fmt::format("{} is not a mapping in the workload file; only top-level "
-                                    "keys and keys of inline mappings (such as "
-                                    "workload.model.layers) can be set",
-                                    walked));
+                        fmt::format("{} is {} in the workload file, not a mapping; only "
+                                    "top-level keys and keys of mappings written in the file "
+                                    "(such as the fields of an inline model) can be set",
+                                    walked, what));
     }
     mapping.reset(*next);
   }

@@ -129,8 +129,10 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
 Workload read_workload(const hw::YamlDocument& doc, const std::filesystem::path& models_dir) {
   hw::MappingReader root(doc, doc.root(), "");
   const std::string default_name = std::filesystem::path(doc.label()).stem().string();
-  const bool has_ops = root.has("ops");
-  const bool has_model = root.has("model") || root.has("hf_config");
+  // Looked up without asking the reader, so each form lists only its own keys as known.
+  const YAML::Node& mapping = root.mapping();
+  const bool has_ops = mapping["ops"].IsDefined();
+  const bool has_model = mapping["model"].IsDefined() || mapping["hf_config"].IsDefined();
   if (has_ops && has_model) {
     root.fail("ops", "a workload lists either ops (op level) or a model (model level), not both");
   }

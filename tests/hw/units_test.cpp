@@ -24,6 +24,8 @@ TEST(Units, ParsesEachQuantityWithAndWithoutSpace) {
   EXPECT_DOUBLE_EQ(parse_ok("50MiB", Quantity::kBytes), 50.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(parse_ok("80GB", Quantity::kBytes), 80e9);
   EXPECT_DOUBLE_EQ(parse_ok("1.5KiB", Quantity::kBytes), 1536);
+  EXPECT_DOUBLE_EQ(parse_ok("3.35GB", Quantity::kBytes), 3350000000.0);
+  EXPECT_DOUBLE_EQ(parse_ok("150109880320B", Quantity::kBytes), 150109880320.0);
   EXPECT_DOUBLE_EQ(parse_ok("1.98GHz", Quantity::kFrequency), 1.98e9);
   EXPECT_DOUBLE_EQ(parse_ok("1410 MHz", Quantity::kFrequency), 1.41e9);
   EXPECT_DOUBLE_EQ(parse_ok("2us", Quantity::kDuration), 2e-6);
@@ -66,6 +68,7 @@ TEST(Units, FormatsInAFormItParsesBack) {
   const std::pair<double, Quantity> cases[] = {
       {50.0 * 1024 * 1024, Quantity::kBytes}, {80e9, Quantity::kBytes},
       {1536, Quantity::kBytes},               {128, Quantity::kBytes},
+      {150109880320.0, Quantity::kBytes},     {3350000000.0, Quantity::kBytes},
       {3.35e12, Quantity::kBandwidth},        {1.792e12, Quantity::kBandwidth},
       {1.98e9, Quantity::kFrequency},         {2e-6, Quantity::kDuration},
       {3.5e-7, Quantity::kDuration},          {4096, Quantity::kFlopsPerCycle},
@@ -76,6 +79,9 @@ TEST(Units, FormatsInAFormItParsesBack) {
   }
   EXPECT_EQ(format_quantity(50.0 * 1024 * 1024, Quantity::kBytes), "50MiB");
   EXPECT_EQ(format_quantity(3.35e12, Quantity::kBandwidth), "3.35TB/s");
+  EXPECT_EQ(format_quantity(80e9, Quantity::kBytes), "80GB");
+  EXPECT_EQ(format_quantity(228 * 1024, Quantity::kBytes), "228KiB");
+  EXPECT_EQ(format_quantity(150109880320.0, Quantity::kBytes), "150109880320B");
 }
 
 }  // namespace
