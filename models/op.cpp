@@ -1,34 +1,44 @@
 #include "models/op.h"
 
-#include <array>
 #include <fmt/format.h>
+
+#include <array>
 #include <stdexcept>
 #include <utility>
 
 namespace gpusim::models {
 namespace {
 
-constexpr std::array kAllKinds{
-    OpKind::kMatmul, OpKind::kLinear, OpKind::kSdpa,  OpKind::kSdpaDecode, OpKind::kNaiveAttention,
-    OpKind::kAdd,    OpKind::kMul,    OpKind::kSilu,  OpKind::kGelu,       OpKind::kCast,
-    OpKind::kLayerNorm, OpKind::kRmsNorm, OpKind::kSoftmax};
+constexpr std::array kAllKinds{OpKind::kMatmul,     OpKind::kLinear,         OpKind::kSdpa,
+                               OpKind::kSdpaDecode, OpKind::kNaiveAttention, OpKind::kAdd,
+                               OpKind::kMul,        OpKind::kSilu,           OpKind::kGelu,
+                               OpKind::kCast,       OpKind::kLayerNorm,      OpKind::kRmsNorm,
+                               OpKind::kSoftmax};
 
 // Index into OpShape of the family each kind takes.
 std::size_t family_of(OpKind kind) {
   switch (kind) {
-    case OpKind::kMatmul: return 0;
-    case OpKind::kLinear: return 1;
-    case OpKind::kSdpa: return 2;
-    case OpKind::kSdpaDecode: return 3;
-    case OpKind::kNaiveAttention: return 4;
+    case OpKind::kMatmul:
+      return 0;
+    case OpKind::kLinear:
+      return 1;
+    case OpKind::kSdpa:
+      return 2;
+    case OpKind::kSdpaDecode:
+      return 3;
+    case OpKind::kNaiveAttention:
+      return 4;
     case OpKind::kAdd:
     case OpKind::kMul:
     case OpKind::kSilu:
-    case OpKind::kGelu: return 5;
-    case OpKind::kCast: return 6;
+    case OpKind::kGelu:
+      return 5;
+    case OpKind::kCast:
+      return 6;
     case OpKind::kLayerNorm:
     case OpKind::kRmsNorm:
-    case OpKind::kSoftmax: return 7;
+    case OpKind::kSoftmax:
+      return 7;
   }
   return std::variant_npos;
 }
@@ -71,19 +81,32 @@ Op::Op(OpKind kind, hw::DType dtype, OpShape shape)
 
 std::string_view op_name(OpKind kind) {
   switch (kind) {
-    case OpKind::kMatmul: return "matmul";
-    case OpKind::kLinear: return "linear";
-    case OpKind::kSdpa: return "sdpa";
-    case OpKind::kSdpaDecode: return "sdpa_decode";
-    case OpKind::kNaiveAttention: return "naive_attention";
-    case OpKind::kAdd: return "add";
-    case OpKind::kMul: return "mul";
-    case OpKind::kSilu: return "silu";
-    case OpKind::kGelu: return "gelu";
-    case OpKind::kCast: return "cast";
-    case OpKind::kLayerNorm: return "layer_norm";
-    case OpKind::kRmsNorm: return "rms_norm";
-    case OpKind::kSoftmax: return "softmax";
+    case OpKind::kMatmul:
+      return "matmul";
+    case OpKind::kLinear:
+      return "linear";
+    case OpKind::kSdpa:
+      return "sdpa";
+    case OpKind::kSdpaDecode:
+      return "sdpa_decode";
+    case OpKind::kNaiveAttention:
+      return "naive_attention";
+    case OpKind::kAdd:
+      return "add";
+    case OpKind::kMul:
+      return "mul";
+    case OpKind::kSilu:
+      return "silu";
+    case OpKind::kGelu:
+      return "gelu";
+    case OpKind::kCast:
+      return "cast";
+    case OpKind::kLayerNorm:
+      return "layer_norm";
+    case OpKind::kRmsNorm:
+      return "rms_norm";
+    case OpKind::kSoftmax:
+      return "softmax";
   }
   return "?";
 }

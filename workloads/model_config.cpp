@@ -1,7 +1,8 @@
 #include "workloads/model_config.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <system_error>
 
 namespace gpusim::workloads {
@@ -63,8 +64,8 @@ MoeConfig read_moe(const hw::YamlDocument& doc, const YAML::Node& node, const st
 bool is_plain_file_name(std::string_view name) {
   if (name.empty() || name.front() == '.') return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.';
   });
 }
 
@@ -83,8 +84,8 @@ ModelConfig read_model_config(const hw::YamlDocument& doc, const YAML::Node& nod
   m.heads = r.integer("heads", 1, kMaxHeads);
   m.kv_heads = r.optional_integer("kv_heads", 1, kMaxHeads).value_or(m.heads);
   if (m.heads % m.kv_heads != 0) {
-    r.fail("kv_heads", fmt::format("heads ({}) is not a multiple of kv_heads ({})", m.heads,
-                                   m.kv_heads));
+    r.fail("kv_heads",
+           fmt::format("heads ({}) is not a multiple of kv_heads ({})", m.heads, m.kv_heads));
   }
   if (const auto head_dim = r.optional_integer("head_dim", 1, kMaxHeadDim)) {
     m.head_dim = *head_dim;
@@ -96,8 +97,8 @@ ModelConfig read_model_config(const hw::YamlDocument& doc, const YAML::Node& nod
   }
   m.vocab = r.integer("vocab", 1, kMaxVocab);
 
-  m.norm = r.choice("norm", {"layernorm", "rmsnorm"}) == "layernorm" ? Norm::kLayerNorm
-                                                                      : Norm::kRmsNorm;
+  m.norm =
+      r.choice("norm", {"layernorm", "rmsnorm"}) == "layernorm" ? Norm::kLayerNorm : Norm::kRmsNorm;
   m.norm_eps = optional_positive(r, "norm_eps", 1.0);
   m.activation = r.choice("activation", {"gelu", "swiglu"}) == "gelu" ? Activation::kGelu
                                                                       : Activation::kSwiglu;
@@ -124,8 +125,9 @@ ModelConfig read_model_config(const hw::YamlDocument& doc, const YAML::Node& nod
   const auto d_ff = r.optional_integer("d_ff", 1, kMaxWidth);
   if (has_dense_layers && !d_ff) r.fail("d_ff", "missing required key (the dense MLP width)");
   if (!has_dense_layers && d_ff) {
-    r.fail("d_ff", "is unused: every layer is MoE (moe.dense_layers is 0); the expert width "
-                   "is moe.expert_d_ff");
+    r.fail("d_ff",
+           "is unused: every layer is MoE (moe.dense_layers is 0); the expert width "
+           "is moe.expert_d_ff");
   }
   m.d_ff = d_ff.value_or(0);
   return m;
@@ -164,7 +166,9 @@ std::vector<std::string> model_preset_names(const std::filesystem::path& models_
   return names;
 }
 
-std::string_view name(Norm norm) { return norm == Norm::kLayerNorm ? "layernorm" : "rmsnorm"; }
+std::string_view name(Norm norm) {
+  return norm == Norm::kLayerNorm ? "layernorm" : "rmsnorm";
+}
 
 std::string_view name(Activation activation) {
   return activation == Activation::kGelu ? "gelu" : "swiglu";

@@ -1,6 +1,7 @@
 #include "workloads/op_reader.h"
 
 #include <fmt/format.h>
+
 #include <vector>
 
 namespace gpusim::workloads {
@@ -13,19 +14,27 @@ constexpr std::int64_t kMaxExtent = std::int64_t{1} << 40;
 // The keys each op takes besides `op`.
 std::vector<std::string_view> keys_of(OpKind kind) {
   switch (kind) {
-    case OpKind::kMatmul: return {"M", "N", "K", "dtype"};
-    case OpKind::kLinear: return {"M", "N", "K", "bias", "dtype"};
-    case OpKind::kSdpa: return {"B", "H", "S", "D", "causal", "dtype"};
-    case OpKind::kSdpaDecode: return {"B", "Hq", "Hkv", "L", "D", "dtype"};
-    case OpKind::kNaiveAttention: return {"B", "H", "S", "D", "causal", "dtype"};
+    case OpKind::kMatmul:
+      return {"M", "N", "K", "dtype"};
+    case OpKind::kLinear:
+      return {"M", "N", "K", "bias", "dtype"};
+    case OpKind::kSdpa:
+      return {"B", "H", "S", "D", "causal", "dtype"};
+    case OpKind::kSdpaDecode:
+      return {"B", "Hq", "Hkv", "L", "D", "dtype"};
+    case OpKind::kNaiveAttention:
+      return {"B", "H", "S", "D", "causal", "dtype"};
     case OpKind::kAdd:
     case OpKind::kMul:
     case OpKind::kSilu:
-    case OpKind::kGelu: return {"n", "dtype"};
-    case OpKind::kCast: return {"n", "from", "to"};  // the types are from and to
+    case OpKind::kGelu:
+      return {"n", "dtype"};
+    case OpKind::kCast:
+      return {"n", "from", "to"};  // the types are from and to
     case OpKind::kLayerNorm:
     case OpKind::kRmsNorm:
-    case OpKind::kSoftmax: return {"R", "C", "dtype"};
+    case OpKind::kSoftmax:
+      return {"R", "C", "dtype"};
   }
   return {};
 }
@@ -33,7 +42,8 @@ std::vector<std::string_view> keys_of(OpKind kind) {
 models::OpShape read_shape(OpKind kind, hw::MappingReader& r) {
   const auto dim = [&r](std::string_view key) { return r.integer(key, 1, kMaxExtent); };
   switch (kind) {
-    case OpKind::kMatmul: return models::MatmulShape{dim("M"), dim("N"), dim("K")};
+    case OpKind::kMatmul:
+      return models::MatmulShape{dim("M"), dim("N"), dim("K")};
     case OpKind::kLinear:
       return models::LinearShape{dim("M"), dim("N"), dim("K"),
                                  r.optional_boolean("bias").value_or(false)};
@@ -52,7 +62,8 @@ models::OpShape read_shape(OpKind kind, hw::MappingReader& r) {
     case OpKind::kAdd:
     case OpKind::kMul:
     case OpKind::kSilu:
-    case OpKind::kGelu: return models::ElementwiseShape{dim("n")};
+    case OpKind::kGelu:
+      return models::ElementwiseShape{dim("n")};
     case OpKind::kCast: {
       const std::int64_t n = dim("n");
       const auto from = read_optional_dtype(r, "from");
@@ -64,7 +75,8 @@ models::OpShape read_shape(OpKind kind, hw::MappingReader& r) {
     }
     case OpKind::kLayerNorm:
     case OpKind::kRmsNorm:
-    case OpKind::kSoftmax: return models::RowShape{dim("R"), dim("C")};
+    case OpKind::kSoftmax:
+      return models::RowShape{dim("R"), dim("C")};
   }
   r.fail("op", "unhandled op");
 }
@@ -81,8 +93,8 @@ std::optional<hw::DType> read_optional_dtype(hw::MappingReader& reader, std::str
   return dtype;
 }
 
-models::Op read_op(const hw::YamlDocument& doc, const YAML::Node& item,
-                   const std::string& key_path, std::optional<hw::DType> default_dtype) {
+models::Op read_op(const hw::YamlDocument& doc, const YAML::Node& item, const std::string& key_path,
+                   std::optional<hw::DType> default_dtype) {
   hw::MappingReader r(doc, item, key_path);
   const OpKind kind = *models::parse_op_kind(r.choice("op", models::op_names()));
   // Unknown keys first, so that a misspelt key is not reported as a missing one.

@@ -8,8 +8,8 @@ namespace gpusim::workloads {
 namespace {
 
 std::string describe_ops(const OpWorkload& w) {
-  std::string out = fmt::format("workload {}: {} op{}\n", w.name, w.ops.size(),
-                                w.ops.size() == 1 ? "" : "s");
+  std::string out =
+      fmt::format("workload {}: {} op{}\n", w.name, w.ops.size(), w.ops.size() == 1 ? "" : "s");
   for (std::size_t i = 0; i < w.ops.size(); ++i) {
     out += fmt::format("  {}. {}\n", i + 1, models::describe(w.ops[i].op));
   }
@@ -18,7 +18,8 @@ std::string describe_ops(const OpWorkload& w) {
 
 std::string sequence_text(const ModelWorkload& w) {
   switch (w.phase) {
-    case Phase::kPrefill: return fmt::format("prompt length {}", w.seq_len);
+    case Phase::kPrefill:
+      return fmt::format("prompt length {}", w.seq_len);
     case Phase::kDecode:
       return fmt::format("KV length {} (one new token per sequence)", w.seq_len);
     case Phase::kGenerate:
@@ -40,8 +41,9 @@ std::string biases_text(const ModelConfig& m) {
 }
 
 std::string architecture_text(const ModelConfig& m) {
-  std::string out = fmt::format("  model {}: {} layers, d_model {}, {} heads / {} KV heads of dim {}",
-                                m.name, m.layers, m.d_model, m.heads, m.kv_heads, m.head_dim);
+  std::string out =
+      fmt::format("  model {}: {} layers, d_model {}, {} heads / {} KV heads of dim {}", m.name,
+                  m.layers, m.d_model, m.heads, m.kv_heads, m.head_dim);
   if (m.d_ff > 0) out += fmt::format(", d_ff {}", m.d_ff);
   out += fmt::format(", vocab {}\n", m.vocab);
 
@@ -50,7 +52,8 @@ std::string architecture_text(const ModelConfig& m) {
   out += fmt::format(", {}, {} positions", name(m.activation), name(m.positions));
   if (m.max_positions) out += fmt::format(" ({})", *m.max_positions);
   if (m.rope_theta) out += fmt::format(" (theta {})", *m.rope_theta);
-  out += fmt::format(", {}, {} embeddings\n", biases_text(m), m.tied_embeddings ? "tied" : "untied");
+  out +=
+      fmt::format(", {}, {} embeddings\n", biases_text(m), m.tied_embeddings ? "tied" : "untied");
 
   if (m.moe) {
     const MoeConfig& moe = *m.moe;
@@ -72,8 +75,8 @@ std::string architecture_text(const ModelConfig& m) {
 std::string describe_model(const ModelWorkload& w) {
   std::string out = fmt::format("workload {}: {} {}, batch {}, {}\n", w.name, w.model.name,
                                 name(w.phase), w.batch, sequence_text(w));
-  out += fmt::format("  dtype {}, lowering {}, attention {}\n", hw::name(w.dtype),
-                     name(w.lowering), name(w.attention));
+  out += fmt::format("  dtype {}, lowering {}, attention {}\n", hw::name(w.dtype), name(w.lowering),
+                     name(w.attention));
   out += architecture_text(w.model);
   const std::int64_t params = parameter_count(w.model);
   const double bytes = static_cast<double>(params) * hw::bytes_per_element(w.dtype);

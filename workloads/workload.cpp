@@ -75,8 +75,8 @@ void check_positions(hw::MappingReader& root, const ModelWorkload& w) {
   if (!w.model.max_positions) return;
   const std::int64_t limit = *w.model.max_positions;
   if (w.seq_len > limit) {
-    root.fail("seq_len", fmt::format("{} is more than model {} has positions for ({})",
-                                     w.seq_len, w.model.name, limit));
+    root.fail("seq_len", fmt::format("{} is more than model {} has positions for ({})", w.seq_len,
+                                     w.model.name, limit));
   }
   // The last generated token is never fed back, so it needs no position.
   if (w.output_len && w.seq_len + *w.output_len - 1 > limit) {
@@ -100,10 +100,9 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
   ModelWorkload w;
   w.name = root.optional_text("name").value_or(std::move(default_name));
   w.model = read_model(doc, root, models_dir);
-  w.phase = read_choice<Phase>(root, "phase",
-                               {{"prefill", Phase::kPrefill},
-                                {"decode", Phase::kDecode},
-                                {"generate", Phase::kGenerate}});
+  w.phase = read_choice<Phase>(
+      root, "phase",
+      {{"prefill", Phase::kPrefill}, {"decode", Phase::kDecode}, {"generate", Phase::kGenerate}});
   w.batch = root.integer("batch", 1, kMaxBatch);
   w.seq_len = root.integer("seq_len", 1, kMaxTokens);
   w.output_len = root.optional_integer("output_len", 1, kMaxTokens);
@@ -119,9 +118,9 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
   w.lowering = read_choice<Lowering>(
       root, "lowering", {{"hf-eager", Lowering::kHfEager}, {"fused", Lowering::kFused}},
       Lowering::kHfEager);
-  w.attention = read_choice<Attention>(
-      root, "attention", {{"sdpa", Attention::kSdpa}, {"naive", Attention::kNaive}},
-      Attention::kSdpa);
+  w.attention = read_choice<Attention>(root, "attention",
+                                       {{"sdpa", Attention::kSdpa}, {"naive", Attention::kNaive}},
+                                       Attention::kSdpa);
   check_positions(root, w);
   return w;
 }
@@ -171,9 +170,12 @@ Workload parse_workload(std::string text, const std::string& label,
 
 std::string_view name(Phase phase) {
   switch (phase) {
-    case Phase::kPrefill: return "prefill";
-    case Phase::kDecode: return "decode";
-    case Phase::kGenerate: return "generate";
+    case Phase::kPrefill:
+      return "prefill";
+    case Phase::kDecode:
+      return "decode";
+    case Phase::kGenerate:
+      return "generate";
   }
   return "?";
 }

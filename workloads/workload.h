@@ -34,8 +34,8 @@ struct SourcedOp {
 };
 
 struct OpWorkload {
-  std::string name;                         // `name:`, else the file's stem
-  std::optional<hw::DType> default_dtype;   // top-level `dtype:`
+  std::string name;                        // `name:`, else the file's stem
+  std::optional<hw::DType> default_dtype;  // top-level `dtype:`
   std::vector<SourcedOp> ops;
 };
 
@@ -54,8 +54,8 @@ enum class Attention {
 };
 
 struct ModelWorkload {
-  std::string name;  // `name:`, else the file's stem
-  ModelConfig model;
+  std::string name;   // `name:`, else the file's stem
+  ModelConfig model;  // an inline model without `name:` is called "custom"
   Phase phase = Phase::kDecode;
   std::int64_t batch = 0;
   std::int64_t seq_len = 0;                // prompt length, or KV length for decode

@@ -18,14 +18,14 @@ TEST(ModelOpTest, DescribesEachFamilyOnOneLine) {
             "sdpa B=8 H=16 S=1024 D=64 causal bf16");
   EXPECT_EQ(describe(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{4, 32, 8, 4096, 128})),
             "sdpa_decode B=4 Hq=32 Hkv=8 L=4096 D=128 bf16");
-  EXPECT_EQ(describe(Op(OpKind::kNaiveAttention, DType::kFp32,
-                        NaiveAttentionShape{4, 12, 512, 64})),
-            "naive_attention B=4 H=12 S=512 D=64 fp32");
+  EXPECT_EQ(
+      describe(Op(OpKind::kNaiveAttention, DType::kFp32, NaiveAttentionShape{4, 12, 512, 64})),
+      "naive_attention B=4 H=12 S=512 D=64 fp32");
   EXPECT_EQ(describe(Op(OpKind::kGelu, DType::kBf16, ElementwiseShape{1048576})),
             "gelu n=1048576 bf16");
-  EXPECT_EQ(describe(Op(OpKind::kCast, DType::kBf16,
-                        CastShape{1048576, DType::kFp32, DType::kBf16})),
-            "cast n=1048576 fp32->bf16");
+  EXPECT_EQ(
+      describe(Op(OpKind::kCast, DType::kBf16, CastShape{1048576, DType::kFp32, DType::kBf16})),
+      "cast n=1048576 fp32->bf16");
   EXPECT_EQ(describe(Op(OpKind::kRmsNorm, DType::kBf16, RowShape{4096, 4096})),
             "rms_norm R=4096 C=4096 bf16");
 }

@@ -34,9 +34,9 @@ ModelConfig read(const std::string& text) {
 // A small valid model; line 1 is `model:`, line N+1 the N-th field.
 std::string tiny(const std::string& extra = "", const std::string& without = "") {
   std::string text = "model:\n";
-  for (const std::string line : {"layers: 2", "d_model: 64", "heads: 4", "kv_heads: 2",
-                                 "d_ff: 128", "vocab: 100", "norm: rmsnorm",
-                                 "activation: swiglu", "positions: rope"}) {
+  for (const std::string line :
+       {"layers: 2", "d_model: 64", "heads: 4", "kv_heads: 2", "d_ff: 128", "vocab: 100",
+        "norm: rmsnorm", "activation: swiglu", "positions: rope"}) {
     if (!without.empty() && line.rfind(without + ":", 0) == 0) continue;
     text += "  " + line + "\n";
   }
@@ -45,9 +45,9 @@ std::string tiny(const std::string& extra = "", const std::string& without = "")
 
 TEST(ModelConfigTest, EveryPresetLoads) {
   const std::vector<std::string> expected = {
-      "cs336-2.7b", "cs336-large",    "cs336-medium", "cs336-small", "cs336-xl",
-      "deepseek-ocr-decoder", "gpt2-large", "gpt2-medium", "gpt2-small", "gpt2-xl",
-      "llama3-70b", "llama3-8b", "mixtral-8x7b", "qwen2-1.5b"};
+      "cs336-2.7b",           "cs336-large", "cs336-medium", "cs336-small", "cs336-xl",
+      "deepseek-ocr-decoder", "gpt2-large",  "gpt2-medium",  "gpt2-small",  "gpt2-xl",
+      "llama3-70b",           "llama3-8b",   "mixtral-8x7b", "qwen2-1.5b"};
   EXPECT_EQ(model_preset_names(kModelsDir), expected);
   for (const auto& name : expected) {
     SCOPED_TRACE(name);
@@ -128,9 +128,8 @@ TEST(ModelParameterCountTest, MatchesHuggingFace) {
 // No published figure: these follow from the same formula (and pin the presets down).
 TEST(ModelParameterCountTest, OtherPresetsByFormula) {
   const std::map<std::string, std::int64_t> expected = {
-      {"cs336-small", 128625408},   {"cs336-medium", 423183360},
-      {"cs336-large", 969411840},   {"cs336-xl", 1998235200},
-      {"cs336-2.7b", 3406809600},   {"deepseek-ocr-decoder", 2934734080},
+      {"cs336-small", 128625408}, {"cs336-medium", 423183360}, {"cs336-large", 969411840},
+      {"cs336-xl", 1998235200},   {"cs336-2.7b", 3406809600},  {"deepseek-ocr-decoder", 2934734080},
   };
   for (const auto& [name, count] : expected) {
     EXPECT_EQ(parameter_count(preset(name)), count) << name;
@@ -183,8 +182,7 @@ TEST(ModelConfigTest, ZeroLayers) {
 }
 
 TEST(ModelConfigTest, DModelMustDivideByHeadsWithoutHeadDim) {
-  const ConfigError e =
-      expect_config_error([] { read(tiny("", "d_model") + "  d_model: 66\n"); });
+  const ConfigError e = expect_config_error([] { read(tiny("", "d_model") + "  d_model: 66\n"); });
   EXPECT_EQ(e.key(), "model.heads");
   EXPECT_NE(e.detail().find("give head_dim"), std::string::npos);
 }
@@ -213,26 +211,23 @@ TEST(ModelConfigTest, MoeChecks) {
 TEST(ModelConfigTest, PositionTableOnlyForLearnedPositions) {
   ConfigError e = expect_config_error([] { read(tiny("  max_positions: 512\n")); });
   EXPECT_EQ(e.key(), "model.max_positions");
-  e = expect_config_error(
-      [] { read(tiny("  positions: learned\n", "positions")); });
+  e = expect_config_error([] { read(tiny("  positions: learned\n", "positions")); });
   EXPECT_EQ(e.key(), "model.max_positions");
-  EXPECT_EQ(read(tiny("  positions: learned\n  max_positions: 512\n", "positions"))
-                .max_positions,
+  EXPECT_EQ(read(tiny("  positions: learned\n  max_positions: 512\n", "positions")).max_positions,
             512);
   e = expect_config_error([] { read(tiny("  norm_eps: 0\n")); });
   EXPECT_EQ(e.key(), "model.norm_eps");
 }
 
 TEST(ModelConfigTest, BadChoice) {
-  const ConfigError e =
-      expect_config_error([] { read(tiny("  norm: batchnorm\n", "norm")); });
+  const ConfigError e = expect_config_error([] { read(tiny("  norm: batchnorm\n", "norm")); });
   EXPECT_EQ(e.key(), "model.norm");
   EXPECT_NE(e.detail().find("layernorm, rmsnorm"), std::string::npos);
 }
 
 TEST(ModelConfigTest, MalformedYaml) {
-  const ConfigError e = expect_config_error(
-      [] { load_model_file(kTestModelsDir / "malformed.yaml"); });
+  const ConfigError e =
+      expect_config_error([] { load_model_file(kTestModelsDir / "malformed.yaml"); });
   EXPECT_EQ(e.file(), (kTestModelsDir / "malformed.yaml").string());
   EXPECT_EQ(e.line(), 4);
   EXPECT_EQ(e.key(), "");
@@ -240,8 +235,8 @@ TEST(ModelConfigTest, MalformedYaml) {
 }
 
 TEST(ModelConfigTest, PresetNameMustMatchItsFile) {
-  const ConfigError e = expect_config_error(
-      [] { load_model_file(kTestModelsDir / "wrong-name.yaml"); });
+  const ConfigError e =
+      expect_config_error([] { load_model_file(kTestModelsDir / "wrong-name.yaml"); });
   EXPECT_EQ(e.file(), (kTestModelsDir / "wrong-name.yaml").string());
   EXPECT_EQ(e.line(), 3);
   EXPECT_EQ(e.key(), "model.name");

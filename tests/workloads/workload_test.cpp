@@ -84,9 +84,9 @@ TEST(WorkloadTest, DesignDocOpExample) {
   EXPECT_EQ(w.name, "projection-and-norm");
   EXPECT_EQ(w.default_dtype, DType::kBf16);
   ASSERT_EQ(w.ops.size(), 8u);
-  const OpKind kinds[] = {OpKind::kMatmul,         OpKind::kLinear, OpKind::kSdpa,
-                          OpKind::kSdpaDecode,     OpKind::kNaiveAttention,
-                          OpKind::kAdd,            OpKind::kCast,   OpKind::kLayerNorm};
+  const OpKind kinds[] = {OpKind::kMatmul,     OpKind::kLinear,         OpKind::kSdpa,
+                          OpKind::kSdpaDecode, OpKind::kNaiveAttention, OpKind::kAdd,
+                          OpKind::kCast,       OpKind::kLayerNorm};
   for (std::size_t i = 0; i < w.ops.size(); ++i) {
     EXPECT_EQ(w.ops[i].op.kind(), kinds[i]) << i;
     EXPECT_EQ(w.ops[i].line, static_cast<int>(i) + 4) << i;
@@ -115,7 +115,8 @@ TEST(WorkloadTest, EveryShippedWorkloadLoads) {
 }
 
 TEST(WorkloadTest, InlineModel) {
-  const auto w = std::get<ModelWorkload>(load_workload(kData / "inline_model.yaml", {}, kModelsDir));
+  const auto w =
+      std::get<ModelWorkload>(load_workload(kData / "inline_model.yaml", {}, kModelsDir));
   EXPECT_EQ(w.name, "inline-test");
   EXPECT_EQ(w.model.name, "tiny-inline");
   EXPECT_EQ(w.model.norm, Norm::kLayerNorm);
@@ -242,8 +243,9 @@ TEST(WorkloadTest, ModelReferenceErrors) {
   EXPECT_EQ(e.key(), "model");
   EXPECT_NE(e.detail().find("tiny"), std::string::npos);  // lists the presets
 
-  e = parse_error("hf_config: llama/config.json\nphase: decode\nbatch: 1\nseq_len: 8\n"
-                  "dtype: bf16\n");
+  e = parse_error(
+      "hf_config: llama/config.json\nphase: decode\nbatch: 1\nseq_len: 8\n"
+      "dtype: bf16\n");
   EXPECT_EQ(e.line(), 1);
   EXPECT_EQ(e.key(), "hf_config");
   EXPECT_NE(e.detail().find("not supported yet"), std::string::npos);
@@ -255,9 +257,10 @@ TEST(WorkloadTest, ModelReferenceErrors) {
   EXPECT_EQ(e.key(), "model.kv_heads");
 
   // Inline fields are checked where they are written.
-  e = parse_error("model:\n  layers: 2\n  d_model: 64\n  heads: 4\n  kv_heads: 3\n  d_ff: 8\n"
-                  "  vocab: 10\n  norm: rmsnorm\n  activation: swiglu\n  positions: rope\n"
-                  "phase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\n");
+  e = parse_error(
+      "model:\n  layers: 2\n  d_model: 64\n  heads: 4\n  kv_heads: 3\n  d_ff: 8\n"
+      "  vocab: 10\n  norm: rmsnorm\n  activation: swiglu\n  positions: rope\n"
+      "phase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\n");
   EXPECT_EQ(e.file(), "w.yaml");
   EXPECT_EQ(e.line(), 5);
   EXPECT_EQ(e.key(), "model.kv_heads");
@@ -281,9 +284,8 @@ TEST(WorkloadTest, DocumentShapeErrors) {
 TEST(WorkloadTest, LearnedPositionsBoundTheSequence) {
   const std::string gpt2 = "model: gpt2-small\nbatch: 1\ndtype: fp16\n";
   EXPECT_NO_THROW(load_workload(kData / "inline_model.yaml", {}, kModelsDir));
-  ConfigError e = expect_config_error([&] {
-    parse_workload(gpt2 + "phase: prefill\nseq_len: 1025\n", "w.yaml", {}, kModelsDir);
-  });
+  ConfigError e = expect_config_error(
+      [&] { parse_workload(gpt2 + "phase: prefill\nseq_len: 1025\n", "w.yaml", {}, kModelsDir); });
   EXPECT_EQ(e.key(), "seq_len");
   e = expect_config_error([&] {
     parse_workload(gpt2 + "phase: generate\nseq_len: 1000\noutput_len: 26\n", "w.yaml", {},
@@ -306,8 +308,8 @@ TEST(WorkloadOverrideTest, SetsTopLevelValues) {
   const auto other = std::get<ModelWorkload>(load("decode.yaml", {{"model", "llama3-70b"}}));
   EXPECT_EQ(other.model.name, "llama3-70b");
 
-  const auto gen = std::get<ModelWorkload>(
-      load("decode.yaml", {{"phase", "generate"}, {"output_len", "16"}}));
+  const auto gen =
+      std::get<ModelWorkload>(load("decode.yaml", {{"phase", "generate"}, {"output_len", "16"}}));
   EXPECT_EQ(gen.phase, Phase::kGenerate);
   EXPECT_EQ(gen.output_len, 16);
 
@@ -350,8 +352,9 @@ TEST(WorkloadOverrideTest, NestedKeysOfInlineModels) {
   EXPECT_EQ(w.model.layers, 4);
   EXPECT_EQ(w.model.moe->top_k, 3);
 
-  ConfigError e = expect_config_error(
-      [&] { load_workload(file, {{"model.moe.top_k", "5"}}, kModelsDir); });
+  ConfigError e = expect_config_error([&] {
+    load_workload(file, {{"model.moe.top_k", "5"}}, kModelsDir);
+  });
   EXPECT_EQ(e.file(), "command line");
   EXPECT_EQ(e.key(), "workload.model.moe.top_k");
   e = expect_config_error([&] { load_workload(file, {{"model.bogus", "1"}}, kModelsDir); });
@@ -377,8 +380,9 @@ TEST(WorkloadOverrideTest, PathsThroughNonMappingsAreRefused) {
 
 TEST(WorkloadOverrideTest, FileErrorsStayOnTheFile) {
   const auto file = kData / "bad_op_extent.yaml";
-  const ConfigError e =
-      expect_config_error([&] { load_workload(file, {{"dtype", "fp16"}}, kModelsDir); });
+  const ConfigError e = expect_config_error([&] {
+    load_workload(file, {{"dtype", "fp16"}}, kModelsDir);
+  });
   EXPECT_EQ(e.file(), file.string());
   EXPECT_EQ(e.key(), "ops[3].K");
 }
