@@ -150,7 +150,11 @@ std::string MappingReader::path(std::string_view key) const {
 
 bool MappingReader::has(std::string_view key) {
   asked_.emplace(key);
-  return node_[std::string(key)].IsDefined();
+  // Iterate rather than use operator[], which would add the key to a non-const node.
+  for (const auto& kv : node_) {
+    if (kv.first.Scalar() == key) return true;
+  }
+  return false;
 }
 
 YAML::Node MappingReader::node(std::string_view key) {
