@@ -54,18 +54,19 @@ const std::array kFields{
     FieldDef{"l2.hit_latency", Quantity::kDuration, 1e-9, 1e-4, kAnyText, "L2 hit load-to-use latency", GPUSIM_REF(l2.hit_latency)},
     FieldDef{"dram.kind", Quantity::kText, 0, 0, kDramKinds, "memory technology", GPUSIM_REF(dram.kind)},
     FieldDef{"dram.bus_width_bits", Quantity::kCount, 1, 65536, kAnyText, "memory interface width in bits", GPUSIM_REF(dram.bus_width_bits)},
-    FieldDef{"dram.peak_bandwidth", Quantity::kBandwidth, 1e9, kBig, kAnyText, "datasheet DRAM bandwidth", GPUSIM_REF(dram.peak_bandwidth)},
-    FieldDef{"dram.achievable_bandwidth", Quantity::kBandwidth, 1e9, kBig, kAnyText, "DRAM bandwidth a large copy reaches (read + write)", GPUSIM_REF(dram.achievable_bandwidth)},
+    FieldDef{"dram.bandwidth", Quantity::kBandwidth, 1e9, kBig, kAnyText, "peak DRAM bandwidth (datasheet)", GPUSIM_REF(dram.bandwidth)},
+    FieldDef{"dram.efficiency", Quantity::kFraction, 0.05, 1, kAnyText, "fraction of the peak a large copy reaches (read + write)", GPUSIM_REF(dram.efficiency)},
     FieldDef{"dram.latency", Quantity::kDuration, 1e-9, 1e-4, kAnyText, "DRAM load-to-use latency", GPUSIM_REF(dram.latency)},
     FieldDef{"dram.capacity", Quantity::kBytes, kMiB, kBig, kAnyText, "device memory", GPUSIM_REF(dram.capacity)},
     FieldDef{"launch.graph_gap", Quantity::kDuration, 0, 1, kAnyText, "gap between dependent kernels in a CUDA graph replay", GPUSIM_REF(launch.graph_gap)},
     FieldDef{"launch.eager_gap", Quantity::kDuration, 0, 1, kAnyText, "time per kernel launched eagerly from PyTorch", GPUSIM_REF(launch.eager_gap)},
+    FieldDef{"launch.kernel_overhead", Quantity::kDuration, 0, 1e-3, kAnyText, "device time of a kernel beyond its CTAs' work (launch, drain)", GPUSIM_REF(launch.kernel_overhead)},
 };
 
 #undef GPUSIM_REF
 
 std::string format_bound(double v, Quantity q) {
-  return q == Quantity::kCount ? fmt::format("{}", static_cast<long long>(v)) : format_quantity(v, q);
+  return q == Quantity::kCount || q == Quantity::kFraction ? fmt::format("{}", static_cast<long long>(v)) : format_quantity(v, q);
 }
 
 }  // namespace
@@ -173,8 +174,6 @@ std::vector<Violation> check_consistency(const HardwareSpec& s) {
           "a sustained clock cannot exceed clocks.boost");
   require(s.clocks.sustained_other_hz <= s.clocks.boost_hz, "clocks.sustained_other",
           "a sustained clock cannot exceed clocks.boost");
-  require(s.dram.achievable_bandwidth <= s.dram.peak_bandwidth, "dram.achievable_bandwidth",
-          "achievable bandwidth cannot exceed dram.peak_bandwidth");
   return out;
 }
 

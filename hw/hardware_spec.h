@@ -58,15 +58,18 @@ struct L2Spec {
 struct DramSpec {
   std::string kind;  // HBM3, GDDR7, ...
   int bus_width_bits = 0;
-  double peak_bandwidth = 0;        // bytes/s, datasheet
-  double achievable_bandwidth = 0;  // bytes/s, what a large copy reaches (read + write)
+  double bandwidth = 0;   // bytes/s, datasheet peak
+  double efficiency = 0;  // fraction of the peak a large copy reaches (read + write)
   sim::Time latency;                // load-to-use latency of a miss
   std::int64_t capacity = 0;        // device memory, bytes
+
+  double achievable_bandwidth() const { return bandwidth * efficiency; }
 };
 
 struct LaunchSpec {
   sim::Time graph_gap;  // between dependent kernels replayed from a CUDA graph
   sim::Time eager_gap;  // per kernel launched eagerly from PyTorch (host-bound)
+  sim::Time kernel_overhead;  // device time of a kernel beyond its CTAs' work (launch, drain)
 };
 
 // Where one field's value came from, for `gpusim hw show` and for error messages.

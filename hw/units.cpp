@@ -96,6 +96,7 @@ std::string describe(Quantity q) {
     case Quantity::kDuration: return "a duration such as 2us";
     case Quantity::kFlopsPerCycle: return "a per-SM rate such as 4096 flop/clk";
     case Quantity::kOpsPerCycle: return "a per-SM rate such as 16 op/clk";
+    case Quantity::kFraction: return "a fraction such as 0.9 or 90%";
     case Quantity::kText: return "a word";
   }
   return "a value";
@@ -124,6 +125,11 @@ ParsedQuantity parse_quantity(std::string_view raw, Quantity q) {
     return ParsedQuantity{number, {}};
   }
 
+  if (q == Quantity::kFraction) {
+    if (symbol.empty()) return ParsedQuantity{number, {}};
+    if (symbol == "%") return ParsedQuantity{number / 100, {}};
+    return failure(fmt::format("'{}' is not {}", text, describe(q)));
+  }
   if (symbol.empty()) {
     return failure(fmt::format("'{}' has no unit; expected {} (units: {})", text, describe(q),
                                units_of(q)));
@@ -190,6 +196,7 @@ std::string format_quantity(double value, Quantity q) {
       return fmt::format("{}ns", value * 1e9);
     case Quantity::kFlopsPerCycle: return fmt::format("{} flop/clk", value);
     case Quantity::kOpsPerCycle: return fmt::format("{} op/clk", value);
+    case Quantity::kFraction: return fmt::format("{}", value);
   }
   return fmt::format("{}", value);
 }

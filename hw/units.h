@@ -15,6 +15,7 @@ enum class Quantity {
   kDuration,       // 2us, 350ns, 1.5ms (also "µs")
   kFlopsPerCycle,  // 4096 flop/clk (per SM; an FMA counts 2)
   kOpsPerCycle,    // 16 op/clk (per SM)
+  kFraction,       // 0.9 or 90%
   kText,           // a word such as HBM3
 };
 

@@ -32,7 +32,9 @@ std::vector<Derived> derived_figures(const hw::HardwareSpec& s) {
       {"tensor fp8 peak", tflops(s.peak_tensor_flops(hw::DType::kFp8))},
       {"FP32 peak (sustained other clock)", tflops(s.peak_fp32_flops())},
       {"ridge point, bf16 vs achievable DRAM",
-       fmt::format("{:.0f} FLOP/byte", s.peak_tensor_flops(hw::DType::kBf16) / s.dram.achievable_bandwidth)},
+       fmt::format("{:.0f} FLOP/byte", s.peak_tensor_flops(hw::DType::kBf16) / s.dram.achievable_bandwidth())},
+      {"achievable DRAM bandwidth (bandwidth x efficiency)",
+       fmt::format("{:.3f} TB/s", s.dram.achievable_bandwidth() / 1e12)},
       {"resident threads, whole chip", fmt::format("{}", s.sm.max_threads * s.sm_count)},
   };
 }

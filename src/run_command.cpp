@@ -26,7 +26,7 @@ std::vector<workloads::WorkloadOverride> workload_overrides(const std::vector<Ov
 std::string hardware_line(const hw::HardwareSpec& s) {
   return fmt::format("{} SMs at {:.2f} GHz, {} MiB L2, {} {:.2f} TB/s, {:.0f} GB", s.sm_count,
                      s.clocks.boost_hz / 1e9, s.l2.size / (1024 * 1024), s.dram.kind,
-                     s.dram.peak_bandwidth / 1e12, static_cast<double>(s.dram.capacity) / 1e9);
+                     s.dram.bandwidth / 1e12, static_cast<double>(s.dram.capacity) / 1e9);
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ TEST(HardwarePresets, H100ValuesAndDerivedPeaks) {
   EXPECT_EQ(h.sm.max_warps, 64);
   EXPECT_EQ(h.sm.shared_memory, 228 * 1024);
   EXPECT_EQ(h.l2.size, 50 * 1024 * 1024);
-  EXPECT_DOUBLE_EQ(h.dram.peak_bandwidth, 3.35e12);
+  EXPECT_DOUBLE_EQ(h.dram.bandwidth, 3.35e12);
   // The datasheet's 989.4 TFLOP/s dense bf16 is 132 SMs x 4096 flop/clk x 1.83 GHz.
   EXPECT_NEAR(h.tensor_flops_per_cycle(DType::kBf16) * h.sm_count * 1.83e9, 989.4e12, 0.1e12);
   EXPECT_EQ(h.tensor_flops_per_cycle(DType::kFp32), 0);
@@ -72,7 +72,7 @@ TEST(HardwarePresets, H200InheritsComputeAndReplacesMemory) {
   const HardwareSpec h200 = load_hardware("h200", catalog());
   EXPECT_EQ(h200.sm_count, h100.sm_count);
   EXPECT_EQ(h200.throughput.tensor_bf16, h100.throughput.tensor_bf16);
-  EXPECT_DOUBLE_EQ(h200.dram.peak_bandwidth, 4.8e12);
+  EXPECT_DOUBLE_EQ(h200.dram.bandwidth, 4.8e12);
   EXPECT_EQ(h200.dram.kind, "HBM3e");
   // Inherited values keep the base file as their origin.
   EXPECT_NE(h200.origins.at("sm_count").file.find("h100-sxm5.yaml"), std::string::npos);
@@ -117,7 +117,7 @@ TEST(HardwareFile, ResolvedYamlOfShowLoadsBackIdentically) {
     EXPECT_EQ(format_field(copy, f), format_field(original, f)) << f.path;
   }
   EXPECT_EQ(copy.l2.hit_latency, original.l2.hit_latency);
-  EXPECT_EQ(copy.dram.achievable_bandwidth, original.dram.achievable_bandwidth);
+  EXPECT_EQ(copy.dram.efficiency, original.dram.efficiency);
 }
 
 struct BadCase {
@@ -153,8 +153,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_key", "base: h100\nl2:\n  sise: 50MiB\n", 3, "l2.sise", "unknown key"},
         BadCase{"unknown_section", "base: h100\ncache:\n  size: 1MiB\n", 2, "cache", "unknown section"},
         BadCase{"unknown_top_key", "base: h100\nsms: 12\n", 2, "sms", "unknown key"},
-        BadCase{"wrong_unit", "base: h100\ndram:\n  peak_bandwidth: 3.35TB\n", 3,
-                "dram.peak_bandwidth", "is a size"},
+        BadCase{"wrong_unit", "base: h100\ndram:\n  bandwidth: 3.35TB\n", 3,
+                "dram.bandwidth", "is a size"},
         BadCase{"missing_unit", "base: h100\nclocks:\n  boost: 1980\n", 3, "clocks.boost", "no unit"},
         BadCase{"zero_sms", "base: h100\nsm_count: 0\n", 2, "sm_count", "out of range"},
         BadCase{"negative_sms", "base: h100\nsm_count: -4\n", 2, "sm_count", "out of range"},
@@ -168,8 +168,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "sm.shared_memory_per_cta", "exceeds"},
         BadCase{"sustained_over_boost", "base: h100\nclocks:\n  sustained_other: 2.5GHz\n", 3,
                 "clocks.sustained_other", "cannot exceed"},
-        BadCase{"achievable_over_peak", "base: h100\ndram:\n  achievable_bandwidth: 4TB/s\n", 3,
-                "dram.achievable_bandwidth", "cannot exceed"},
+        BadCase{"efficiency_over_one", "base: h100\ndram:\n  efficiency: 120%\n", 3,
+                "dram.efficiency", "out of range"},
         BadCase{"unknown_dram_kind", "base: h100\ndram:\n  kind: HBM9\n", 3, "dram.kind", "not one of"},
         BadCase{"bad_arch", "base: h100\narch: hopper\n", 2, "arch", "compute capability"},
         BadCase{"duplicate_key", "base: h100\nsm_count: 10\nsm_count: 12\n", 3, "sm_count", "duplicate"},

@@ -46,7 +46,7 @@ TEST_P(MeasuredPreset, AgreesWithItsMeasurementFile) {
   // Timed figures: within the rounding the preset writes them with.
   expect_within(s.clocks.sustained_tensor_hz, m["clock_sustained_bf16_matmul_MHz"].get<double>() * 1e6, 0.01, "sustained tensor clock");
   expect_within(s.clocks.sustained_other_hz, m["clock_sustained_elementwise_add_MHz"].get<double>() * 1e6, 0.01, "sustained other clock");
-  expect_within(s.dram.achievable_bandwidth, m["torch_copy_2GiB_read_plus_write_GBps"].get<double>() * 1e9, 0.01, "copy bandwidth");
+  expect_within(s.dram.achievable_bandwidth(), m["torch_copy_2GiB_read_plus_write_GBps"].get<double>() * 1e9, 0.01, "copy bandwidth");
   expect_within(s.dram.latency.ns(), m["lat_dram_1GiB_4KiB_stride_ns"].get<double>(), 0.02, "DRAM latency");
   expect_within(s.l2.hit_latency.ns(), m["lat_l2_hit_4MiB_ns"].get<double>(), 0.02, "L2 hit latency");
   expect_within(s.l2.bandwidth, m["l2_read_bw_32MiB_GBps"].get<double>() * 1e9, 0.02, "L2 bandwidth");

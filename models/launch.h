@@ -1,0 +1,75 @@
+// What a kernel asks of the hardware: the seam between cost models (models/) and the engine
+// (hw/). A cost model says what one launch is (grid, block, registers, shared memory) and what
+// each of its CTAs does (FLOPs per pipe, bytes per memory level, fixed latencies); the engine
+// decides how long that takes on a given chip, with other kernels around.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hw/dtype.h"
+#include "sim/time.h"
+
+namespace gpusim::models {
+
+struct Dim3 {
+  std::int64_t x = 1, y = 1, z = 1;
+  std::int64_t count() const { return x * y * z; }
+};
+
+// One CTA's demand. Work is split by the unit that executes it; the engine turns it into time
+// with the hardware's per-SM rates, clocks and shared bandwidths.
+struct CtaWork {
+  double tensor_flops = 0;  // dense tensor-core FLOPs (an FMA counts 2) at tensor_dtype's rate
+  hw::DType tensor_dtype = hw::DType::kBf16;
+  double fp32_flops = 0;  // CUDA-core FP32 FLOPs (FMA = 2), including SIMT GEMM math
+  double sfu_ops = 0;     // special-function ops: exp2, rsqrt, tanh, ...
+
+  // Bytes between this CTA's SM and L2, loads plus stores, after L1/shared-memory reuse.
+  double l2_bytes = 0;
+  // Of those, the bytes that would come from DRAM if none of the kernel's inputs were in L2:
+  // this CTA's share of the kernel's unique input footprint (re-reads by other CTAs hit L2).
+  double dram_read_bytes = 0;
+  // This CTA's share of the kernel's output bytes (written back to DRAM unless L2 absorbs them).
+  double dram_write_bytes = 0;
+  // Bytes of loads one CTA keeps in flight (threads x vector width x unroll, or TMA stages):
+  // by Little's law it caps the CTA's bandwidth at max_inflight_bytes / latency. 0: no cap.
+  double max_inflight_bytes = 0;
+
+  // Time that does not shrink with bandwidth or pipe rate: prologue, first-load latency,
+  // pipeline fill, epilogue, grid-wide synchronization.
+  sim::Time fixed;
+};
+
+// CTAs of one launch that do the same work (full tiles vs edge tiles, split-K slices, the
+// tile counts of a persistent kernel's CTAs). Listed in dispatch (blockIdx) order.
+struct CtaClass {
+  std::int64_t count = 0;
+  CtaWork work;
+};
+
+// A tensor a kernel reads or writes, for L2 residency across kernels. Names are unique within
+// a workload (cost models prefix them with the op's tag), sizes are the bytes touched.
+struct TensorUse {
+  std::string tensor;
+  std::int64_t bytes = 0;
+};
+
+struct Launch {
+  std::string name;    // as a profiler shows it, e.g. "vectorized_elementwise_kernel"
+  std::string family;  // cost-model family: "gemm", "elementwise", "flash_fwd", ...
+  Dim3 grid, block;
+  int regs_per_thread = 0;
+  std::int64_t smem_per_cta = 0;  // static + dynamic bytes
+  std::vector<CtaClass> ctas;     // counts add up to grid.count()
+  std::vector<TensorUse> reads, writes;
+
+  std::int64_t cta_count() const { return grid.count(); }
+  // Totals over all CTAs, for reports.
+  double total_flops() const;
+  double total_l2_bytes() const;
+  double total_dram_bytes() const;
+};
+
+}  // namespace gpusim::models
