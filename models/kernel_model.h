@@ -8,10 +8,16 @@
 #include <vector>
 
 #include "hw/hardware_spec.h"
-#include "models/launch.h"
+#include "hw/launch.h"
 #include "models/op.h"
 
 namespace gpusim::models {
+
+using hw::CtaClass;
+using hw::CtaWork;
+using hw::Dim3;
+using hw::Launch;
+using hw::TensorUse;
 
 class KernelModel {
  public:

@@ -1,7 +1,8 @@
 // What a kernel asks of the hardware: the seam between cost models (models/) and the engine
 // (hw/). A cost model says what one launch is (grid, block, registers, shared memory) and what
 // each of its CTAs does (FLOPs per pipe, bytes per memory level, fixed latencies); the engine
-// decides how long that takes on a given chip, with other kernels around.
+// decides how long that takes on a given chip, with other kernels around. It lives in hw/
+// because it is a GPU-level notion (a grid of CTAs), not a transformer one.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 #include "hw/dtype.h"
 #include "sim/time.h"
 
-namespace gpusim::models {
+namespace gpusim::hw {
 
 struct Dim3 {
   std::int64_t x = 1, y = 1, z = 1;
@@ -22,7 +23,7 @@ struct Dim3 {
 // with the hardware's per-SM rates, clocks and shared bandwidths.
 struct CtaWork {
   double tensor_flops = 0;  // dense tensor-core FLOPs (an FMA counts 2) at tensor_dtype's rate
-  hw::DType tensor_dtype = hw::DType::kBf16;
+  DType tensor_dtype = DType::kBf16;
   double fp32_flops = 0;  // CUDA-core FP32 FLOPs (FMA = 2), including SIMT GEMM math
   double sfu_ops = 0;     // special-function ops: exp2, rsqrt, tanh, ...
 
@@ -72,4 +73,4 @@ struct Launch {
   double total_dram_bytes() const;
 };
 
-}  // namespace gpusim::models
+}  // namespace gpusim::hw

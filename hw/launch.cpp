@@ -1,6 +1,6 @@
-#include "models/launch.h"
+#include "hw/launch.h"
 
-namespace gpusim::models {
+namespace gpusim::hw {
 namespace {
 
 template <class F>
@@ -25,4 +25,4 @@ double Launch::total_dram_bytes() const {
                        [](const CtaWork& w) { return w.dram_read_bytes + w.dram_write_bytes; });
 }
 
-}  // namespace gpusim::models
+}  // namespace gpusim::hw
