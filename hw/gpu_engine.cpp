@@ -1,0 +1,429 @@
+#include "hw/gpu_engine.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+#include <set>
+
+#include "hw/l2_residency.h"
+#include "hw/occupancy.h"
+#include "hw/sm_state.h"
+#include "sim/error.h"
+#include "sim/fair_share.h"
+#include "sim/simulation.h"
+
+namespace gpusim::hw {
+namespace {
+
+enum Pipe { kTensorPipe, kFp32Pipe, kSfuPipe, kPipeCount };
+enum SharedResource { kDramBandwidth, kL2Bandwidth, kResourceCount };
+
+// Event priorities among events at the same instant: completions free slots before newly
+// ready kernels ask for them.
+constexpr int kCompletion = 0, kFixedDone = 1, kReady = 2, kDispatch = 3;
+
+// Writes up to this share of the L2 stay there (written back later, off the critical path);
+// a kernel writing more streams the excess to DRAM.
+constexpr double kWriteAbsorbingShareOfL2 = 0.5;
+
+sim::Time seconds_to_time_ceil(double seconds) {
+  return sim::Time::from_ps(static_cast<std::int64_t>(std::ceil(seconds * 1e12)));
+}
+
+struct KernelState {
+  const KernelNode* node = nullptr;
+  Occupancy occupancy;
+  CtaFootprint footprint;
+  sim::Time host_time;  // earliest start the host allows (eager mode)
+  int deps_left = 0;
+  std::vector<int> dependents;
+  std::size_t next_class = 0;        // dispatch cursor: class index...
+  std::int64_t next_in_class = 0;    // ...and CTAs of it already placed
+  std::int64_t ctas_unplaced = 0;
+  std::int64_t ctas_running = 0;
+  int resident_warps = 0;
+  double warp_seconds = 0;  // integral of resident warps over time
+  double read_miss = 1;     // share of input bytes not found in L2
+  double write_to_dram = 1;
+  KernelResult result;
+};
+
+// Identical CTAs of one kernel class placed on one SM at one instant.
+struct Cohort {
+  int kernel = 0;
+  int sm = 0;
+  int count = 0;
+  std::vector<int> registers_taken;
+  bool streaming = false;
+  double remaining = 1;  // share of each CTA's work still to do
+  double rate = 0;       // share per second
+  std::array<double, kPipeCount> pipe_work{};
+  DType tensor_dtype = DType::kBf16;
+  double l2_bytes = 0, dram_bytes = 0, inflight = 0;
+};
+
+class Engine {
+ public:
+  Engine(const HardwareSpec& hw, LaunchMode mode)
+      : hw_(hw), mode_(mode), l2_(hw.l2.size), clock_hz_(hw.clocks.sustained_other_hz) {
+    sms_.reserve(hw.sm_count);
+    for (int i = 0; i < hw.sm_count; ++i) sms_.emplace_back(hw.sm);
+  }
+
+  EngineResult run(const std::vector<KernelNode>& nodes) {
+    prepare(nodes);
+    sim_.run([this] { after_batch(); });
+    EngineResult out;
+    out.end = sim_.now();
+    out.events = sim_.events_processed();
+    for (auto& k : kernels_) {
+      if (k.result.end < k.result.start || k.ctas_unplaced > 0 || k.ctas_running > 0) {
+        throw std::logic_error("engine finished with kernel " + k.result.name + " incomplete");
+      }
+      out.kernels.push_back(std::move(k.result));
+    }
+    return out;
+  }
+
+ private:
+  void prepare(const std::vector<KernelNode>& nodes) {
+    kernels_.resize(nodes.size());
+    std::vector<int> last_in_stream;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      KernelState& k = kernels_[i];
+      k.node = &nodes[i];
+      const Launch& l = nodes[i].launch;
+      std::int64_t classes_total = 0;
+      for (const auto& c : l.ctas) classes_total += c.count;
+      if (l.cta_count() <= 0 || classes_total != l.cta_count()) {
+        throw ModelError(fmt::format("kernel {}: its CTA classes ({}) do not add up to its grid ({})",
+                                     l.name, classes_total, l.cta_count()));
+      }
+      const BlockResources block{static_cast<int>(l.block.count()), l.regs_per_thread, l.smem_per_cta};
+      k.occupancy = compute_occupancy(hw_.sm, block);
+      if (!k.occupancy.does_not_fit.empty()) {
+        throw ModelError(fmt::format("kernel {} cannot run on {}: {}", l.name, hw_.name,
+                                     k.occupancy.does_not_fit));
+      }
+      for (const auto& c : l.ctas) {
+        if (c.work.tensor_flops > 0 && hw_.tensor_flops_per_cycle(c.work.tensor_dtype) <= 0) {
+          throw ModelError(fmt::format("kernel {}: {} has no {} tensor cores", l.name, hw_.name,
+                                       name(c.work.tensor_dtype)));
+        }
+      }
+      k.footprint = footprint_of(k.occupancy);
+      k.ctas_unplaced = l.cta_count();
+      k.host_time = mode_ == LaunchMode::kEager
+                        ? sim::Time::from_ps(hw_.launch.eager_gap.ps() * static_cast<std::int64_t>(i))
+                        : sim::Time();
+      init_result(k, static_cast<int>(i));
+
+      std::set<int> deps(nodes[i].deps.begin(), nodes[i].deps.end());
+      const int stream = nodes[i].stream;
+      if (stream < 0) throw ModelError("kernel " + l.name + ": negative stream");
+      if (static_cast<int>(last_in_stream.size()) <= stream) last_in_stream.resize(stream + 1, -1);
+      if (last_in_stream[stream] >= 0) deps.insert(last_in_stream[stream]);
+      last_in_stream[stream] = static_cast<int>(i);
+      for (const int d : deps) {
+        if (d < 0 || d >= static_cast<int>(i)) {
+          throw ModelError(fmt::format("kernel {} depends on node {}, which is not earlier", l.name, d));
+        }
+        kernels_[d].dependents.push_back(static_cast<int>(i));
+      }
+      k.deps_left = static_cast<int>(deps.size());
+      if (k.deps_left == 0) {
+        const int index = static_cast<int>(i);
+        sim_.at(k.host_time, kReady, [this, index] { on_ready(index); });
+      }
+    }
+  }
+
+  void init_result(KernelState& k, int index) {
+    const Launch& l = k.node->launch;
+    KernelResult& r = k.result;
+    r.name = l.name;
+    r.op = k.node->op;
+    r.family = l.family;
+    r.ctas_per_sm = k.occupancy.ctas_per_sm;
+    r.theoretical_occupancy = k.occupancy.theoretical;
+    r.waves = static_cast<double>(l.cta_count()) / (k.occupancy.ctas_per_sm * hw_.sm_count);
+    r.start = sim::Time::from_ps(-1);
+    double tensor_seconds = 0, cold_bytes = 0;
+    for (const auto& c : l.ctas) {
+      const double n = static_cast<double>(c.count);
+      r.tensor_flops += n * c.work.tensor_flops;
+      r.fp32_flops += n * c.work.fp32_flops;
+      r.sfu_ops += n * c.work.sfu_ops;
+      r.l2_bytes += n * c.work.l2_bytes;
+      if (c.work.tensor_flops > 0) {
+        tensor_seconds += n * c.work.tensor_flops /
+                          (hw_.tensor_flops_per_cycle(c.work.tensor_dtype) * hw_.sm_count *
+                           hw_.clocks.sustained_tensor_hz);
+      }
+      cold_bytes += n * (c.work.dram_read_bytes + c.work.dram_write_bytes);
+    }
+    // Tensor-bound kernels draw the power that pulls the clock down to its sustained value.
+    r.tensor_heavy = tensor_seconds > cold_bytes / hw_.dram.achievable_bandwidth();
+    (void)index;
+  }
+
+  // --- the launch front end ---
+
+  void on_ready(int index) {
+    advance();
+    KernelState& k = kernels_[index];
+    k.result.ready = sim_.now();
+    k.result.start = sim_.now();
+    apply_l2(k);
+    if (k.result.tensor_heavy) ++tensor_heavy_running_;
+    update_clock();
+    k.result.clock_hz = clock_hz_;
+    sim_.after(hw_.launch.kernel_overhead, kDispatch, [this, index] {
+      advance();
+      dispatching_.push_back(index);
+      std::sort(dispatching_.begin(), dispatching_.end());
+      dispatch();
+    });
+  }
+
+  // What the kernel finds in L2, then what it leaves there.
+  void apply_l2(KernelState& k) {
+    const Launch& l = k.node->launch;
+    double read_bytes = 0, hits = 0, write_bytes = 0;
+    for (const auto& t : l.reads) {
+      read_bytes += static_cast<double>(t.bytes);
+      hits += static_cast<double>(std::min(l2_.resident(t.tensor), t.bytes));
+    }
+    for (const auto& t : l.writes) write_bytes += static_cast<double>(t.bytes);
+    k.read_miss = read_bytes > 0 ? 1.0 - hits / read_bytes : 1.0;
+    k.result.l2_read_hit_rate = read_bytes > 0 ? hits / read_bytes : 0.0;
+    const double absorbed = kWriteAbsorbingShareOfL2 * static_cast<double>(l2_.capacity());
+    k.write_to_dram = write_bytes > absorbed ? (write_bytes - absorbed) / write_bytes : 0.0;
+    for (const auto& t : l.reads) l2_.touch(t.tensor, t.bytes);
+    for (const auto& t : l.writes) l2_.touch(t.tensor, t.bytes);
+  }
+
+  void kernel_done(int index) {
+    KernelState& k = kernels_[index];
+    k.result.end = sim_.now();
+    const double seconds = (k.result.end - k.result.start).seconds();
+    k.result.achieved_occupancy =
+        seconds > 0 ? k.warp_seconds / (seconds * hw_.sm.max_warps * hw_.sm_count) : 0.0;
+    if (k.result.tensor_heavy) --tensor_heavy_running_;
+    update_clock();
+    for (const int d : k.dependents) {
+      KernelState& next = kernels_[d];
+      if (--next.deps_left == 0) {
+        const sim::Time ready = std::max(sim_.now() + hw_.launch.graph_gap, next.host_time);
+        sim_.at(ready, kReady, [this, d] { on_ready(d); });
+      }
+    }
+  }
+
+  void update_clock() {
+    const double clock =
+        tensor_heavy_running_ > 0 ? hw_.clocks.sustained_tensor_hz : hw_.clocks.sustained_other_hz;
+    if (clock != clock_hz_) {
+      clock_hz_ = clock;
+      dirty_ = true;
+    }
+  }
+
+  // --- the CTA dispatcher ---
+
+  // Earlier kernels first; within a kernel, breadth-first over SMs in index order.
+  void dispatch() {
+    for (const int index : dispatching_) place_ctas(index);
+    std::erase_if(dispatching_, [this](int i) { return kernels_[i].ctas_unplaced == 0; });
+  }
+
+  void place_ctas(int index) {
+    KernelState& k = kernels_[index];
+    const auto& classes = k.node->launch.ctas;
+    std::vector<int> cohort_on_sm(sms_.size(), -1);  // this pass's cohort per SM, current class
+    std::size_t pass_class = k.next_class;
+    bool placed = true;
+    while (placed && k.ctas_unplaced > 0) {
+      placed = false;
+      for (std::size_t sm = 0; sm < sms_.size() && k.ctas_unplaced > 0; ++sm) {
+        if (!sms_[sm].fits(k.footprint)) continue;
+        if (k.next_class != pass_class) {  // a new class starts: new cohorts
+          std::fill(cohort_on_sm.begin(), cohort_on_sm.end(), -1);
+          pass_class = k.next_class;
+        }
+        const std::vector<int> taken = sms_[sm].place(k.footprint);
+        const CtaWork& work = classes[k.next_class].work;
+        int& c = cohort_on_sm[sm];
+        if (c < 0) c = new_cohort(index, work, static_cast<int>(sm));
+        k.result.dram_read_bytes += work.dram_read_bytes * k.read_miss;
+        k.result.dram_write_bytes += work.dram_write_bytes * k.write_to_dram;
+        Cohort& cohort = cohorts_[c];
+        cohort.count += 1;
+        for (std::size_t i = 0; i < taken.size(); ++i) cohort.registers_taken[i] += taken[i];
+        k.resident_warps += k.footprint.warps;
+        k.ctas_running += 1;
+        k.ctas_unplaced -= 1;
+        if (++k.next_in_class == classes[k.next_class].count) {
+          ++k.next_class;
+          k.next_in_class = 0;
+        }
+        placed = true;
+      }
+    }
+  }
+
+  int new_cohort(int index, const CtaWork& w, int sm) {
+    const KernelState& k = kernels_[index];
+    Cohort c;
+    c.kernel = index;
+    c.sm = sm;
+    c.registers_taken.assign(hw_.sm.sub_partitions, 0);
+    c.pipe_work = {w.tensor_flops, w.fp32_flops, w.sfu_ops};
+    c.tensor_dtype = w.tensor_dtype;
+    c.l2_bytes = w.l2_bytes;
+    c.dram_bytes = w.dram_read_bytes * k.read_miss + w.dram_write_bytes * k.write_to_dram;
+    c.inflight = w.max_inflight_bytes;
+    const int id = static_cast<int>(cohorts_.size());
+    cohorts_.push_back(std::move(c));
+    active_.push_back(id);
+    if (w.fixed.ps() > 0) {
+      sim_.after(w.fixed, kFixedDone, [this, id] {
+        advance();
+        cohorts_[id].streaming = true;
+        dirty_ = true;
+      });
+    } else {
+      cohorts_[id].streaming = true;
+    }
+    dirty_ = true;
+    return id;
+  }
+
+  // --- progress and completion ---
+
+  void advance() {
+    const double dt = (sim_.now() - last_advance_).seconds();
+    if (dt <= 0) return;
+    for (const int id : active_) {
+      Cohort& c = cohorts_[id];
+      if (c.streaming) c.remaining -= c.rate * dt;
+    }
+    for (auto& k : kernels_) k.warp_seconds += k.resident_warps * dt;
+    last_advance_ = sim_.now();
+  }
+
+  void after_batch() {
+    // A cohort whose work is (nearly) done finishes now; then freed slots are refilled.
+    bool finished = false;
+    for (const int id : active_) {
+      Cohort& c = cohorts_[id];
+      if (c.streaming && (c.remaining <= 0 || (c.rate > 0 && c.remaining / c.rate < 1e-12))) {
+        finish(id);
+        finished = true;
+      }
+    }
+    if (finished) {
+      std::erase_if(active_, [this](int id) { return cohorts_[id].count == 0; });
+      dispatch();
+    }
+    if (!dirty_ && !finished) return;
+    dirty_ = false;
+    recompute_rates();
+    schedule_next_completion();
+  }
+
+  void finish(int id) {
+    Cohort& c = cohorts_[id];
+    KernelState& k = kernels_[c.kernel];
+    sms_[c.sm].release(k.footprint, c.count, c.registers_taken);
+    k.resident_warps -= c.count * k.footprint.warps;
+    k.ctas_running -= c.count;
+    c.count = 0;
+    if (k.ctas_running == 0 && k.ctas_unplaced == 0) kernel_done(c.kernel);
+  }
+
+  void recompute_rates() {
+    std::vector<std::array<int, kPipeCount>> users(sms_.size(), std::array<int, kPipeCount>{});
+    for (const int id : active_) {
+      const Cohort& c = cohorts_[id];
+      if (!c.streaming) continue;
+      for (int p = 0; p < kPipeCount; ++p) {
+        if (c.pipe_work[p] > 0) users[c.sm][p] += c.count;
+      }
+    }
+    std::vector<sim::ShareConsumer> consumers;
+    std::vector<int> ids;
+    for (const int id : active_) {
+      Cohort& c = cohorts_[id];
+      if (!c.streaming) continue;
+      const std::array<double, kPipeCount> per_sm_rate{
+          hw_.tensor_flops_per_cycle(c.tensor_dtype) * clock_hz_, hw_.throughput.fp32 * clock_hz_,
+          hw_.throughput.sfu * clock_hz_};
+      double seconds = 0;  // alone on the chip's bandwidth, sharing its SM's pipes
+      for (int p = 0; p < kPipeCount; ++p) {
+        if (c.pipe_work[p] > 0) seconds = std::max(seconds, c.pipe_work[p] * users[c.sm][p] / per_sm_rate[p]);
+      }
+      // Alone on the chip a CTA still cannot move bytes faster than all of L2 or DRAM.
+      seconds = std::max({seconds, c.dram_bytes / hw_.dram.achievable_bandwidth(),
+                          c.l2_bytes / hw_.l2.bandwidth});
+      if (c.inflight > 0) {  // Little's law: bytes in flight over latency caps one CTA's bandwidth
+        seconds = std::max(seconds, c.dram_bytes * hw_.dram.latency.seconds() / c.inflight);
+        seconds = std::max(seconds, c.l2_bytes * hw_.l2.hit_latency.seconds() / c.inflight);
+      }
+      if (seconds <= 0) {  // nothing but fixed latency: done
+        c.remaining = 0;
+        c.rate = std::numeric_limits<double>::infinity();
+        continue;
+      }
+      consumers.push_back(sim::ShareConsumer{1.0 / seconds, static_cast<double>(c.count),
+                                             {c.dram_bytes, c.l2_bytes}});
+      ids.push_back(id);
+    }
+    const std::vector<double> rates =
+        sim::fair_share_rates(consumers, {hw_.dram.achievable_bandwidth(), hw_.l2.bandwidth});
+    for (std::size_t i = 0; i < ids.size(); ++i) cohorts_[ids[i]].rate = rates[i];
+  }
+
+  void schedule_next_completion() {
+    double soonest = std::numeric_limits<double>::infinity();
+    for (const int id : active_) {
+      const Cohort& c = cohorts_[id];
+      if (!c.streaming) continue;
+      soonest = std::min(soonest, c.rate > 0 ? std::max(0.0, c.remaining) / c.rate : 0.0);
+    }
+    if (!std::isfinite(soonest)) return;
+    const std::uint64_t generation = ++generation_;
+    sim_.at(sim_.now() + seconds_to_time_ceil(soonest), kCompletion, [this, generation] {
+      if (generation != generation_) return;  // rates changed since: a newer event stands
+      advance();
+      dirty_ = true;
+    });
+  }
+
+  const HardwareSpec& hw_;
+  LaunchMode mode_;
+  sim::Simulation sim_;
+  std::vector<SmState> sms_;
+  L2Residency l2_;
+  std::vector<KernelState> kernels_;
+  std::vector<Cohort> cohorts_;
+  std::vector<int> active_;       // cohorts with CTAs on an SM
+  std::vector<int> dispatching_;  // kernels with CTAs left to place
+  sim::Time last_advance_;
+  std::uint64_t generation_ = 0;
+  double clock_hz_;
+  int tensor_heavy_running_ = 0;
+  bool dirty_ = false;
+};
+
+}  // namespace
+
+EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
+                        const std::vector<KernelNode>& nodes) {
+  Engine engine(hw, mode);
+  return engine.run(nodes);
+}
+
+}  // namespace gpusim::hw

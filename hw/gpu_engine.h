@@ -1,0 +1,64 @@
+// The GPU engine: runs a DAG of kernel launches on a modeled chip.
+//
+// The launch front end makes each kernel ready after its dependencies (and, in eager mode,
+// after the host has issued it). A ready kernel pays the device's kernel overhead, then the
+// dispatcher places its CTAs on SMs in hardware order (breadth-first over SMs, up to the
+// occupancy limits), so waves, partial waves and tails emerge. Identical CTAs placed on one SM
+// at one instant form a cohort that progresses as one: first its fixed latency, then its work
+// at rates set by its share of the SM's pipes (tensor, FP32, SFU) and of the chip's L2 and
+// DRAM bandwidth (sim/fair_share.h), recomputed whenever a cohort starts or finishes.
+// L2 residency persists across kernels: a kernel reading what an earlier one left in L2 does
+// not pay DRAM for those bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hw/hardware_spec.h"
+#include "hw/launch.h"
+#include "sim/time.h"
+
+namespace gpusim::hw {
+
+enum class LaunchMode {
+  kGraph,  // replayed from a CUDA graph: kernels follow each other after launch.graph_gap
+  kEager,  // launched one by one from the host: at most one per launch.eager_gap
+};
+
+struct KernelNode {
+  Launch launch;
+  std::string op;         // the framework-level op it belongs to, for reports
+  int stream = 0;         // kernels of one stream run in order
+  std::vector<int> deps;  // indices of earlier nodes it also waits for
+};
+
+struct KernelResult {
+  std::string name, op, family;
+  sim::Time ready, start, end;  // ready: dependencies met; start..end: the profiler's span
+  double tensor_flops = 0, fp32_flops = 0, sfu_ops = 0;
+  double l2_bytes = 0;
+  double dram_read_bytes = 0, dram_write_bytes = 0;  // after L2 hits and write absorption
+  double l2_read_hit_rate = 0;  // fraction of the kernel's input bytes found in L2
+  int ctas_per_sm = 0;          // occupancy limit when alone on an SM
+  double theoretical_occupancy = 0;
+  double achieved_occupancy = 0;  // time-averaged resident warps / all warp slots
+  double waves = 0;               // CTAs / (ctas_per_sm x SMs)
+  double clock_hz = 0;            // SM clock at the kernel's start
+  bool tensor_heavy = false;
+  sim::Time duration() const { return end - start; }
+};
+
+struct EngineResult {
+  std::vector<KernelResult> kernels;  // in node order
+  sim::Time end;                      // when the last kernel finished
+  std::uint64_t events = 0;
+};
+
+// Runs the nodes (dependencies must point to earlier nodes) from an empty, cold GPU.
+// Throws ModelError for a launch the chip cannot run (a CTA that does not fit an SM, a tensor
+// dtype without tensor cores).
+EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
+                        const std::vector<KernelNode>& nodes);
+
+}  // namespace gpusim::hw

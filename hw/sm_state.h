@@ -1,0 +1,47 @@
+// What is resident on one SM: warps, CTA slots, shared memory and registers per
+// sub-partition. Placing CTAs of several kernels follows the same allocation rules as
+// hw/occupancy.h, so one kernel alone fills an SM exactly as the occupancy calculator says.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "hw/hardware_spec.h"
+#include "hw/occupancy.h"
+
+namespace gpusim::hw {
+
+// One CTA's allocation, from the occupancy rules.
+struct CtaFootprint {
+  int warps = 0;
+  int registers_per_warp = 0;
+  std::int64_t shared_memory = 0;  // allocated, reservation and rounding included
+};
+CtaFootprint footprint_of(const Occupancy& occupancy);
+
+class SmState {
+ public:
+  explicit SmState(const SmSpec& spec);
+
+  bool fits(const CtaFootprint& cta) const;
+  // Places one CTA; returns the registers it took from each sub-partition (to give back).
+  std::vector<int> place(const CtaFootprint& cta);
+  // Gives back `count` CTAs of this footprint that together took `registers_by_sub_partition`.
+  void release(const CtaFootprint& cta, int count,
+               const std::vector<int>& registers_by_sub_partition);
+
+  int warps() const { return warps_; }
+  int ctas() const { return ctas_; }
+
+ private:
+  // Sub-partitions in the order a new CTA's warps go to them: least loaded first.
+  std::vector<int> warp_targets(const CtaFootprint& cta) const;
+
+  const SmSpec* spec_;
+  int warps_ = 0;
+  int ctas_ = 0;
+  std::int64_t shared_memory_ = 0;
+  std::vector<int> registers_;  // used, per sub-partition
+};
+
+}  // namespace gpusim::hw

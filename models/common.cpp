@@ -1,0 +1,67 @@
+#include "models/common.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+#include "sim/error.h"
+
+namespace gpusim::models::detail {
+
+int sm_version(const hw::HardwareSpec& hw) {
+  const std::string_view a = hw.arch;
+  if (a.size() > 3 && a.substr(0, 3) == "sm_") {
+    int v = 0;
+    for (const char c : a.substr(3)) {
+      if (!std::isdigit(static_cast<unsigned char>(c))) {
+        v = -1;
+        break;
+      }
+      v = v * 10 + (c - '0');
+    }
+    if (v > 0) return v;
+  }
+  throw ModelError(fmt::format("hardware {}: arch '{}' is not of the form sm_<digits>",
+                               hw.name, hw.arch));
+}
+
+bool is_hopper(const hw::HardwareSpec& hw) { return sm_version(hw) / 10 == 9; }
+
+hw::TensorUse tensor(const std::string& tag, std::string_view name, double bytes) {
+  return hw::TensorUse{fmt::format("{}.{}", tag, name), static_cast<std::int64_t>(bytes)};
+}
+
+sim::Time cycles(const hw::HardwareSpec& hw, double n, bool tensor_heavy) {
+  const double hz = tensor_heavy ? hw.clocks.sustained_tensor_hz : hw.clocks.sustained_other_hz;
+  return sim::Time::from_seconds(hz > 0 ? n / hz : 0.0);
+}
+
+std::vector<Share> split_evenly(std::int64_t items, std::int64_t ctas) {
+  std::vector<Share> out;
+  if (ctas <= 0) return out;
+  const std::int64_t lo = items / ctas;
+  const std::int64_t rem = items % ctas;
+  if (rem > 0) out.push_back({rem, lo + 1});
+  if (ctas - rem > 0) out.push_back({ctas - rem, lo});
+  return out;
+}
+
+namespace {
+bool same_work(const hw::CtaWork& a, const hw::CtaWork& b) {
+  return a.tensor_flops == b.tensor_flops && a.tensor_dtype == b.tensor_dtype &&
+         a.fp32_flops == b.fp32_flops && a.sfu_ops == b.sfu_ops && a.l2_bytes == b.l2_bytes &&
+         a.dram_read_bytes == b.dram_read_bytes && a.dram_write_bytes == b.dram_write_bytes &&
+         a.max_inflight_bytes == b.max_inflight_bytes && a.fixed == b.fixed;
+}
+}  // namespace
+
+void add_class(hw::Launch& launch, std::int64_t count, const hw::CtaWork& work) {
+  if (count <= 0) return;
+  if (!launch.ctas.empty() && same_work(launch.ctas.back().work, work)) {
+    launch.ctas.back().count += count;
+    return;
+  }
+  launch.ctas.push_back(hw::CtaClass{count, work});
+}
+
+}  // namespace gpusim::models::detail

@@ -1,0 +1,25 @@
+// Dividing shared bandwidths among consumers that run at the same time (a fluid model).
+//
+// Each consumer would progress at `uncontended_rate` (units of its own work per second) if it
+// had every resource to itself, and per unit of progress it uses `demand[r]` of resource r.
+// `multiplicity` identical consumers share one entry. Rates follow weighted max-min fairness
+// by progressive filling: all consumers slow down in proportion to their uncontended rates
+// until some resource is full; those using it are frozen there, and the rest continue. So a
+// consumer limited by one resource leaves the others to whoever can use them.
+#pragma once
+
+#include <vector>
+
+namespace gpusim::sim {
+
+struct ShareConsumer {
+  double uncontended_rate = 0;  // progress per second when alone
+  double multiplicity = 1;      // identical consumers represented by this entry
+  std::vector<double> demand;   // per resource, per unit of progress (size = resource count)
+};
+
+// Returns each consumer's rate (<= its uncontended rate); capacities are per resource.
+std::vector<double> fair_share_rates(const std::vector<ShareConsumer>& consumers,
+                                     const std::vector<double>& capacities);
+
+}  // namespace gpusim::sim

@@ -1,0 +1,184 @@
+// The engine's mechanisms, on synthetic launches whose expected times follow from the
+// hardware parameters by hand.
+#include "hw/gpu_engine.h"
+
+#include <gtest/gtest.h>
+
+#include "hw/hardware_loader.h"
+#include "sim/error.h"
+#include "tests/support/temp_files.h"
+
+namespace gpusim::hw {
+namespace {
+
+HardwareSpec h100(std::vector<HardwareOverride> overrides = {}) {
+  return load_hardware("h100", PresetCatalog(gpusim::testing::config_dir() / "hw"), overrides);
+}
+
+// `ctas` CTAs of 128 threads; each does `fp32_flops` on the FP32 pipe and moves `dram_bytes`.
+Launch kernel(const std::string& name, std::int64_t ctas, double fp32_flops, double dram_bytes = 0,
+              int regs = 32) {
+  Launch l;
+  l.name = name;
+  l.family = "test";
+  l.grid = {ctas, 1, 1};
+  l.block = {128, 1, 1};
+  l.regs_per_thread = regs;
+  CtaWork w;
+  w.fp32_flops = fp32_flops;
+  w.l2_bytes = dram_bytes;
+  w.dram_read_bytes = dram_bytes;
+  l.ctas = {CtaClass{ctas, w}};
+  return l;
+}
+
+KernelNode node(Launch l, int stream = 0) { return KernelNode{std::move(l), "op", stream, {}}; }
+
+double us(sim::Time t) { return t.us(); }
+
+TEST(GpuEngine, OneFullWaveVersusOneCtaMore) {
+  const HardwareSpec hw = h100();
+  // 128 threads x 32 registers: 16 CTAs per SM (warp-limited); a full wave is 16 x 132.
+  const std::int64_t wave = 16 * hw.sm_count;
+  const double flops = 1e6;  // per CTA
+  const auto full = run_engine(hw, LaunchMode::kGraph, {node(kernel("k", wave, flops))});
+  const auto plus1 = run_engine(hw, LaunchMode::kGraph, {node(kernel("k", wave + 1, flops))});
+  const double cta_us = flops * 16 / (hw.throughput.fp32 * hw.clocks.sustained_other_hz) * 1e6;
+  const double overhead = hw.launch.kernel_overhead.us();
+  EXPECT_NEAR(us(full.kernels[0].duration()), overhead + cta_us, 1e-3);
+  // The extra CTA runs alone on its SM in a second wave, 16 times faster than a shared one.
+  EXPECT_NEAR(us(plus1.kernels[0].duration()), overhead + cta_us + cta_us / 16, 1e-3);
+  EXPECT_DOUBLE_EQ(full.kernels[0].waves, 1.0);
+  EXPECT_GT(plus1.kernels[0].waves, 1.0);
+}
+
+TEST(GpuEngine, OccupancyLimitsResidency) {
+  const HardwareSpec hw = h100();
+  const std::int64_t ctas = 16 * hw.sm_count;
+  // Memory-latency bound CTAs (a fixed time each): with 16 resident per SM one wave is enough;
+  // with 168 registers per thread only 3 fit, so it takes ceil(16 / 3) = 6 waves.
+  auto latency_kernel = [&](int regs) {
+    Launch l = kernel("k", ctas, 0, 0, regs);
+    l.ctas[0].work.fixed = sim::Time::from_seconds(10e-6);
+    return l;
+  };
+  const auto light = run_engine(hw, LaunchMode::kGraph, {node(latency_kernel(32))});
+  const auto heavy = run_engine(hw, LaunchMode::kGraph, {node(latency_kernel(168))});
+  EXPECT_EQ(light.kernels[0].ctas_per_sm, 16);
+  EXPECT_EQ(heavy.kernels[0].ctas_per_sm, 3);
+  const double overhead = hw.launch.kernel_overhead.us();
+  EXPECT_NEAR(us(light.kernels[0].duration()), overhead + 10, 1e-3);
+  EXPECT_NEAR(us(heavy.kernels[0].duration()), overhead + 6 * 10, 1e-3);
+  EXPECT_NEAR(heavy.kernels[0].theoretical_occupancy, 12.0 / 64, 1e-12);
+  EXPECT_LE(heavy.kernels[0].achieved_occupancy, heavy.kernels[0].theoretical_occupancy + 1e-9);
+}
+
+TEST(GpuEngine, ConcurrentMemoryBoundKernelsShareDram) {
+  const HardwareSpec hw = h100();
+  const double bytes_per_cta = 1 << 20;
+  const std::int64_t ctas = 4 * hw.sm_count;
+  const double alone_us = ctas * bytes_per_cta / hw.dram.achievable_bandwidth() * 1e6;
+  const auto one = run_engine(hw, LaunchMode::kGraph, {node(kernel("a", ctas, 0, bytes_per_cta))});
+  EXPECT_NEAR(us(one.kernels[0].duration()), hw.launch.kernel_overhead.us() + alone_us, 1e-2);
+  // Two such kernels on two streams: each gets half of DRAM while both run.
+  const auto two = run_engine(hw, LaunchMode::kGraph,
+                              {node(kernel("a", ctas, 0, bytes_per_cta), 0),
+                               node(kernel("b", ctas, 0, bytes_per_cta), 1)});
+  EXPECT_NEAR(us(two.kernels[0].duration()), hw.launch.kernel_overhead.us() + 2 * alone_us, 1e-2);
+  EXPECT_NEAR(us(two.kernels[1].duration()), hw.launch.kernel_overhead.us() + 2 * alone_us, 1e-2);
+  // Less bandwidth, longer kernel: the what-if goes through the shared resource.
+  const auto slow = run_engine(h100({{"dram.bandwidth", "1.5TB/s"}}), LaunchMode::kGraph,
+                               {node(kernel("a", ctas, 0, bytes_per_cta))});
+  EXPECT_GT(slow.kernels[0].duration(), one.kernels[0].duration());
+}
+
+TEST(GpuEngine, SecondKernelReadsWhatTheFirstLeftInL2) {
+  auto producer_consumer = [](const HardwareSpec& hw) {
+    const std::int64_t bytes = 16 << 20;  // 16 MiB: fits a 50 MiB L2
+    const std::int64_t ctas = hw.sm_count;
+    Launch producer = kernel("producer", ctas, 0, 0);
+    producer.ctas[0].work.dram_write_bytes = static_cast<double>(bytes) / ctas;
+    producer.writes = {{"x", bytes}};
+    Launch consumer = kernel("consumer", ctas, 0, static_cast<double>(bytes) / ctas);
+    consumer.reads = {{"x", bytes}};
+    return run_engine(hw, LaunchMode::kGraph, {node(producer), node(consumer)});
+  };
+  const auto warm = producer_consumer(h100());
+  EXPECT_DOUBLE_EQ(warm.kernels[1].l2_read_hit_rate, 1.0);
+  EXPECT_DOUBLE_EQ(warm.kernels[1].dram_read_bytes, 0.0);
+  // With an L2 too small to hold it, the consumer reads DRAM and takes longer.
+  const auto cold = producer_consumer(h100({{"l2.size", "4MiB"}}));
+  EXPECT_LT(cold.kernels[1].l2_read_hit_rate, 0.3);
+  EXPECT_GT(cold.kernels[1].dram_read_bytes, 10e6);
+  EXPECT_GT(cold.kernels[1].duration(), warm.kernels[1].duration());
+}
+
+TEST(GpuEngine, GraphAndEagerGaps) {
+  const HardwareSpec hw = h100();
+  std::vector<KernelNode> chain;
+  for (int i = 0; i < 10; ++i) chain.push_back(node(kernel("tiny", 1, 100)));
+  const auto graph = run_engine(hw, LaunchMode::kGraph, chain);
+  const auto eager = run_engine(hw, LaunchMode::kEager, chain);
+  // Graph: each kernel starts graph_gap after the previous one ends.
+  for (int i = 1; i < 10; ++i) {
+    EXPECT_EQ(graph.kernels[i].start, graph.kernels[i - 1].end + hw.launch.graph_gap);
+  }
+  // Eager: tiny kernels are host-bound, one every eager_gap.
+  EXPECT_EQ(eager.kernels[9].start.ps(), 9 * hw.launch.eager_gap.ps());
+  EXPECT_GT(eager.end, graph.end);
+  EXPECT_EQ(graph.kernels[3].duration(), eager.kernels[3].duration());
+}
+
+TEST(GpuEngine, WhatIfSmCountChangesComputeBoundTime) {
+  const std::int64_t ctas = 16 * 132 * 4;
+  const auto base = run_engine(h100(), LaunchMode::kGraph, {node(kernel("k", ctas, 1e6))});
+  const auto fewer = run_engine(h100({{"sm_count", "66"}}), LaunchMode::kGraph,
+                                {node(kernel("k", ctas, 1e6))});
+  const double overhead = h100().launch.kernel_overhead.us();
+  EXPECT_NEAR((us(fewer.kernels[0].duration()) - overhead) /
+                  (us(base.kernels[0].duration()) - overhead),
+              2.0, 1e-6);
+}
+
+TEST(GpuEngine, TensorHeavyKernelsRunAtTheSustainedTensorClock) {
+  const HardwareSpec hw = h100();
+  Launch gemm = kernel("gemm", hw.sm_count, 0);
+  gemm.ctas[0].work.tensor_flops = 1e9;
+  const auto r = run_engine(hw, LaunchMode::kGraph, {node(gemm), node(kernel("ew", 1, 100))});
+  EXPECT_TRUE(r.kernels[0].tensor_heavy);
+  EXPECT_DOUBLE_EQ(r.kernels[0].clock_hz, hw.clocks.sustained_tensor_hz);
+  EXPECT_DOUBLE_EQ(r.kernels[1].clock_hz, hw.clocks.sustained_other_hz);
+  const double expected_us = 1e9 / (hw.throughput.tensor_bf16 * hw.clocks.sustained_tensor_hz) * 1e6;
+  EXPECT_NEAR(us(r.kernels[0].duration()), hw.launch.kernel_overhead.us() + expected_us, 1e-3);
+}
+
+TEST(GpuEngine, IsDeterministic) {
+  const HardwareSpec hw = h100();
+  std::vector<KernelNode> nodes;
+  for (int i = 0; i < 20; ++i) {
+    nodes.push_back(node(kernel("k" + std::to_string(i), 100 + 37 * i, 1e5 * (i % 3), 1e5 * (i % 4)), i % 3));
+  }
+  const auto a = run_engine(hw, LaunchMode::kGraph, nodes);
+  const auto b = run_engine(hw, LaunchMode::kGraph, nodes);
+  ASSERT_EQ(a.kernels.size(), b.kernels.size());
+  for (std::size_t i = 0; i < a.kernels.size(); ++i) {
+    EXPECT_EQ(a.kernels[i].start, b.kernels[i].start);
+    EXPECT_EQ(a.kernels[i].end, b.kernels[i].end);
+  }
+}
+
+TEST(GpuEngine, RejectsLaunchesTheChipCannotRun) {
+  const HardwareSpec hw = h100();
+  Launch big = kernel("big", 1, 1);
+  big.smem_per_cta = 300 * 1024;
+  EXPECT_THROW(run_engine(hw, LaunchMode::kGraph, {node(big)}), ModelError);
+  Launch fp8 = kernel("fp8", 1, 0);
+  fp8.ctas[0].work.tensor_flops = 1;
+  fp8.ctas[0].work.tensor_dtype = DType::kFp8;
+  EXPECT_THROW(run_engine(load_hardware("a100", PresetCatalog(gpusim::testing::config_dir() / "hw")),
+                          LaunchMode::kGraph, {node(fp8)}),
+               ModelError);
+}
+
+}  // namespace
+}  // namespace gpusim::hw
