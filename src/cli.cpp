@@ -19,8 +19,9 @@ Commands:
   hw show NAME|FILE                  print a resolved hardware spec with units and sources
   hw keys                            every key of a hardware file, with units and ranges
   occupancy --hw NAME --threads N    CTAs and warps per SM for a block, and what limits them
+  validate [--suite NAME]...         compare simulation with measurements; writes docs/validation.md
 
-Planned (see the issues): validate, report, sweep.
+Planned (see the issues): report, sweep.
 
 Global options:
   -h, --help       this text
@@ -48,7 +49,8 @@ int run_cli(const std::vector<std::string>& args, const Environment& env, std::o
     if (command == "run") return run_command(rest, env, out);
     if (command == "hw") return hw_command(rest, env, out);
     if (command == "occupancy") return occupancy_command(rest, env, out);
-    if (command == "validate" || command == "report" || command == "sweep") {
+    if (command == "validate") return validate_command(rest, env, out);
+    if (command == "report" || command == "sweep") {
       err << "gpusim: '" << command << "' is planned but not in this version yet\n";
       return 1;
     }

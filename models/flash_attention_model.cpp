@@ -1,0 +1,145 @@
+// sdpa (prefill): PyTorch's flash backend, FlashAttention-2's flash_fwd_kernel.
+//
+// Source: aten/src/ATen/native/transformers/cuda/flash_attn/flash_fwd_launch_template.h and
+// flash_fwd_kernel.h (FA2 vendored in PyTorch; PyTorch 2.11 runs these on sm_80, sm_90 and
+// sm_120 alike, not FA3). One CTA per (query tile of kBlockM rows, batch, head):
+// grid = (ceil(Sq / kBlockM), B, H), kNWarps * 32 threads; each CTA keeps its Q tile in shared
+// memory and streams K and V in tiles of kBlockN keys (cp.async, one tile ahead), with an
+// online softmax. Causal CTAs stop at the diagonal.
+#include <algorithm>
+#include <cmath>
+
+#include "models/common.h"
+#include "models/families.h"
+#include "models/flash_common.h"
+#include "sim/error.h"
+
+namespace gpusim::models {
+namespace {
+using detail::ceil_div;
+}  // namespace
+
+FlashTraits flash_fwd_traits(std::int64_t D, const hw::HardwareSpec& hw) {
+  // run_mha_fwd_hdim<D> for the non-dropout case. sm86/sm89 ("is_sm8x") pick smaller tiles for
+  // hdim 128; sm_80, sm_90 and sm_120 take the sm80 branch. hdim 224/256 fall back to
+  // 64-row tiles when the opt-in shared memory per block is below 2*D*(128 + 2*64) bytes.
+  FlashTraits t;
+  const std::int64_t max_smem = hw.sm.shared_memory_per_cta;
+  if (D <= 32) {
+    t = {32, 128, 128, 4};
+  } else if (D <= 64) {
+    t = {64, 128, 128, 4};
+  } else if (D <= 96) {
+    t = {96, 128, 64, 4};
+  } else if (D <= 128) {
+    t = {128, 128, 64, 4};
+  } else if (D <= 160) {
+    t = {160, 128, 32, 4};
+  } else if (D <= 192) {
+    t = {192, 128, 64, 8};
+  } else if (D <= 224) {
+    t = max_smem >= 2 * 224 * (128 + 2 * 64) ? FlashTraits{224, 128, 64, 8}
+                                             : FlashTraits{224, 64, 64, 4};
+  } else if (D <= 256) {
+    t = max_smem >= 2 * 256 * (128 + 2 * 64) ? FlashTraits{256, 128, 64, 8}
+                                             : FlashTraits{256, 64, 64, 4};
+  } else {
+    throw ModelError("sdpa: FlashAttention supports head dimensions up to 256");
+  }
+  // Flash_fwd_kernel_traits: Q tile plus one K and one V tile in shared memory (16-bit).
+  t.smem = 2 * t.head_dim * (t.block_m + 2 * t.block_n);
+  t.regs = flash_fwd_regs(t);
+  return t;
+}
+
+hw::Launch lower_flash_fwd(const FlashFwdProblem& p, const hw::HardwareSpec& hw,
+                           const FlashTraits& t) {
+  if (p.D % 8 != 0) throw ModelError("sdpa: FlashAttention needs a head dimension multiple of 8");
+  if (p.H % p.Hk != 0) throw ModelError("sdpa: query heads must be a multiple of KV heads");
+  const double e = detail::elt_bytes(p.dtype);
+  const std::int64_t m_blocks = ceil_div(p.Sq, t.block_m);
+  const std::int64_t n_blocks_all = ceil_div(p.Sk, t.block_n);
+  const std::int64_t groups = p.H / p.Hk;
+
+  hw::Launch l;
+  l.name = fmt_flash_name("flash_fwd_kernel", t, p.causal);
+  l.family = "flash_fwd";
+  l.grid = {m_blocks, p.B, p.H};
+  l.block = {32LL * t.warps, 1, 1};
+  l.regs_per_thread = t.regs;
+  l.smem_per_cta = t.smem;
+
+  // K and V of one (batch, kv head) are shared by the m_blocks x groups CTAs that read them;
+  // each takes an equal share of their first (DRAM) read.
+  const double kv_head_bytes = 2.0 * static_cast<double>(p.Sk * p.D) * e;
+  const double kv_share = kv_head_bytes / static_cast<double>(m_blocks * groups);
+
+  // CTAs in blockIdx order: m (x) fastest, then batch (y), then head (z). The work of a CTA
+  // depends only on its query tile, so one pass over m gives the pattern for every (b, h).
+  std::vector<hw::CtaWork> per_m;
+  for (std::int64_t m = 0; m < m_blocks; ++m) {
+    const std::int64_t rows = std::min(t.block_m, p.Sq - m * t.block_m);
+    std::int64_t n_blocks = n_blocks_all;
+    if (p.causal) {
+      // flash_fwd_kernel.h: n_block_max = min(n_blocks, ceil(((m+1)*kBlockM + Sk - Sq) / kBlockN))
+      // (bottom-right aligned causal mask, as PyTorch passes it).
+      n_blocks = std::min(n_blocks_all,
+                          ceil_div((m + 1) * t.block_m + p.Sk - p.Sq, t.block_n));
+      n_blocks = std::max<std::int64_t>(n_blocks, 0);
+    }
+    const std::int64_t keys = std::min(n_blocks * t.block_n, p.Sk);  // keys actually loaded
+    hw::CtaWork w;
+    // Tensor cores run whole kBlockM x kBlockN tiles (rows past Sq and keys past Sk are
+    // masked after the MMA, not skipped): QK^T and PV, 2 FLOPs per FMA each.
+    const double tile_scores = static_cast<double>(t.block_m) * static_cast<double>(n_blocks) *
+                               static_cast<double>(t.block_n);
+    w.tensor_flops = 4.0 * tile_scores * static_cast<double>(p.D);
+    w.tensor_dtype = p.dtype;
+    // Online softmax per score: scale-and-subtract (FMA), running max, row sum, conversion to
+    // 16-bit for the PV MMA: about 4 FP32 ops (softmax.h); plus the O rescale per key tile.
+    w.fp32_flops = 4.0 * tile_scores + static_cast<double>(t.block_m * p.D * n_blocks);
+    // One exp2 per score, plus one per row and key tile for the running-max correction.
+    w.sfu_ops = tile_scores + static_cast<double>(t.block_m * n_blocks);
+    const double q_bytes = static_cast<double>(rows * p.D) * e;
+    const double o_bytes = static_cast<double>(rows * p.D) * e + 4.0 * rows;  // O + LSE (fp32)
+    w.l2_bytes = q_bytes + 2.0 * static_cast<double>(keys * p.D) * e + o_bytes;
+    w.dram_read_bytes = q_bytes + kv_share;
+    w.dram_write_bytes = o_bytes;
+    // cp.async keeps one K or V tile in flight while the other is consumed.
+    w.max_inflight_bytes = static_cast<double>(t.block_n * p.D) * e;
+    // Prologue: Q and the first K tile arrive before the first MMA (one DRAM round trip);
+    // epilogue: O goes out through shared memory (one L2 round trip).
+    w.fixed = hw.dram.latency + hw.l2.hit_latency;
+    per_m.push_back(w);
+  }
+  for (std::int64_t bh = 0; bh < p.B * p.H; ++bh) {
+    for (const auto& w : per_m) detail::add_class(l, 1, w);
+  }
+  l.reads = {detail::tensor(p.tag, p.q, static_cast<double>(p.B * p.H * p.Sq * p.D) * e),
+             detail::tensor(p.tag, p.k, static_cast<double>(p.B * p.Hk * p.Sk * p.D) * e),
+             detail::tensor(p.tag, p.v, static_cast<double>(p.B * p.Hk * p.Sk * p.D) * e)};
+  l.writes = {detail::tensor(p.tag, p.o, static_cast<double>(p.B * p.H * p.Sq * p.D) * e),
+              detail::tensor(p.tag, "lse", 4.0 * static_cast<double>(p.B * p.H * p.Sq))};
+  return l;
+}
+
+std::vector<Launch> FlashAttentionModel::lower(const Op& op, const hw::HardwareSpec& hw,
+                                               const std::string& tag) const {
+  const auto& s = op.as<SdpaShape>();
+  if (op.dtype() != hw::DType::kBf16 && op.dtype() != hw::DType::kFp16) {
+    throw ModelError("sdpa: the flash backend runs fp16 and bf16 only");
+  }
+  FlashFwdProblem p;
+  p.B = s.B;
+  p.H = s.H;
+  p.Hk = s.H;
+  p.Sq = s.S;
+  p.Sk = s.S;
+  p.D = s.D;
+  p.causal = s.causal;
+  p.dtype = op.dtype();
+  p.tag = tag;
+  return {lower_flash_fwd(p, hw, flash_fwd_traits(s.D, hw))};
+}
+
+}  // namespace gpusim::models

@@ -1,0 +1,39 @@
+// FlashAttention-2 kernel traits and the flash_fwd_kernel lowering, shared by sdpa (prefill)
+// and sdpa_decode (which falls back to the plain kernel when it chooses one split).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hw/hardware_spec.h"
+#include "hw/launch.h"
+
+namespace gpusim::models {
+
+// Flash_fwd_kernel_traits<kHeadDim, kBlockM, kBlockN, kNWarps, ...>.
+struct FlashTraits {
+  std::int64_t head_dim = 0, block_m = 0, block_n = 0, warps = 0;
+  std::int64_t smem = 0;  // bytes per CTA
+  int regs = 0;           // registers per thread of the compiled kernel
+};
+
+// The traits flash_fwd_kernel uses for head dimension D (run_mha_fwd_hdim*).
+FlashTraits flash_fwd_traits(std::int64_t D, const hw::HardwareSpec& hw);
+// Registers per thread of the compiled kernels (from the profiler; see the definition).
+int flash_fwd_regs(const FlashTraits& t);
+// "flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>, causal>"-style names.
+std::string fmt_flash_name(const char* kernel, const FlashTraits& t, bool causal);
+
+// One flash_fwd_kernel launch: B batches, H query heads over Hk KV heads, Sq queries against
+// Sk keys of head dimension D.
+struct FlashFwdProblem {
+  std::int64_t B = 1, H = 1, Hk = 1, Sq = 1, Sk = 1, D = 64;
+  bool causal = false;
+  hw::DType dtype = hw::DType::kBf16;
+  std::string tag;                              // the op's tag
+  std::string q = "q", k = "k", v = "v", o = "o";  // tensor names under the tag
+};
+hw::Launch lower_flash_fwd(const FlashFwdProblem& p, const hw::HardwareSpec& hw,
+                           const FlashTraits& t);
+
+}  // namespace gpusim::models

@@ -1,0 +1,42 @@
+// A simulated run, summarized the way profilers report one: per kernel its span, launch shape,
+// work, throughput as a share of the chip's peaks, L2 hit rate and what bounds it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hw/gpu_engine.h"
+#include "hw/hardware_spec.h"
+
+namespace gpusim::cli {
+
+struct KernelReport {
+  std::string name, op, family;
+  double start_us = 0, duration_us = 0;
+  hw::Dim3 grid, block;
+  int regs = 0;
+  std::int64_t smem = 0;
+  double flops = 0;       // tensor + FP32
+  double dram_bytes = 0;  // read + write, after L2
+  double l2_bytes = 0;
+  double achieved_occupancy = 0, theoretical_occupancy = 0, waves = 0;
+  double sm_throughput_pct = 0;    // busiest pipe's share of its peak
+  double dram_throughput_pct = 0;  // of the datasheet peak
+  double l2_hit_rate = 0;
+  double clock_mhz = 0;
+  std::string bound;  // memory | compute | balanced | latency
+};
+
+struct RunReport {
+  std::string hw, workload, mode;
+  double total_us = 0;        // first launch to last kernel end, gaps included
+  double kernel_time_us = 0;  // sum of kernel durations
+  std::vector<KernelReport> kernels;
+  std::uint64_t events = 0;
+};
+
+RunReport make_report(const hw::HardwareSpec& hw, const std::string& workload, hw::LaunchMode mode,
+                      const std::vector<hw::KernelNode>& nodes, const hw::EngineResult& result);
+
+}  // namespace gpusim::cli

@@ -1,0 +1,178 @@
+// `gpusim validate [--suite NAME]...`: compares simulation with reference data and prints every
+// row (reference, simulated, error) with the mean absolute percentage error per op family,
+// separately for calibration rows and held-out rows (never used to set a parameter). Writes
+// the same as Markdown to docs/validation.md. Fails (exit 1) when a suite's held-out error
+// exceeds its recorded threshold (validation/thresholds.yaml).
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <yaml-cpp/yaml.h>
+
+#include "hw/hardware_loader.h"
+#include "hw/yaml_document.h"
+#include "sim/error.h"
+#include "src/commands.h"
+#include "src/options.h"
+#include "validation/measured_suite.h"
+
+namespace gpusim::cli {
+namespace {
+
+struct SuiteSpec {
+  std::string name, hw, csv, description;
+};
+
+const std::vector<SuiteSpec>& suites() {
+  static const std::vector<SuiteSpec> kSuites{
+      {"measured-h100", "h100", "ops_h100.csv",
+       "kernel times of single ops on an H100 SXM5 (PyTorch profiler, L2 flushed, median of 20)"},
+      {"measured-h200", "h200", "ops_h200.csv",
+       "the held-out shapes measured again on an H200 SXM (same method)"},
+  };
+  return kSuites;
+}
+
+struct SuiteOutcome {
+  std::string name;
+  double held_out_mape = 0, calibration_mape = 0;
+  double threshold = 0;  // 0: none recorded
+  bool failed = false;
+};
+
+std::string split_name(const validation::Comparison& c) {
+  return c.reference.held_out ? "held-out" : "calibration";
+}
+
+// Per family: MAPE over calibration rows, held-out rows, all rows.
+std::string family_table(const std::vector<validation::Comparison>& rows, bool markdown) {
+  std::map<std::string, int> families;
+  for (const auto& r : rows) families[r.reference.family]++;
+  std::ostringstream out;
+  const char* fmt_row = markdown ? "| {} | {} | {} | {} | {} |\n" : "  {:<18} {:>6} {:>14} {:>12} {:>10}\n";
+  out << fmt::format(fmt::runtime(fmt_row), "family", "ops", "calibration", "held-out", "all");
+  if (markdown) out << "|---|---:|---:|---:|---:|\n";
+  auto cell = [&](const std::string& fam, int which) {
+    int n = 0;
+    for (const auto& r : rows) {
+      if (r.reference.family == fam && (which == 2 || r.reference.held_out == (which == 1))) ++n;
+    }
+    if (n == 0) return std::string("-");
+    return fmt::format("{:.1f}%", validation::mape(rows, [&](const validation::Comparison& r) {
+                         return r.reference.family == fam &&
+                                (which == 2 || r.reference.held_out == (which == 1));
+                       }));
+  };
+  for (const auto& [fam, n] : families) {
+    out << fmt::format(fmt::runtime(fmt_row), fam, n, cell(fam, 0), cell(fam, 1), cell(fam, 2));
+  }
+  return out.str();
+}
+
+std::map<std::string, double> read_thresholds(const std::filesystem::path& file) {
+  std::map<std::string, double> out;
+  if (!std::filesystem::exists(file)) return out;
+  const hw::YamlDocument doc = hw::YamlDocument::from_file(file);
+  hw::MappingReader root(doc, doc.root(), "");
+  for (const auto& s : suites()) {
+    if (auto v = root.optional_node(s.name)) out[s.name] = hw::to_number(doc, *v, s.name, 0, 1000);
+  }
+  root.reject_unknown();
+  return out;
+}
+
+}  // namespace
+
+int validate_command(const Args& args, const Environment& env, std::ostream& out) {
+  po::options_description options("validate options");
+  std::vector<std::string> chosen;
+  std::string doc_path;
+  options.add_options()("help,h", "this text")(
+      "suite", po::value(&chosen)->composing(), "a suite to run (default: all)")(
+      "doc", po::value(&doc_path), "Markdown report to write (default: docs/validation.md)");
+  const auto vm = parse_options(args, options);
+  if (vm.count("help")) {
+    std::string list;
+    for (const auto& s : suites()) list += "\n  " + s.name + ": " + s.description;
+    print_help(out, "gpusim validate [--suite NAME]... [--doc FILE]",
+               "Compares simulation with reference data, per row and per op family. Suites:" + list,
+               options);
+    return 0;
+  }
+  for (const auto& c : chosen) {
+    if (std::none_of(suites().begin(), suites().end(), [&](const SuiteSpec& s) { return s.name == c; })) {
+      throw ConfigError("command line", 0, "--suite", "unknown suite '" + c + "'");
+    }
+  }
+  const std::filesystem::path root = env.config_dir.parent_path();
+  const std::filesystem::path data = root / "validation" / "data";
+  const auto thresholds = read_thresholds(root / "validation" / "thresholds.yaml");
+  const hw::PresetCatalog catalog(env.config_dir / "hw");
+  const auto models = models::default_kernel_models();
+
+  std::ostringstream md;
+  md << "# Validation\n\nWritten by `gpusim validate`; do not edit by hand. Errors are "
+        "(simulated - measured) / measured. *Calibration* rows were used to choose parameters "
+        "and launch shapes; *held-out* rows never were.\n";
+  std::vector<SuiteOutcome> outcomes;
+  for (const auto& s : suites()) {
+    if (!chosen.empty() && std::find(chosen.begin(), chosen.end(), s.name) == chosen.end()) continue;
+    const hw::HardwareSpec spec = hw::load_hardware(s.hw, catalog);
+    const auto measured = validation::read_measured_ops(data / s.csv);
+    const auto rows = validation::compare_measured(measured, spec, models);
+
+    out << fmt::format("== {} on {}: {}\n", s.name, spec.name, s.description);
+    out << fmt::format("  {:<58} {:<11} {:>11} {:>11} {:>8}\n", "op", "split", "measured us",
+                       "simulated", "error");
+    md << fmt::format("\n## {} ({})\n\n{}. Data: `validation/data/{}`.\n\n", s.name, spec.name,
+                      s.description, s.csv);
+    md << "| op | split | measured (us) | simulated (us) | error | kernels measured / simulated |\n"
+          "|---|---|---:|---:|---:|---|\n";
+    for (const auto& r : rows) {
+      out << fmt::format("  {:<58} {:<11} {:>11.2f} {:>11.2f} {:>7.1f}%\n", r.reference.label,
+                         split_name(r), r.reference.measured_us, r.simulated_us, r.error_pct);
+      md << fmt::format("| {} | {} | {:.2f} | {:.2f} | {:+.1f}% | {} / {} |\n", r.reference.label,
+                        split_name(r), r.reference.measured_us, r.simulated_us, r.error_pct,
+                        r.reference.measured_kernels.size(), r.simulated_kernels.size());
+    }
+    int skipped = 0;
+    for (const auto& m : measured) skipped += m.op ? 0 : 1;
+    SuiteOutcome o;
+    o.name = s.name;
+    o.calibration_mape = validation::mape(rows, [](const auto& r) { return !r.reference.held_out; });
+    o.held_out_mape = validation::mape(rows, [](const auto& r) { return r.reference.held_out; });
+    const double all = validation::mape(rows, [](const auto&) { return true; });
+    out << "\n  MAPE by op family:\n" << family_table(rows, false);
+    out << fmt::format("  {}: MAPE calibration {:.1f}%, held-out {:.1f}%, all {:.1f}% ({} ops; {} "
+                       "measured variants not modeled)\n",
+                       s.name, o.calibration_mape, o.held_out_mape, all, rows.size(), skipped);
+    md << "\n" << family_table(rows, true);
+    md << fmt::format("\n**{}: MAPE calibration {:.1f}%, held-out {:.1f}%, all {:.1f}%** ({} ops; "
+                      "{} measured variants, such as forced SDPA backends, not modeled).\n",
+                      s.name, o.calibration_mape, o.held_out_mape, all, rows.size(), skipped);
+    if (const auto t = thresholds.find(s.name); t != thresholds.end()) {
+      o.threshold = t->second;
+      o.failed = o.held_out_mape > t->second;
+      out << fmt::format("  threshold (held-out MAPE): {:.1f}% -> {}\n", t->second,
+                         o.failed ? "FAILED" : "ok");
+    }
+    out << "\n";
+    outcomes.push_back(o);
+  }
+  const std::filesystem::path doc =
+      doc_path.empty() ? root / "docs" / "validation.md" : std::filesystem::path(doc_path);
+  {
+    std::ofstream f(doc.string() + ".tmp");
+    f << md.str();
+    if (!f) throw ConfigError(doc.string(), 0, "", "cannot write this file");
+  }
+  std::filesystem::rename(doc.string() + ".tmp", doc);
+  out << "wrote " << doc.string() << "\n";
+  const bool failed = std::any_of(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.failed; });
+  return failed ? 1 : 0;
+}
+
+}  // namespace gpusim::cli

@@ -1,0 +1,119 @@
+#include "validation/measured_suite.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "hw/gpu_engine.h"
+#include "sim/error.h"
+#include "validation/csv.h"
+
+namespace gpusim::validation {
+namespace {
+
+using models::Op;
+using models::OpKind;
+
+hw::DType dtype_of(const std::string& text, const CsvTable& t, std::size_t row) {
+  const auto d = hw::parse_dtype(text);
+  if (!d) throw ConfigError(t.file().string(), t.line_of(row), "dtype", "unknown dtype '" + text + "'");
+  return *d;
+}
+
+// The op a measured row describes, or nullopt with the reason gpusim does not model it.
+std::optional<Op> op_of(const std::string& name, const std::string& dtype_text,
+                        const nlohmann::json& p, std::string& skip_reason, const CsvTable& t,
+                        std::size_t row) {
+  if (p.contains("backend") || p.contains("repeat_kv")) {
+    skip_reason = "a forced SDPA backend or repeated KV heads: not what the op lowers to by default";
+    return std::nullopt;
+  }
+  auto i = [&p](const char* key) { return p.at(key).get<std::int64_t>(); };
+  auto flag = [&p](const char* key) { return p.contains(key) && p.at(key).get<int>() != 0; };
+  if (name == "cast_to_bf16") {
+    return Op(OpKind::kCast, hw::DType::kBf16, models::CastShape{i("n"), hw::DType::kFp32, hw::DType::kBf16});
+  }
+  if (name == "cast_to_fp32") {
+    return Op(OpKind::kCast, hw::DType::kFp32, models::CastShape{i("n"), hw::DType::kBf16, hw::DType::kFp32});
+  }
+  const hw::DType dtype = dtype_of(dtype_text, t, row);
+  const auto kind = models::parse_op_kind(name);
+  if (!kind) {
+    skip_reason = "no op named '" + name + "'";
+    return std::nullopt;
+  }
+  switch (*kind) {
+    case OpKind::kMatmul: return Op(*kind, dtype, models::MatmulShape{i("M"), i("N"), i("K")});
+    case OpKind::kLinear: return Op(*kind, dtype, models::LinearShape{i("M"), i("N"), i("K"), flag("bias")});
+    case OpKind::kSdpa: return Op(*kind, dtype, models::SdpaShape{i("B"), i("H"), i("S"), i("D"), flag("causal")});
+    case OpKind::kSdpaDecode:
+      return Op(*kind, dtype, models::SdpaDecodeShape{i("B"), i("Hq"), i("Hkv"), i("L"), i("D")});
+    case OpKind::kNaiveAttention:
+      return Op(*kind, dtype, models::NaiveAttentionShape{i("B"), i("H"), i("S"), i("D"), flag("causal")});
+    case OpKind::kAdd:
+    case OpKind::kMul:
+    case OpKind::kSilu:
+    case OpKind::kGelu: return Op(*kind, dtype, models::ElementwiseShape{i("n")});
+    case OpKind::kLayerNorm:
+    case OpKind::kRmsNorm:
+    case OpKind::kSoftmax: return Op(*kind, dtype, models::RowShape{i("R"), i("C")});
+    case OpKind::kCast: break;
+  }
+  skip_reason = "unhandled op '" + name + "'";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<MeasuredOp> read_measured_ops(const std::filesystem::path& csv) {
+  const CsvTable t = CsvTable::read(csv);
+  std::vector<MeasuredOp> ops;
+  std::map<std::string, std::size_t> index;  // label -> position in ops
+  for (std::size_t row = 0; row < t.rows(); ++row) {
+    const std::string label = t.at(row, "op") + " " + t.at(row, "dtype") + " " + t.at(row, "shape");
+    auto [it, fresh] = index.emplace(label, ops.size());
+    if (fresh) {
+      MeasuredOp m;
+      m.label = label;
+      m.family = t.at(row, "family");
+      m.held_out = t.at(row, "held_out") == "1";
+      m.measured_us = t.number(row, "op_kernel_time_us_median");
+      nlohmann::json params;
+      try {
+        params = nlohmann::json::parse(t.at(row, "params_json"));
+        m.op = op_of(t.at(row, "op"), t.at(row, "dtype"), params, m.skip_reason, t, row);
+      } catch (const nlohmann::json::exception& e) {
+        throw ConfigError(csv.string(), t.line_of(row), "params_json", e.what());
+      } catch (const std::invalid_argument& e) {
+        throw ConfigError(csv.string(), t.line_of(row), "params_json", e.what());
+      }
+      ops.push_back(std::move(m));
+    }
+    ops[it->second].measured_kernels.push_back(t.at(row, "kernel_name"));
+  }
+  return ops;
+}
+
+std::vector<Comparison> compare_measured(const std::vector<MeasuredOp>& ops,
+                                         const hw::HardwareSpec& hw,
+                                         const models::KernelModelRegistry& models) {
+  std::vector<Comparison> out;
+  for (const auto& m : ops) {
+    if (!m.op) continue;
+    std::vector<hw::KernelNode> nodes;
+    for (auto& l : models.lower(*m.op, hw, "op")) nodes.push_back({std::move(l), m.label, 0, {}});
+    const hw::EngineResult r = hw::run_engine(hw, hw::LaunchMode::kGraph, nodes);
+    Comparison c;
+    c.reference = m;
+    for (const auto& k : r.kernels) {
+      c.simulated_us += k.duration().us();
+      c.simulated_kernels.push_back(k.name);
+    }
+    c.error_pct = 100.0 * (c.simulated_us - m.measured_us) / m.measured_us;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace gpusim::validation

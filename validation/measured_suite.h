@@ -1,0 +1,55 @@
+// The measured suites: kernel times of framework-level ops measured on a real GPU
+// (validation/measure/op_kernels.py -> validation/data/ops_<gpu>.csv), each op simulated alone
+// from a cold L2 and compared on the sum of its kernels' durations (kernel_time_us).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw/hardware_spec.h"
+#include "models/kernel_model.h"
+#include "models/op.h"
+
+namespace gpusim::validation {
+
+struct MeasuredOp {
+  std::string label;   // "matmul bf16 M=2048 N=2048 K=2048"
+  std::string family;  // for per-family error: matmul, linear, sdpa, elementwise, ...
+  bool held_out = false;
+  double measured_us = 0;  // median over repetitions of the op's summed kernel durations
+  std::vector<std::string> measured_kernels;
+  std::optional<models::Op> op;  // empty: a variant gpusim does not model (see skip_reason)
+  std::string skip_reason;
+};
+
+// Groups the per-kernel rows of ops_<gpu>.csv into ops. ConfigError on a malformed file.
+std::vector<MeasuredOp> read_measured_ops(const std::filesystem::path& csv);
+
+struct Comparison {
+  MeasuredOp reference;
+  double simulated_us = 0;
+  std::vector<std::string> simulated_kernels;
+  double error_pct = 0;  // (simulated - measured) / measured x 100
+};
+
+// Simulates every modeled op alone (graph mode, cold L2) and compares.
+std::vector<Comparison> compare_measured(const std::vector<MeasuredOp>& ops,
+                                         const hw::HardwareSpec& hw,
+                                         const models::KernelModelRegistry& models);
+
+// Mean absolute percentage error of the comparisons that pass `keep`.
+template <class Pred>
+double mape(const std::vector<Comparison>& rows, Pred keep) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& r : rows) {
+    if (!keep(r)) continue;
+    sum += r.error_pct < 0 ? -r.error_pct : r.error_pct;
+    ++n;
+  }
+  return n > 0 ? sum / n : 0.0;
+}
+
+}  // namespace gpusim::validation
