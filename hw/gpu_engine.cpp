@@ -176,6 +176,7 @@ class Engine {
     KernelState& k = kernels_[index];
     k.result.ready = sim_.now();
     k.result.start = sim_.now();
+    live_.push_back(index);
     apply_l2(k);
     if (k.result.tensor_heavy) ++tensor_heavy_running_;
     update_clock();
@@ -212,6 +213,7 @@ class Engine {
     k.result.achieved_occupancy =
         seconds > 0 ? k.warp_seconds / (seconds * hw_.sm.max_warps * hw_.sm_count) : 0.0;
     if (k.result.tensor_heavy) --tensor_heavy_running_;
+    std::erase(live_, index);
     update_clock();
     for (const int d : k.dependents) {
       KernelState& next = kernels_[d];
@@ -310,7 +312,7 @@ class Engine {
       Cohort& c = cohorts_[id];
       if (c.streaming) c.remaining -= c.rate * dt;
     }
-    for (auto& k : kernels_) k.warp_seconds += k.resident_warps * dt;
+    for (const int i : live_) kernels_[i].warp_seconds += kernels_[i].resident_warps * dt;
     last_advance_ = sim_.now();
   }
 
@@ -411,6 +413,7 @@ class Engine {
   std::vector<Cohort> cohorts_;
   std::vector<int> active_;       // cohorts with CTAs on an SM
   std::vector<int> dispatching_;  // kernels with CTAs left to place
+  std::vector<int> live_;         // kernels started and not finished
   sim::Time last_advance_;
   std::uint64_t generation_ = 0;
   double clock_hz_;

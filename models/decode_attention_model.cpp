@@ -1,5 +1,6 @@
-// sdpa_decode: one query token per sequence against a KV cache, as PyTorch's flash backend
-// runs it: FlashAttention-2's split-KV kernel plus a combine kernel.
+// sdpa_decode: one query token per sequence against a KV cache. On sm_90 PyTorch 2.11 runs
+// cuDNN (cudnn_attention.cpp); on sm_80 and sm_120 its flash backend: FlashAttention-2's
+// split-KV kernel plus a combine kernel (this file).
 //
 // Source: aten/src/ATen/native/transformers/cuda/flash_attn/flash_api.cpp (mha_fwd,
 // set_params_splitkv, num_splits_heuristic) and flash_fwd_launch_template.h
@@ -80,6 +81,11 @@ std::vector<Launch> DecodeAttentionModel::lower(const Op& op, const hw::Hardware
   }
   if (s.D % 8 != 0 || s.D > 256) {
     throw ModelError("sdpa_decode: FlashAttention needs a head dimension multiple of 8, <= 256");
+  }
+  // PyTorch 2.11 prefers cuDNN on sm_90 (ops_h100.csv: every default-backend decode ran cuDNN's
+  // sdpa_sm80_flash_fprop_wmma kernel, plus lean_reduction_kernel when it split the keys).
+  if (cudnn_sdpa_applies(hw, s.D)) {
+    return lower_cudnn_decode(s.B, s.Hq, s.Hkv, s.L, s.D, op.dtype(), hw, tag);
   }
   const double e = detail::elt_bytes(op.dtype());
   // mha_fwd: GQA decode swaps the query groups into the sequence dimension.
@@ -165,13 +171,12 @@ std::vector<Launch> DecodeAttentionModel::lower(const Op& op, const hw::Hardware
   const int log_max_splits = std::max(1, log2_ceil(splits));
   const std::int64_t rows_total = s.B * heads * seqlen_q;  // = B * Hq
   hw::Launch comb;
-  comb.name = fmt::format("flash_fwd_splitkv_combine_kernel<{}, {}, {}>",
-                          fmt_flash_name("Flash_fwd_kernel_traits", t, false), cm, log_max_splits);
+  comb.name = fmt::format("void pytorch_flash::flash_fwd_splitkv_combine_kernel<{}, {}, {}, true>",
+                          flash_traits_name(t), cm, log_max_splits);
   comb.family = "flash_fwd_splitkv_combine";
   comb.grid = {ceil_div(rows_total, cm), 1, 1};
   comb.block = {128, 1, 1};
-  comb.regs_per_thread = flash_combine_regs(t);
-  // Static shared memory: sLSE[kMaxSplits][kBlockM + 1] and sMaxLSE... (fp32).
+  comb.regs_per_thread = flash_combine_regs(log_max_splits);
   comb.smem_per_cta = flash_combine_smem(cm, log_max_splits);
   const std::int64_t full = rows_total / cm;
   const std::int64_t rem = rows_total % cm;

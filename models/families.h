@@ -23,8 +23,9 @@ struct GemmProblem {
   // Tensor names (already tagged) for L2 residency.
   std::string a, b, c, bias_name;
 };
+// `linear`: F.linear's layout (W is [N, K]); it changes kernel names, not work.
 std::vector<Launch> lower_gemm(const GemmProblem& p, const hw::HardwareSpec& hw,
-                               const std::string& tag);
+                               const std::string& tag, bool linear = false);
 
 class GemmModel final : public KernelModel {
  public:
@@ -45,7 +46,9 @@ struct ElementwiseProblem {
   // iterator is not contiguous and ATen takes the non-vectorized legacy kernel.
   std::int64_t mask_bytes = 0;
 };
-Launch lower_elementwise(const ElementwiseProblem& p, const hw::HardwareSpec& hw);
+// One launch, or several when TensorIterator splits the tensor for 32-bit indexing.
+std::vector<Launch> lower_elementwise(const ElementwiseProblem& p, const hw::HardwareSpec& hw,
+                                      const std::string& tag);
 
 class ElementwiseModel final : public KernelModel {
  public:
@@ -55,9 +58,10 @@ class ElementwiseModel final : public KernelModel {
 
 // ---- row_reduction_model.cpp: layer_norm, rms_norm, softmax -------------------------------
 
+// Softmax over the last dimension of R x C; `input` and `output` are names under `tag`.
 std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtype,
                                   const std::string& input, const std::string& output,
-                                  const hw::HardwareSpec& hw);
+                                  const hw::HardwareSpec& hw, const std::string& tag);
 
 class RowReductionModel final : public KernelModel {
  public:

@@ -1,4 +1,5 @@
-// sdpa (prefill): PyTorch's flash backend, FlashAttention-2's flash_fwd_kernel.
+// sdpa (prefill): on sm_90 PyTorch 2.11 runs cuDNN's fused attention (cudnn_attention.cpp);
+// on sm_80 and sm_120 its flash backend, FlashAttention-2's flash_fwd_kernel (this file).
 //
 // Source: aten/src/ATen/native/transformers/cuda/flash_attn/flash_fwd_launch_template.h and
 // flash_fwd_kernel.h (FA2 vendored in PyTorch; PyTorch 2.11 runs these on sm_80, sm_90 and
@@ -9,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "models/common.h"
 #include "models/families.h"
 #include "models/flash_common.h"
@@ -18,6 +21,32 @@ namespace gpusim::models {
 namespace {
 using detail::ceil_div;
 }  // namespace
+
+int flash_fwd_regs(const FlashTraits& t) {
+  // ops_h100.csv: flash_fwd_kernel 255 (hdim 64 128x128 and hdim 128 128x64 traits),
+  // flash_fwd_splitkv_kernel 246 (hdim 128, 64x128). Other traits are not measured; the
+  // 128-row kernels are assumed to sit at the 255 cap like the measured ones.
+  return t.block_m == 64 ? 246 : 255;
+}
+
+int flash_combine_regs(int log_max_splits) {
+  return log_max_splits <= 1 ? 54 : 52;  // ops_h100.csv: 54 for 2 splits, 52 for 7..32
+}
+
+std::int64_t flash_combine_smem(std::int64_t block_m, int log_max_splits) {
+  // ops_h100.csv: 48, 160, 320, 640 bytes for 2, <=8, <=16, <=32 splits at kBlockM = 4.
+  return detail::round_up((std::int64_t{1} << log_max_splits) * (block_m + 1) * 4, 16);
+}
+
+std::string flash_traits_name(const FlashTraits& t) {
+  return fmt::format("Flash_fwd_kernel_traits<{}, {}, {}, {}, false, false>", t.head_dim,
+                     t.block_m, t.block_n, t.warps);
+}
+
+std::string fmt_flash_name(const char* kernel, const FlashTraits& t, bool causal) {
+  return fmt::format("void pytorch_flash::{}<{}, {}>", kernel, flash_traits_name(t),
+                     causal ? "causal" : "non-causal");
+}
 
 FlashTraits flash_fwd_traits(std::int64_t D, const hw::HardwareSpec& hw) {
   // run_mha_fwd_hdim<D> for the non-dropout case. sm86/sm89 ("is_sm8x") pick smaller tiles for
@@ -112,8 +141,13 @@ hw::Launch lower_flash_fwd(const FlashFwdProblem& p, const hw::HardwareSpec& hw,
     w.fixed = hw.dram.latency + hw.l2.hit_latency;
     per_m.push_back(w);
   }
-  for (std::int64_t bh = 0; bh < p.B * p.H; ++bh) {
-    for (const auto& w : per_m) detail::add_class(l, 1, w);
+  if (m_blocks > 1 && !p.causal && p.Sq % t.block_m == 0) {
+    detail::add_class(l, l.grid.count(), per_m.front());  // all CTAs alike
+  } else {
+    l.ctas.reserve(static_cast<std::size_t>(p.B * p.H * m_blocks));
+    for (std::int64_t bh = 0; bh < p.B * p.H; ++bh) {
+      for (const auto& w : per_m) detail::add_class(l, 1, w);
+    }
   }
   l.reads = {detail::tensor(p.tag, p.q, static_cast<double>(p.B * p.H * p.Sq * p.D) * e),
              detail::tensor(p.tag, p.k, static_cast<double>(p.B * p.Hk * p.Sk * p.D) * e),
@@ -139,6 +173,9 @@ std::vector<Launch> FlashAttentionModel::lower(const Op& op, const hw::HardwareS
   p.causal = s.causal;
   p.dtype = op.dtype();
   p.tag = tag;
+  // PyTorch 2.11 prefers cuDNN's fused attention on sm_90 (ops_h100.csv: every default-backend
+  // sdpa ran cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma); elsewhere FA2.
+  if (cudnn_sdpa_applies(hw, s.D)) return lower_cudnn_sdpa(p, hw);
   return {lower_flash_fwd(p, hw, flash_fwd_traits(s.D, hw))};
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hw/hardware_spec.h"
 #include "hw/launch.h"
@@ -21,7 +22,13 @@ struct FlashTraits {
 FlashTraits flash_fwd_traits(std::int64_t D, const hw::HardwareSpec& hw);
 // Registers per thread of the compiled kernels (from the profiler; see the definition).
 int flash_fwd_regs(const FlashTraits& t);
-// "flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>, causal>"-style names.
+// Registers of flash_fwd_splitkv_combine_kernel (from the profiler).
+int flash_combine_regs(int log_max_splits);
+// Static shared memory of the combine kernel: sLSE[kMaxSplits][kBlockM + 1] floats, 16-aligned.
+std::int64_t flash_combine_smem(std::int64_t block_m, int log_max_splits);
+// "Flash_fwd_kernel_traits<128, 128, 64, 4, false, false>".
+std::string flash_traits_name(const FlashTraits& t);
+// "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, ...>, ...>" names.
 std::string fmt_flash_name(const char* kernel, const FlashTraits& t, bool causal);
 
 // One flash_fwd_kernel launch: B batches, H query heads over Hk KV heads, Sq queries against
@@ -35,5 +42,16 @@ struct FlashFwdProblem {
 };
 hw::Launch lower_flash_fwd(const FlashFwdProblem& p, const hw::HardwareSpec& hw,
                            const FlashTraits& t);
+
+// cuDNN's fused SDPA kernels, which PyTorch 2.11 prefers on sm_90 (cudnn_attention.cpp).
+// Whether cuDNN takes the op: PyTorch's check_prefer_cudnn_attention() (compute capability
+// 9.0 or 10.0) and the head dimensions the measured kernels cover.
+bool cudnn_sdpa_applies(const hw::HardwareSpec& hw, std::int64_t D);
+std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::HardwareSpec& hw);
+// One query per sequence against a KV cache (GQA packed), split over the keys when the
+// (batch, head) CTAs alone leave SMs idle, plus cuDNN's lean_reduction_kernel.
+std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std::int64_t Hkv,
+                                           std::int64_t L, std::int64_t D, hw::DType dtype,
+                                           const hw::HardwareSpec& hw, const std::string& tag);
 
 }  // namespace gpusim::models

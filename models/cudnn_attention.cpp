@@ -1,0 +1,249 @@
+// cuDNN's fused attention kernels, as PyTorch 2.11 (cuDNN 9.19) launches them on sm_90.
+//
+// PyTorch prefers cuDNN on compute capability 9.0 and 10.0 (sdp_utils.cpp,
+// check_prefer_cudnn_attention); on H100 every default-backend sdpa in ops_h100.csv ran:
+//  * prefill: a cudaMemsetAsync, then cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma
+//    "64x128x{D}", persistent: grid = SM count, 384 threads (a producer and two consumer
+//    warpgroups), 168 registers, 134144 B (D = 64) or 232448 B (D = 128) of shared memory. The
+//    shared memory is a 128-row Q tile plus three 128-key K and V stages (D = 128: 7 x 32 KiB),
+//    so a work unit is a 128-query tile of one (batch, head), streamed against 128-key tiles.
+//  * decode (one query): cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma "16x128x128",
+//    128 threads, 183 registers, 86336 B, grid (splits, KV heads, batch): a 16-row query tile
+//    holds the Hq/Hkv query heads sharing a KV head; when it splits the keys,
+//    cudnn::fusion::lean_reduction_kernel (grid (1, Hq, B), 256 threads, 32 registers,
+//    splits * (D + 2) * 4 bytes of shared memory) merges the partial results.
+#include <algorithm>
+#include <numeric>
+#include <queue>
+
+#include <fmt/format.h>
+
+#include "hw/occupancy.h"
+#include "models/common.h"
+#include "models/flash_common.h"
+#include "sim/error.h"
+
+namespace gpusim::models {
+namespace {
+using detail::ceil_div;
+
+constexpr std::int64_t kTileM = 128;  // query rows per work unit (prefill)
+constexpr std::int64_t kTileN = 128;  // keys per inner tile
+
+hw::Launch memset(const std::string& tag, std::int64_t bytes) {
+  hw::Launch l;
+  l.name = "Memset (Device)";
+  l.family = "memset";
+  l.grid = {1, 1, 1};
+  l.block = {32, 1, 1};
+  hw::CtaWork w;
+  w.l2_bytes = static_cast<double>(bytes);
+  w.dram_write_bytes = static_cast<double>(bytes);
+  detail::add_class(l, 1, w);
+  l.writes = {detail::tensor(tag, "cudnn_workspace", static_cast<double>(bytes))};
+  return l;
+}
+
+}  // namespace
+
+bool cudnn_sdpa_applies(const hw::HardwareSpec& hw, std::int64_t D) {
+  const int v = detail::sm_version(hw);
+  // Only head dimensions up to 128 were measured (64 and 128); larger ones take FA2.
+  return (v == 90 || v == 100) && D <= 128 && D % 8 == 0;
+}
+
+std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::HardwareSpec& hw) {
+  const double e = detail::elt_bytes(p.dtype);
+  const std::int64_t d_tile = p.D <= 64 ? 64 : 128;
+  const std::int64_t m_tiles = ceil_div(p.Sq, kTileM);
+  const std::int64_t n_tiles_all = ceil_div(p.Sk, kTileN);
+
+  hw::Launch l;
+  l.name = fmt::format(
+      "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x{}_4x1x1_"
+      "cga1x1x1_kernel0_0",
+      d_tile);
+  l.family = "cudnn_sdpa_fwd";
+  l.block = {384, 1, 1};
+  l.regs_per_thread = 168;
+  l.smem_per_cta = d_tile == 64 ? 134144 : 232448;
+
+  // Work units: (m tile, batch, head). Key tiles per unit: all, or up to the diagonal.
+  struct Unit {
+    std::int64_t n_tiles, rows, keys;
+  };
+  std::vector<Unit> per_m;
+  for (std::int64_t m = 0; m < m_tiles; ++m) {
+    std::int64_t n = n_tiles_all;
+    if (p.causal) {
+      n = std::clamp<std::int64_t>(ceil_div((m + 1) * kTileM + p.Sk - p.Sq, kTileN), 0,
+                                   n_tiles_all);
+    }
+    per_m.push_back({n, std::min(kTileM, p.Sq - m * kTileM), std::min(n * kTileN, p.Sk)});
+  }
+  const std::int64_t units = m_tiles * p.B * p.H;
+  const std::int64_t ctas = std::min<std::int64_t>(units, hw.sm_count);
+  l.grid = {hw.sm_count, 1, 1};  // persistent: one CTA per SM whatever the work
+
+  // The memset zeroes the dynamic tile scheduler's state; CTAs take units in order from a
+  // counter, the heaviest (longest causal rows, FA3-style reversed m) first. We replay that
+  // greedy longest-first schedule to get each CTA's units.
+  std::vector<std::int64_t> order(static_cast<std::size_t>(m_tiles));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    return per_m[static_cast<std::size_t>(a)].n_tiles > per_m[static_cast<std::size_t>(b)].n_tiles;
+  });
+  struct Load {
+    std::int64_t cost, cta;
+    bool operator>(const Load& o) const { return cost != o.cost ? cost > o.cost : cta > o.cta; }
+  };
+  std::priority_queue<Load, std::vector<Load>, std::greater<>> free_at;
+  for (std::int64_t c = 0; c < ctas; ++c) free_at.push({0, c});
+  struct Acc {
+    double scores = 0, rows = 0, keys = 0, units = 0;
+  };
+  std::vector<Acc> acc(static_cast<std::size_t>(hw.sm_count));
+  for (const std::int64_t m : order) {
+    const Unit& u = per_m[static_cast<std::size_t>(m)];
+    for (std::int64_t bh = 0; bh < p.B * p.H; ++bh) {
+      Load slot = free_at.top();
+      free_at.pop();
+      Acc& a = acc[static_cast<std::size_t>(slot.cta)];
+      a.scores += static_cast<double>(kTileM * u.n_tiles * kTileN);
+      a.rows += static_cast<double>(u.rows);
+      a.keys += static_cast<double>(u.keys);
+      a.units += 1;
+      slot.cost += std::max<std::int64_t>(u.n_tiles, 1);
+      free_at.push(slot);
+    }
+  }
+  const double unique_in =
+      static_cast<double>(p.B * p.H * p.Sq * p.D) * e + 2.0 * static_cast<double>(p.B * p.Hk * p.Sk * p.D) * e;
+  for (std::int64_t c = 0; c < hw.sm_count; ++c) {
+    const Acc& a = acc[static_cast<std::size_t>(c)];
+    hw::CtaWork w;
+    w.tensor_dtype = p.dtype;
+    if (a.units > 0) {
+      // Padded 128 x 128 tiles through QK^T and PV; softmax as in FlashAttention.
+      w.tensor_flops = 4.0 * a.scores * static_cast<double>(p.D);
+      w.fp32_flops = 4.0 * a.scores + a.scores / kTileN * static_cast<double>(p.D);
+      w.sfu_ops = a.scores + a.scores / kTileN;
+      const double q = a.rows * static_cast<double>(p.D) * e;
+      w.l2_bytes = 2.0 * q + 2.0 * a.keys * static_cast<double>(p.D) * e;  // Q in, O out, K and V
+      w.dram_read_bytes = unique_in / static_cast<double>(ctas);
+      w.dram_write_bytes = q;
+      // Three K and V stages in flight (the shared memory layout above).
+      w.max_inflight_bytes = 3.0 * 2.0 * static_cast<double>(kTileN * p.D) * e;
+      // Prologue (Q and the first K stage from DRAM) and epilogue of each unit; units after
+      // the first overlap their loads with the previous unit's math (warp specialization).
+      w.fixed = hw.dram.latency + hw.l2.hit_latency;
+    }
+    detail::add_class(l, 1, w);
+  }
+  l.reads = {detail::tensor(p.tag, p.q, static_cast<double>(p.B * p.H * p.Sq * p.D) * e),
+             detail::tensor(p.tag, p.k, static_cast<double>(p.B * p.Hk * p.Sk * p.D) * e),
+             detail::tensor(p.tag, p.v, static_cast<double>(p.B * p.Hk * p.Sk * p.D) * e)};
+  l.writes = {detail::tensor(p.tag, p.o, static_cast<double>(p.B * p.H * p.Sq * p.D) * e)};
+  // Size not recorded: the scheduler's counter and flags, assumed 4 bytes per CTA.
+  return {memset(p.tag, 4 * hw.sm_count), l};
+}
+
+std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std::int64_t Hkv,
+                                           std::int64_t L, std::int64_t D, hw::DType dtype,
+                                           const hw::HardwareSpec& hw, const std::string& tag) {
+  const double e = detail::elt_bytes(dtype);
+  constexpr std::int64_t kRows = 16;  // query rows per CTA ("16x128x128")
+  const std::int64_t g = Hq / Hkv;
+  const std::int64_t head_tiles = Hkv * ceil_div(g, kRows);
+  const std::int64_t base = B * head_tiles;
+  const std::int64_t kv_tiles = ceil_div(L, kTileN);
+
+  hw::Launch k;
+  k.name = fmt::format(
+      "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x{}_1x4x1_"
+      "cga1x1x1_kernel0_0",
+      D);
+  k.family = "cudnn_sdpa_decode";
+  k.block = {128, 1, 1};
+  k.regs_per_thread = 183;
+  // Measured for D = 128 only; other head dimensions scale the K/V stages with D.
+  k.smem_per_cta = D == 128 ? 86336 : 86336 * D / 128;
+
+  // Split rule read off the measured grids (splits 8, 32, 16, 16, 8 for 32, 8, 2, 12, 32
+  // base CTAs; none for 128 and 512): split only when the unsplit CTAs fill at most half the
+  // SMs, then into the largest power of two that fits one wave of resident CTAs, at most one
+  // key tile per split.
+  const auto occ = hw::compute_occupancy(
+      hw.sm, hw::BlockResources{128, k.regs_per_thread, k.smem_per_cta});
+  const std::int64_t slots = static_cast<std::int64_t>(hw.sm_count) * std::max(1, occ.ctas_per_sm);
+  std::int64_t splits = 1;
+  if (2 * base <= hw.sm_count) {
+    while (splits * 2 * base <= slots && splits * 2 <= kv_tiles) splits *= 2;
+  }
+  k.grid = {splits, head_tiles, B};
+
+  const std::int64_t tiles_per_split = ceil_div(kv_tiles, splits);
+  std::vector<hw::CtaWork> per_split;
+  for (std::int64_t sp = 0; sp < splits; ++sp) {
+    const std::int64_t first = sp * tiles_per_split;
+    const std::int64_t tiles = std::clamp<std::int64_t>(kv_tiles - first, 0, tiles_per_split);
+    const std::int64_t keys =
+        std::clamp<std::int64_t>(L - first * kTileN, 0, tiles * kTileN);
+    // Query rows per CTA: g spread over its ceil(g / 16) tiles (all g when g <= 16).
+    const double rows = static_cast<double>(g) / static_cast<double>(ceil_div(g, kRows));
+    hw::CtaWork w;
+    w.tensor_dtype = dtype;
+    // 16-row tiles are computed whole even when fewer query heads share the KV head.
+    const double scores = static_cast<double>(kRows * tiles * kTileN);
+    w.tensor_flops = 4.0 * scores * static_cast<double>(D);
+    w.fp32_flops = 4.0 * scores + static_cast<double>(kRows * D * tiles);
+    w.sfu_ops = scores + static_cast<double>(kRows * tiles);
+    const double q = rows * static_cast<double>(D) * e;
+    const double kv = 2.0 * static_cast<double>(keys * D) * e;
+    // Partial results in fp32 (O row plus max and sum) when split, else the output rows.
+    const double out = splits > 1 ? rows * static_cast<double>(D + 2) * 4.0 : q;
+    w.l2_bytes = q + kv + out;
+    w.dram_read_bytes = q / static_cast<double>(splits) + kv;
+    w.dram_write_bytes = out;
+    w.max_inflight_bytes = static_cast<double>(kTileN * D) * e * 2.0;
+    w.fixed = hw.dram.latency + hw.l2.hit_latency;
+    per_split.push_back(w);
+  }
+  for (std::int64_t bh = 0; bh < base; ++bh) {
+    for (const auto& w : per_split) detail::add_class(k, 1, w);
+  }
+  const double q_total = static_cast<double>(B * Hq * D) * e;
+  const double kv_total = static_cast<double>(B * Hkv * L * D) * e;
+  const double partial_total = static_cast<double>(splits * B * Hq * (D + 2)) * 4.0;
+  k.reads = {detail::tensor(tag, "q", q_total), detail::tensor(tag, "k", kv_total),
+             detail::tensor(tag, "v", kv_total)};
+  if (splits == 1) {
+    k.writes = {detail::tensor(tag, "o", q_total)};
+    return {k};
+  }
+  k.writes = {detail::tensor(tag, "o_partial", partial_total)};
+
+  hw::Launch r;
+  r.name = "void cudnn::fusion::lean_reduction_kernel<false, false, false>";
+  r.family = "cudnn_sdpa_reduce";
+  r.grid = {1, Hq, B};
+  r.block = {256, 1, 1};
+  r.regs_per_thread = 32;
+  r.smem_per_cta = splits * (D + 2) * 4;
+  hw::CtaWork w;
+  const double in = static_cast<double>(splits * (D + 2)) * 4.0;
+  const double out = static_cast<double>(D) * e;
+  w.sfu_ops = 2.0 * static_cast<double>(splits);  // rescale factor exp per split, one log
+  w.fp32_flops = static_cast<double>(splits) * (2.0 * static_cast<double>(D) + 4.0);
+  w.l2_bytes = in + out;
+  w.dram_read_bytes = in;
+  w.dram_write_bytes = out;
+  w.max_inflight_bytes = in;   // the partials are staged in shared memory in one go
+  w.fixed = hw.l2.hit_latency;  // then reduced and written
+  detail::add_class(r, B * Hq, w);
+  r.reads = {detail::tensor(tag, "o_partial", partial_total)};
+  r.writes = {detail::tensor(tag, "o", q_total)};
+  return {k, r};
+}
+
+}  // namespace gpusim::models

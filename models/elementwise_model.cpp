@@ -1,0 +1,224 @@
+// add, mul, silu, gelu and cast: ATen's elementwise kernels (aten/src/ATen/native/cuda/
+// CUDALoops.cuh, PyTorch 2.11), confirmed on H100 by ops_h100.csv:
+//  * contiguous, no dynamic cast: vectorized_elementwise_kernel<vec, f>, 128 threads
+//    (num_threads() = 4 warps), each thread 8 elements (elems_per_thread: 16 only when all
+//    operands together are 1 byte) in vectors of vec = 16 / sizeof(output) elements (capped at 4
+//    for 1-byte outputs): grid = ceil(n / 1024). bf16 -> <8>, fp32 -> <4>.
+//  * a cast the functor does not do itself (bf16 -> fp32, ...): unrolled_elementwise_kernel with
+//    LoadWithCast/StoreWithCast, 4 elements per thread: grid = ceil(n / 512). fp32 -> bf16/fp16
+//    have dedicated vectorized functors (bfloat16_copy_kernel_cuda).
+//  * a broadcast operand (masked_fill's S x S mask): the legacy elementwise_kernel<128, vt> with
+//    an offset calculator, vt = 2 for 4-byte outputs, else 4.
+// Tensors whose byte offsets overflow int32 are split by TensorIterator into halves until each
+// piece fits (naive attention's 8x12x4096x4096 fp32 scores: 4 launches).
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "models/common.h"
+#include "models/families.h"
+#include "sim/error.h"
+
+namespace gpusim::models {
+namespace {
+using detail::ceil_div;
+
+struct Func {
+  int arity = 1;            // tensor inputs
+  double fp32_per_elt = 0;  // CUDA-core FP32 ops per element (opmath is float)
+  double sfu_per_elt = 0;   // special-function ops per element
+  int regs = 32;            // registers per thread (ops_h100.csv)
+  std::string functor;      // the kernel's functor, as the profiler names it
+};
+
+std::string scalar_name(hw::DType d) {
+  switch (d) {
+    case hw::DType::kBf16: return "c10::BFloat16";
+    case hw::DType::kFp16: return "c10::Half";
+    case hw::DType::kFp8: return "c10::Float8_e4m3fn";
+    default: return "float";
+  }
+}
+
+Func func_of(const ElementwiseProblem& p) {
+  const std::string t = scalar_name(p.out);
+  const bool half = detail::elt_bytes(p.out) < 4;
+  switch (p.func) {
+    case EwFunc::kAdd:  // a + alpha * b in float: one FMA
+      return {2, 2, 0, half ? 34 : 32, fmt::format("at::native::CUDAFunctor_add<{}>", t)};
+    case EwFunc::kMul:
+      return {2, 1, 0, half ? 40 : 32,
+              fmt::format("at::native::BinaryFunctor<{0}, {0}, {0}, "
+                          "at::native::binary_internal::MulFunctor<float> >",
+                          t)};
+    case EwFunc::kMulScalar:  // tensor * python scalar
+      return {1, 1, 0, 32,
+              fmt::format("at::native::AUnaryFunctor<{0}, {0}, {0}, "
+                          "at::native::binary_internal::MulFunctor<float> >",
+                          t)};
+    case EwFunc::kSilu:  // x / (1 + exp(-x)): ex2 and a reciprocal on the SFU, a few FP32 ops
+      return {1, 4, 2, 32,
+              fmt::format("at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)"
+                          "::{{lambda({})#1}}",
+                          t)};
+    case EwFunc::kGelu:  // 0.5 x (1 + erf(x / sqrt 2)): erff is a ~10-FMA polynomial plus an exp
+      return {1, 24, 1, 32,
+              fmt::format("at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+                          "at::native::GeluType)::{{lambda({})#1}}",
+                          t)};
+    case EwFunc::kCast:  // one conversion
+      return {1, 1, 0, 32,
+              p.out == hw::DType::kBf16 ? "at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}"
+              : p.out == hw::DType::kFp16
+                  ? "at::native::float16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}"
+                  : "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() "
+                    "const::{lambda()#7}::operator()() const::{lambda(float)#1}"};  // bf16 -> fp32
+    case EwFunc::kMaskedFill:  // select
+      return {1, 1, 0, 18,
+              "at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::"
+              "masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda(float, bool)#1}>"};
+  }
+  return {};
+}
+
+enum class Path { kVectorized, kUnrolled, kLegacy };
+
+// One launch over n elements; `share` is this piece's fraction of the op's tensors.
+Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, double share) {
+  if (n <= 0) throw ModelError("elementwise: the element count must be positive");
+  const Func f = func_of(p);
+  const double in_b = detail::elt_bytes(p.in), out_b = detail::elt_bytes(p.out);
+
+  Path path = Path::kVectorized;
+  if (p.func == EwFunc::kMaskedFill) {
+    path = Path::kLegacy;
+  } else if (p.func == EwFunc::kCast && p.in != p.out &&
+             !(p.in == hw::DType::kFp32 &&
+               (p.out == hw::DType::kBf16 || p.out == hw::DType::kFp16))) {
+    path = Path::kUnrolled;
+  }
+  // launch_vectorized_kernel: io_size = sum of operand sizes; 16 elements per thread when it is
+  // 1 byte, else 8. Unrolled: thread_work_size() = 4. Legacy: vt = 2 (4-byte output) or 4.
+  const double io = f.arity * in_b + out_b;
+  std::int64_t per_thread = io <= 1 ? 16 : 8;
+  std::int64_t vec = std::max<std::int64_t>(1, 16 / static_cast<std::int64_t>(out_b));
+  if (out_b < 2) vec = std::min<std::int64_t>(vec, 4);
+  if (path == Path::kUnrolled) per_thread = 4;
+  if (path == Path::kLegacy) per_thread = out_b >= 4 ? 2 : 4;
+  constexpr std::int64_t kThreads = 128;
+  const std::int64_t per_cta = kThreads * per_thread;
+
+  Launch l;
+  switch (path) {
+    case Path::kVectorized:
+      l.name = fmt::format("void at::native::vectorized_elementwise_kernel<{}, {}, std::array<char*, {}ul> >",
+                           vec, f.functor, f.arity + 1);
+      break;
+    case Path::kUnrolled:
+      l.name = fmt::format(
+          "void at::native::unrolled_elementwise_kernel<{}, std::array<char*, {}ul>, 4, "
+          "TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, "
+          "at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >",
+          f.functor, f.arity + 1);
+      break;
+    case Path::kLegacy:
+      l.name = fmt::format("void at::native::elementwise_kernel<128, {}, {}>", per_thread, f.functor);
+      break;
+  }
+  l.family = "elementwise";
+  l.grid = {ceil_div(n, per_cta), 1, 1};
+  l.block = {kThreads, 1, 1};
+  l.regs_per_thread = f.regs;
+  l.smem_per_cta = 0;
+
+  // The broadcast mask (S x S bools reused by every batch and head) is read once from DRAM and
+  // then from L2; each CTA loads its elements' mask bytes.
+  const double mask_l2_per_elt = p.func == EwFunc::kMaskedFill ? 1.0 : 0.0;
+  const double mask_unique = static_cast<double>(p.mask_bytes) * share;
+  const auto work = [&](std::int64_t elts) {
+    hw::CtaWork w;
+    const double e = static_cast<double>(elts);
+    w.fp32_flops = e * f.fp32_per_elt;
+    w.sfu_ops = e * f.sfu_per_elt;
+    const double reads = e * f.arity * in_b;
+    const double writes = e * out_b;
+    w.l2_bytes = reads + writes + e * mask_l2_per_elt;
+    w.dram_read_bytes = reads + mask_unique * e / static_cast<double>(n);
+    w.dram_write_bytes = writes;
+    // Every thread issues all its loads before computing (the vectorized and unrolled
+    // policies load the whole thread's work first): the CTA's whole input is in flight. The
+    // first-load latency is therefore what this cap charges; no separate fixed time.
+    w.max_inflight_bytes = static_cast<double>(kThreads * per_thread) * (f.arity * in_b + mask_l2_per_elt);
+    return w;
+  };
+  const std::int64_t full = n / per_cta;
+  const std::int64_t rem = n % per_cta;
+  detail::add_class(l, full, work(per_cta));
+  if (rem > 0) detail::add_class(l, 1, work(rem));
+  return l;
+}
+
+// TensorIterator::with_32bit_indexing: halve until each piece's byte offsets fit in int32.
+int pieces_for(std::int64_t n, double max_elt_bytes) {
+  int pieces = 1;
+  constexpr double kMax = static_cast<double>(std::numeric_limits<std::int32_t>::max());
+  while (static_cast<double>(ceil_div(n, pieces)) * max_elt_bytes > kMax) pieces *= 2;
+  return pieces;
+}
+
+}  // namespace
+
+std::vector<Launch> lower_elementwise(const ElementwiseProblem& p,
+                                      const hw::HardwareSpec& /*hw: ATen's launch does not depend on it*/,
+                                      const std::string& tag) {
+  const double max_b = std::max(detail::elt_bytes(p.in), detail::elt_bytes(p.out));
+  const int pieces = pieces_for(p.n, max_b);
+  std::vector<Launch> out;
+  const double in_total = static_cast<double>(p.n) * detail::elt_bytes(p.in);
+  const double out_total = static_cast<double>(p.n) * detail::elt_bytes(p.out);
+  for (int i = 0; i < pieces; ++i) {
+    // Halving splits: the first pieces take the ceiling.
+    const std::int64_t lo = p.n / pieces, rem = p.n % pieces;
+    const std::int64_t n = lo + (i < rem ? 1 : 0);
+    const double share = static_cast<double>(n) / static_cast<double>(p.n);
+    Launch l = lower_elementwise_piece(p, n, share);
+    for (const auto& name : p.inputs) l.reads.push_back(detail::tensor(tag, name, in_total * share));
+    if (p.mask_bytes > 0) l.reads.push_back(detail::tensor(tag, "mask", static_cast<double>(p.mask_bytes)));
+    l.writes.push_back(detail::tensor(tag, p.output, out_total * share));
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+std::vector<Launch> ElementwiseModel::lower(const Op& op, const hw::HardwareSpec& hw,
+                                            const std::string& tag) const {
+  ElementwiseProblem p;
+  p.output = "out";
+  if (op.kind() == OpKind::kCast) {
+    const auto& c = op.as<CastShape>();
+    p.func = EwFunc::kCast;
+    p.n = c.n;
+    p.in = c.from;
+    p.out = c.to;
+    p.inputs = {"in"};
+  } else {
+    const auto& s = op.as<ElementwiseShape>();
+    p.n = s.n;
+    p.in = p.out = op.dtype();
+    switch (op.kind()) {
+      case OpKind::kAdd: p.func = EwFunc::kAdd; break;
+      case OpKind::kMul: p.func = EwFunc::kMul; break;
+      case OpKind::kSilu: p.func = EwFunc::kSilu; break;
+      case OpKind::kGelu: p.func = EwFunc::kGelu; break;
+      default: throw ModelError(fmt::format("elementwise: cannot lower {}", op_name(op.kind())));
+    }
+    p.inputs = p.func == EwFunc::kAdd || p.func == EwFunc::kMul ? std::vector<std::string>{"a", "b"}
+                                                                : std::vector<std::string>{"x"};
+  }
+  if (p.in == hw::DType::kTf32) p.in = hw::DType::kFp32;  // tf32 is fp32 in memory
+  if (p.out == hw::DType::kTf32) p.out = hw::DType::kFp32;
+  return lower_elementwise(p, hw, tag);
+}
+
+}  // namespace gpusim::models

@@ -1,0 +1,627 @@
+// matmul and linear: the GEMM kernels cuBLAS / cuBLASLt (13.x, as PyTorch 2.11 calls them)
+// launch.
+//
+// Kernel families, by arch and math (measured on H100: validation/data/ops_h100.csv):
+//  * sm_90, bf16/fp16/fp8: "nvjet" warp-specialized TMA + wgmma kernels, 384 threads
+//    (a producer and two consumer warpgroups), 168 registers, persistent: the grid is the
+//    tile count, capped at the SM count, rounded to the thread-block cluster; a CTA loops
+//    over tiles. Skinny shapes use split-K ("_splitK" kernels) plus cublasLt::splitKreduce_kernel.
+//  * sm_90, tf32: sm90_xmma_gemm_..._tf32f32 kernels, the same persistent structure.
+//  * fp32 with TF32 off, every arch: SIMT kernels (cutlass_80_simt_sgemm for a single GEMM,
+//    sm80_xmma_gemm_f32..._ffma for batched ones), non-persistent: one CTA per tile.
+//  * sm_80 and sm_120, 16-bit/fp8/tf32: mma.sync kernels (sm80_xmma-style), non-persistent
+//    tile grids, split-K for skinny shapes; one-row products (decode GEMV) run cuBLAS's
+//    gemvx kernel (seen on an RTX 5090 in seed 003's decode profile).
+//
+// Tile choice. cuBLAS picks kernels with a trained heuristic we cannot read. We reproduce it
+// with a small cost estimate over the candidate tiles and split factors, built only from the
+// hardware description (tensor rate, L2 and DRAM bandwidth, DRAM latency, shared memory):
+//   time = max(per-CTA critical path, DRAM floor, L2 floor) + split-K reduce cost,
+// and take the fastest, preferring fewer splits and larger tiles within 3%. Of the 15 measured
+// (not held-out) H100 bf16/fp16 instances it reproduces 10 kernels exactly (name, grid, block,
+// registers, shared memory); the 5 misses are near-ties between skinny configurations
+// (tests/models/measured_launches_test.cpp lists them).
+//
+// Work per CTA. cuBLAS computes whole tiles: tensor FLOPs are charged for the padded tile
+// (2 * tile_m * tile_n * k_padded per tile), so edge tiles and K padded to the tile depth
+// inflate the count above 2MNK. Bytes use the real extents (TMA and predicated loads do not
+// fetch past the matrix), spread evenly over the tiles.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "hw/occupancy.h"
+#include "models/common.h"
+#include "models/families.h"
+#include "sim/error.h"
+
+namespace gpusim::models {
+namespace {
+using detail::ceil_div;
+using detail::round_up;
+
+enum class GemmKind { kNvjet, kSm90Tf32, kSimtSingle, kSimtBatched, kMmaSync, kGemv };
+
+// One kernel configuration: the tile (tile_n along N, tile_m along M, tile_k deep), its
+// pipeline and resources, and how its grid is formed.
+struct Config {
+  GemmKind kind = GemmKind::kNvjet;
+  std::int64_t tile_n = 128, tile_m = 128, tile_k = 64;
+  std::int64_t stages = 4;
+  int threads = 384;
+  int regs = 168;
+  std::int64_t smem = 0;
+  // Thread-block cluster: cluster_n tiles along N by cluster_m along M. Each grid dimension's
+  // tile count is rounded up to it (ops_h100.csv: 88 tiles of 64x48 in 2x4 clusters -> 96 CTAs).
+  std::int64_t cluster_n = 1, cluster_m = 1;
+  bool persistent = false;
+  // nvjet name parts: schedule ("h"/"v"), cooperative suffix, last layout letter.
+  std::string sched = "v", coop;
+  char out_layout = 'T';
+};
+
+struct Choice {
+  Config cfg;
+  std::int64_t split = 1;
+  double est_seconds = 0;
+};
+
+// The nvjet kernels measured on H100 (ops_h100.csv): their stage counts, shared memory and
+// clusters are properties of the compiled kernels. Shared memory is stages * (tile_n + tile_m)
+// * 128 B plus 16.5-16.9 KiB of epilogue staging (41 KiB for the two "NNN" kernels).
+struct NvjetKernel {
+  std::int64_t tile_n, tile_m, stages, smem, cluster_n, cluster_m;
+  const char* sched;
+  const char* coop;
+  char out_layout;
+};
+constexpr NvjetKernel kMeasuredNvjet[] = {
+    {256, 128, 4, 213188, 1, 2, "h", "_coopA", 'T'},  // 2048^3, 2048x4096x4096
+    {320, 128, 3, 188636, 1, 2, "h", "_coopB", 'T'},  // 8192^3, 4096x14336x4096
+    {192, 192, 3, 188604, 1, 2, "h", "_coopB", 'N'},  // 3000^3
+    {96, 128, 6, 213220, 4, 1, "v", "", 'N'},         // 128x11008x4096
+    {64, 48, 15, 231868, 2, 4, "h", "", 'T'},         // 512^3
+    {128, 16, 11, 219468, 4, 1, "v", "", 'T'},        // 16x4096x4096 split-K
+    {128, 8, 12, 225652, 4, 1, "v", "", 'T'},         // 1x11008x4096; 8x1024x16384 split-K
+    {64, 16, 16, 180692, 2, 1, "v", "", 'T'},         // 16x14336x4096
+    {64, 8, 16, 164292, 2, 1, "v", "", 'T'},          // 1x4096x4096, 1x1536x8960 split-K
+    {512, 16, 3, 219292, 2, 1, "v", "", 'T'},         // 16x128256x4096
+};
+// For tiles not measured: the epilogue staging of the measured "NNT" kernels.
+constexpr std::int64_t kNvjetEpilogueSmem = 16600;
+// Largest stage count an nvjet kernel uses (the 64x8 and 64x16 kernels: "_64x16").
+constexpr std::int64_t kMaxStages = 16;
+
+double tensor_rate_per_sm(const hw::HardwareSpec& hw, hw::DType d) {
+  if (d == hw::DType::kFp32) return hw.throughput.fp32 * hw.clocks.sustained_other_hz;
+  return hw.tensor_flops_per_cycle(d) * hw.clocks.sustained_tensor_hz;
+}
+
+// An nvjet (or sm90 tf32) configuration for a tile; nullopt when its stages do not fit.
+std::optional<Config> hopper_config(const hw::HardwareSpec& hw, hw::DType d, std::int64_t tile_n,
+                                    std::int64_t tile_m) {
+  Config c;
+  c.kind = d == hw::DType::kTf32 ? GemmKind::kSm90Tf32 : GemmKind::kNvjet;
+  c.tile_n = tile_n;
+  c.tile_m = tile_m;
+  // 128-byte-deep K slices: 64 elements of 16-bit types, 32 of tf32, 128 of fp8.
+  c.tile_k = 128 / static_cast<std::int64_t>(detail::elt_bytes(d));
+  c.threads = 384;
+  c.regs = 168;  // every nvjet / sm90_xmma kernel in ops_h100.csv
+  c.persistent = true;
+  const std::int64_t stage = (tile_n + tile_m) * 128;
+  if (c.kind == GemmKind::kSm90Tf32 && tile_n == 256 && tile_m == 128) {
+    // sm90_xmma_gemm_..._tf32f32 tilesize128x256x32 (4096^3 tf32): 231424 B, 66x2 grid.
+    c.stages = 4;
+    c.smem = 231424;
+    c.cluster_n = 1;
+    c.cluster_m = 2;
+    return c;
+  }
+  for (const auto& k : kMeasuredNvjet) {
+    if (c.kind == GemmKind::kNvjet && k.tile_n == tile_n && k.tile_m == tile_m &&
+        k.smem <= hw.sm.shared_memory_per_cta) {
+      c.stages = k.stages;
+      c.smem = k.smem;
+      c.cluster_n = k.cluster_n;
+      c.cluster_m = k.cluster_m;
+      c.sched = k.sched;
+      c.coop = k.coop;
+      c.out_layout = k.out_layout;
+      return c;
+    }
+  }
+  c.stages = std::min(kMaxStages, (hw.sm.shared_memory_per_cta - kNvjetEpilogueSmem) / stage);
+  if (c.stages < 2) return std::nullopt;
+  c.smem = c.stages * stage + kNvjetEpilogueSmem;
+  // Clusters as the measured kernels of similar shape: 1x2 for large tiles, 4x1 for skinny
+  // 96..256-wide tiles, 2x1 otherwise.
+  const bool large = tile_n >= 128 && tile_m >= 128;
+  c.cluster_n = large ? 1 : (tile_n >= 96 && tile_n <= 256 ? 4 : 2);
+  c.cluster_m = large ? 2 : 1;
+  c.sched = tile_m >= 128 || tile_n >= 320 ? "h" : "v";
+  c.coop = large ? "_coopA" : "";
+  return c;
+}
+
+// mma.sync (sm_80-style) tensor kernels for sm_80 and sm_120, 64-byte-deep K slices.
+std::optional<Config> mma_sync_config(const hw::HardwareSpec& hw, hw::DType d, std::int64_t tile_n,
+                                      std::int64_t tile_m) {
+  Config c;
+  c.kind = GemmKind::kMmaSync;
+  c.tile_n = tile_n;
+  c.tile_m = tile_m;
+  c.tile_k = 64 / static_cast<std::int64_t>(detail::elt_bytes(d));  // 64-byte K slices
+  const std::int64_t stage = (tile_n + tile_m) * 64;
+  // cuBLAS's Ampere kernels run 3..5 stages ("stages_32x5" / "stage5"); fewer if they do not fit.
+  c.stages = std::min<std::int64_t>(5, hw.sm.shared_memory_per_cta / stage);
+  if (c.stages < 3) return std::nullopt;
+  c.smem = c.stages * stage;
+  // Warp tiles of 64x64 (32x32 for the small 64x64 CTA tile): 8 warps for 256-wide tiles.
+  c.threads = tile_n * tile_m >= 256 * 128 ? 256 : 128;
+  // Not measured (no A100 / RTX 5090 here): registers of comparable CUTLASS 2.x kernels.
+  c.regs = c.threads == 256 ? 232 : (tile_n * tile_m >= 128 * 128 ? 255 : 168);
+  c.persistent = false;
+  return c;
+}
+
+struct Problem {
+  std::int64_t M, N, K, batch;
+  hw::DType dtype;
+};
+
+// CTAs resident per SM for a configuration (1 when it cannot be computed).
+int ctas_per_sm(const hw::HardwareSpec& hw, const Config& c) {
+  const auto occ =
+      hw::compute_occupancy(hw.sm, hw::BlockResources{c.threads, c.regs, c.smem});
+  return std::max(1, occ.ctas_per_sm);
+}
+
+std::int64_t units_of(const Problem& p, const Config& c, std::int64_t split) {
+  return ceil_div(p.N, c.tile_n) * ceil_div(p.M, c.tile_m) * p.batch * split;
+}
+
+// CTAs launched: the tile grid rounded up to whole clusters, capped at one wave of clusters
+// for persistent kernels.
+std::int64_t grid_ctas(const hw::HardwareSpec& hw, const Problem& p, const Config& c,
+                       std::int64_t split) {
+  const std::int64_t per_cluster = c.cluster_n * c.cluster_m;
+  std::int64_t ctas = round_up(ceil_div(p.N, c.tile_n), c.cluster_n) *
+                      round_up(ceil_div(p.M, c.tile_m), c.cluster_m) * p.batch * split;
+  if (c.persistent) {
+    ctas = std::min(ctas, std::max(per_cluster, hw.sm_count / per_cluster * per_cluster));
+  }
+  return ctas;
+}
+
+std::int64_t k_per_split(const Problem& p, const Config& c, std::int64_t split) {
+  return round_up(ceil_div(p.K, split), c.tile_k);
+}
+
+// The cost estimate the choice minimizes (seconds). Only hardware parameters enter it.
+double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, std::int64_t split) {
+  const double e = detail::elt_bytes(p.dtype);
+  const std::int64_t units = units_of(p, c, split);
+  const std::int64_t ctas = grid_ctas(hw, p, c, split);
+  const int occ = ctas_per_sm(hw, c);
+  const double kk = static_cast<double>(k_per_split(p, c, split));
+  const double rate = tensor_rate_per_sm(hw, p.dtype) / occ;  // CTAs on an SM share its pipes
+  const double t_math = 2.0 * c.tile_m * c.tile_n * kk / rate;
+  const double unit_bytes = static_cast<double>(c.tile_m + c.tile_n) * kk * e;
+  // A CTA streams at most its pipeline depth per DRAM latency (Little's law) and at most its
+  // SM's share of the L2 fabric (all SMs together reach hw.l2.bandwidth).
+  const double inflight = static_cast<double>(c.stages * (c.tile_n + c.tile_m) * c.tile_k) * e;
+  const double bw_cta = std::min(inflight / hw.dram.latency.seconds(),
+                                 hw.l2.bandwidth / hw.sm_count / occ);
+  // Units one CTA (slot) processes in sequence.
+  const double slots = c.persistent ? static_cast<double>(ctas)
+                                    : static_cast<double>(hw.sm_count) * occ;
+  const double per_slot = std::ceil(static_cast<double>(units) / slots);
+  const double t_cta = per_slot * std::max(t_math, unit_bytes / bw_cta);
+  const double unique = static_cast<double>(p.batch) *
+                        (static_cast<double>(p.M * p.K + p.K * p.N) * e +
+                         static_cast<double>(p.M * p.N) * e);
+  const double t_dram = unique / hw.dram.achievable_bandwidth();
+  const double t_l2 = static_cast<double>(units) * unit_bytes / hw.l2.bandwidth;
+  double t = std::max({t_cta, t_dram, t_l2});
+  if (split > 1) {
+    // The fp32 partials go out and come back through L2, and the reduce is one more kernel.
+    t += 2.0 * split * static_cast<double>(p.batch * p.M * p.N) * 4.0 / hw.l2.bandwidth +
+         hw.launch.kernel_overhead.seconds() + hw.launch.graph_gap.seconds();
+  }
+  return t;
+}
+
+// Picks the fastest candidate; within 3% of it, fewer splits, then larger tiles, then the
+// larger tile dimension along N.
+Choice choose(const hw::HardwareSpec& hw, const Problem& p, const std::vector<Config>& candidates,
+              std::int64_t max_split) {
+  struct Scored {
+    Choice c;
+    double t;
+  };
+  std::vector<Scored> all;
+  for (const auto& cfg : candidates) {
+    const std::int64_t tiles = units_of(p, cfg, 1);
+    // cuBLAS splits K only when the tiles alone leave SMs idle.
+    const std::int64_t top = tiles < hw.sm_count ? max_split : 1;
+    for (std::int64_t s = 1; s <= top; ++s) {
+      if (s > 1 && k_per_split(p, cfg, s) * (s - 1) >= p.K) break;  // empty last split
+      all.push_back({Choice{cfg, s, 0}, estimate(hw, p, cfg, s)});
+    }
+  }
+  if (all.empty()) throw ModelError("gemm: no kernel configuration fits this hardware");
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& s : all) best = std::min(best, s.t);
+  const Scored* pick = nullptr;
+  for (const auto& s : all) {
+    if (s.t > best * 1.03) continue;
+    if (pick == nullptr) {
+      pick = &s;
+      continue;
+    }
+    const auto key = [](const Scored& x) {
+      return std::tuple(x.c.split, -x.c.cfg.tile_n * x.c.cfg.tile_m, -x.c.cfg.tile_n);
+    };
+    if (key(s) < key(*pick)) pick = &s;
+  }
+  Choice out = pick->c;
+  out.est_seconds = pick->t;
+  return out;
+}
+
+std::vector<Config> hopper_candidates(const hw::HardwareSpec& hw, const Problem& p) {
+  std::vector<Config> out;
+  std::vector<std::int64_t> tms;
+  std::vector<std::int64_t> tns;
+  if (p.M <= 64) {
+    // Skinny: the token dimension fits one tile (the measured 128x8, 128x16, 64x8, 64x16,
+    // 512x16 kernels).
+    tms = {p.M <= 8 ? 8 : p.M <= 16 ? 16 : p.M <= 32 ? 32 : 64};
+    tns = {64, 128, 256, 512};
+  } else {
+    tms = {48, 64, 96, 128, 192, 256};
+    tns = {64, 96, 128, 192, 256, 320};
+  }
+  for (const auto tn : tns) {
+    for (const auto tm : tms) {
+      if (tn * tm > 320 * 128) continue;  // accumulators of two consumer warpgroups
+      if (auto c = hopper_config(hw, p.dtype, tn, tm)) out.push_back(*c);
+    }
+  }
+  return out;
+}
+
+std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Problem& p) {
+  std::vector<Config> out;
+  const std::int64_t shapes[][2] = {{256, 128}, {128, 256}, {128, 128}, {128, 64},
+                                    {64, 128},  {64, 64},   {128, 32},  {64, 32}};
+  for (const auto& s : shapes) {
+    // Skinny products (M <= 32) take the 32-row tiles; others the 64- and 128-row ones (small
+    // warp tiles run mma.sync below its rate, which the estimate does not see).
+    if ((p.M <= 32) != (s[1] == 32)) continue;
+    if (auto c = mma_sync_config(hw, p.dtype, s[0], s[1])) out.push_back(*c);
+  }
+  return out;
+}
+
+// fp32 with TF32 off: cuBLAS's SIMT kernels (measured on H100, assumed the same elsewhere).
+Config simt_config(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
+  Config c;
+  c.tile_k = 8;
+  c.persistent = false;
+  if (p.batch == 1 && p.M >= 256 && p.N >= 128) {
+    // cutlass_80_simt_sgemm_256x128_8x4: 256 threads, 202 registers, 48 KiB (2048^3 fp32).
+    c.kind = GemmKind::kSimtSingle;
+    c.tile_n = 128;
+    c.tile_m = 256;
+    c.stages = 4;
+    c.threads = 256;
+    c.regs = 202;
+    c.smem = 49152;
+    return c;
+  }
+  // Batched: sm80_xmma_gemm_f32..._ffma, 128 threads, 3 stages (naive attention's two bmm on
+  // H100). Per layout cuBLAS had two tiles: "tn" (q @ k^T) 128x128 or 64x64, "nn" (p @ v)
+  // 128x64 or 64x64; it took the larger where that still gave at least 8 CTAs per SM
+  // (S = 512: 768 CTAs of 128x128 -> 64x64; S = 1024: 8192 -> 128x128; p @ v at S = 1024:
+  // 1024 CTAs of 128x64 -> 64x64; S = 4096: 3072 -> 128x64).
+  struct T {
+    std::int64_t m, n;
+    int regs;
+    std::int64_t smem;
+  };
+  const T tn[] = {{128, 128, 255, 33792}, {64, 64, 128, 13056}};
+  const T nn[] = {{128, 64, 224, 18816}, {64, 64, 121, 12672}};
+  c.kind = GemmKind::kSimtBatched;
+  c.stages = 3;
+  c.threads = 128;
+  for (const auto& t : b_transposed ? tn : nn) {
+    c.tile_m = t.m;
+    c.tile_n = t.n;
+    c.regs = t.regs;
+    c.smem = t.smem;
+    if (units_of(p, c, 1) >= 8LL * hw.sm_count) break;
+  }
+  return c;
+}
+
+std::string dtype_code(hw::DType d) {
+  switch (d) {
+    case hw::DType::kBf16: return "tst";  // bf16 in, fp32 accumulate, bf16 out
+    case hw::DType::kFp16: return "hsh";
+    case hw::DType::kFp8: return "qqtst";  // not measured: fp8 in, bf16 out
+    case hw::DType::kTf32: return "tf32";
+    case hw::DType::kFp32: return "f32";
+  }
+  return "?";
+}
+
+std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool linear) {
+  const char* layout = linear ? "TNT" : "NNT";  // F.linear reads W transposed
+  switch (c.kind) {
+    case GemmKind::kNvjet:
+      return fmt::format("nvjet_sm90_{}_{}x{}_{}x{}_{}x{}_{}_bz{}_{}{}", dtype_code(d), c.tile_n,
+                         c.tile_m, c.tile_k, c.stages, c.cluster_n, c.cluster_m, c.sched,
+                         split > 1 ? "_splitK" : c.coop, std::string(layout).substr(0, 2),
+                         c.out_layout);
+    case GemmKind::kSm90Tf32:
+      return fmt::format(
+          "sm90_xmma_gemm_f32f32_tf32f32_f32_{}_n_tilesize{}x{}x{}_warpgroupsize2x1x1_execute_"
+          "segment_k_off_kernel__5x_cublas",
+          linear ? "tn" : "nn", c.tile_m, c.tile_n, c.tile_k);
+    case GemmKind::kSimtSingle:
+      return fmt::format("cutlass_80_simt_sgemm_{}x{}_8x4_{}_align1", c.tile_m, c.tile_n,
+                         linear ? "tn" : "nn");
+    case GemmKind::kSimtBatched:
+      return fmt::format(
+          "sm80_xmma_gemm_f32f32_f32f32_f32_{}_n_tilesize{}x{}x8_stage3_warpsize{}_ffma_aligna4_"
+          "alignc4_execute_kernel__5x_cublas",
+          linear ? "tn" : "nn", c.tile_m, c.tile_n,
+          c.tile_m * c.tile_n >= 128 * 64 ? "2x2x1" : "1x4x1");
+    case GemmKind::kMmaSync:
+      return fmt::format(
+          "sm80_xmma_gemm_{0}{0}_{0}f32_f32_{1}_n_tilesize{2}x{3}x{4}_stage{5}_warpsize{6}_"
+          "tensor16x8x16_kernel",
+          d == hw::DType::kBf16 ? "bf16" : d == hw::DType::kFp16 ? "f16" : name(d),
+          linear ? "tn" : "nn", c.tile_n, c.tile_m, c.tile_k, c.stages,
+          c.threads == 256 ? "4x2x1" : "2x2x1");
+    case GemmKind::kGemv:
+      return fmt::format("internal::gemvx::kernel<{}>", name(d));
+  }
+  return "gemm";
+}
+
+hw::CtaWork base_work(const hw::HardwareSpec& hw, hw::DType d) {
+  hw::CtaWork w;
+  w.tensor_dtype = d == hw::DType::kFp32 ? hw::DType::kBf16 : d;
+  // Pipeline fill: the first stages arrive one DRAM latency after the prologue issues them;
+  // epilogue: the accumulators go out through shared memory and L2 (one L2 round trip).
+  // A persistent CTA pays this once: its later tiles' loads overlap the previous epilogue.
+  w.fixed = hw.dram.latency + hw.l2.hit_latency;
+  return w;
+}
+
+struct Names {
+  std::string a, b, c, bias;
+};
+
+// The main GEMM launch of a choice.
+hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choice& ch, bool bias,
+                       bool linear, const Names& names, const std::string& tag) {
+  const Config& c = ch.cfg;
+  const double e = detail::elt_bytes(p.dtype);
+  const std::int64_t s = ch.split;
+  const std::int64_t units = units_of(p, c, s);
+  const std::int64_t ctas = grid_ctas(hw, p, c, s);
+  const double kk = static_cast<double>(k_per_split(p, c, s));
+
+  hw::Launch l;
+  l.name = kernel_name(c, s, p.dtype, linear);
+  l.family = "gemm";
+  if (c.kind == GemmKind::kSm90Tf32) {
+    l.grid = {ctas / 2, 2, 1};  // 66x2 for 4096^3 tf32
+  } else if (c.persistent) {
+    const std::int64_t per_cluster = c.cluster_n * c.cluster_m;
+    l.grid = {per_cluster, ctas / per_cluster, 1};  // 2x64, 4x29, 8x12, 2x66 in ops_h100.csv
+  } else {
+    l.grid = {ceil_div(p.M, c.tile_m) * s, ceil_div(p.N, c.tile_n), p.batch};
+    // The CUTLASS SIMT kernel linearizes its tile grid (2048^3 fp32: grid 128x1x1).
+    if (c.kind == GemmKind::kSimtSingle) l.grid = {units, 1, 1};
+  }
+  l.block = {c.threads, 1, 1};
+  l.regs_per_thread = c.regs;
+  l.smem_per_cta = c.smem;
+
+  // Per unit (one tile, one K split): padded math, real-extent bytes spread over the units.
+  hw::CtaWork unit = base_work(hw, p.dtype);
+  const double flops = 2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk;
+  if (p.dtype == hw::DType::kFp32) {
+    unit.fp32_flops = flops;
+  } else {
+    unit.tensor_flops = flops;
+  }
+  const double a_bytes = static_cast<double>(p.batch * p.M * p.K) * e;
+  const double b_bytes = static_cast<double>(p.batch * p.K * p.N) * e;
+  const double c_elt = s > 1 ? 4.0 : e;  // split-K slices write fp32 partials
+  const double c_bytes = static_cast<double>(p.batch * p.M * p.N) * c_elt * static_cast<double>(s);
+  const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
+  // Every tile reads a tile_m-row slab of A and a tile_n-column slab of B over its K range.
+  const double slab_bytes = (static_cast<double>(p.batch * p.M) * static_cast<double>(p.K) *
+                                 static_cast<double>(ceil_div(p.N, c.tile_n)) +
+                             static_cast<double>(p.batch * p.N) * static_cast<double>(p.K) *
+                                 static_cast<double>(ceil_div(p.M, c.tile_m))) *
+                            e;
+  const double u = static_cast<double>(units);
+  unit.l2_bytes = (slab_bytes + c_bytes + bias_bytes * ceil_div(p.M, c.tile_m) * s) / u;
+  unit.dram_read_bytes = (a_bytes + b_bytes + bias_bytes) / u;
+  unit.dram_write_bytes = c_bytes / u;
+  unit.max_inflight_bytes = static_cast<double>(c.stages * (c.tile_m + c.tile_n) * c.tile_k) * e;
+
+  for (const auto& share : detail::split_evenly(units, ctas)) {
+    hw::CtaWork w = unit;
+    const double n = static_cast<double>(share.items);
+    w.tensor_flops *= n;
+    w.fp32_flops *= n;
+    w.l2_bytes *= n;
+    w.dram_read_bytes *= n;
+    w.dram_write_bytes *= n;
+    if (share.items == 0) w.fixed = sim::Time();
+    detail::add_class(l, share.ctas, w);
+  }
+  l.reads = {detail::tensor(tag, names.a, a_bytes), detail::tensor(tag, names.b, b_bytes)};
+  if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
+  l.writes = {detail::tensor(tag, s > 1 ? "splitk_workspace" : names.c, c_bytes)};
+  return l;
+}
+
+// cublasLt::splitKreduce_kernel<32, 16, ...>: 32x16 threads, one output element each; grid
+// (ceil(N / 32), ceil(M / 16)) (ops_h100.csv: 128 CTAs for N = 4096, 48 for N = 1536).
+hw::Launch splitk_reduce(const Problem& p, std::int64_t split,
+                         bool bias, const Names& names, const std::string& tag) {
+  const double e = detail::elt_bytes(p.dtype);
+  hw::Launch l;
+  l.name = fmt::format("cublasLt::splitKreduce_kernel<32, 16, int, float, {0}, float, {0}>",
+                       p.dtype == hw::DType::kFp16 ? "__half" : "__nv_bfloat16");
+  l.family = "gemm_splitk_reduce";
+  l.grid = {ceil_div(p.N, 32), ceil_div(p.M, 16), p.batch};
+  l.block = {32, 16, 1};
+  l.regs_per_thread = 32;
+  l.smem_per_cta = 0;
+  const double ctas = static_cast<double>(l.grid.count());
+  const double in = static_cast<double>(split * p.batch * p.M * p.N) * 4.0;
+  const double out = static_cast<double>(p.batch * p.M * p.N) * e;
+  const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
+  hw::CtaWork w;
+  w.fp32_flops = static_cast<double>(split * p.batch * p.M * p.N) / ctas;  // one add per partial
+  w.l2_bytes = (in + out + bias_bytes * ceil_div(p.M, 16)) / ctas;
+  w.dram_read_bytes = (in + bias_bytes) / ctas;
+  w.dram_write_bytes = out / ctas;
+  w.max_inflight_bytes = 512.0 * 4.0 * static_cast<double>(split);  // every thread loads its partials
+  detail::add_class(l, l.grid.count(), w);
+  l.reads = {detail::tensor(tag, "splitk_workspace", in)};
+  if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
+  l.writes = {detail::tensor(tag, names.c, out)};
+  return l;
+}
+
+// cuBLAS's gemvx kernel for one-row products on sm_80 / sm_120 (not measured here): 128
+// threads, one warp per output element, 4 outputs per CTA, each warp streaming a row of W.
+hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear,
+                       const Names& names, const std::string& tag) {
+  const double e = detail::elt_bytes(p.dtype);
+  Config c;
+  c.kind = GemmKind::kGemv;
+  hw::Launch l;
+  l.name = kernel_name(c, 1, p.dtype, linear);
+  l.family = "gemv";
+  constexpr std::int64_t kRowsPerCta = 4;
+  l.grid = {ceil_div(p.N, kRowsPerCta), p.batch, 1};
+  l.block = {128, 1, 1};
+  l.regs_per_thread = 40;
+  l.smem_per_cta = 0;
+  const double ctas = static_cast<double>(l.grid.count());
+  const double w_bytes = static_cast<double>(p.batch * p.N * p.K) * e;
+  const double x_bytes = static_cast<double>(p.batch * p.K) * e;
+  const double out = static_cast<double>(p.batch * p.N) * e;
+  const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
+  hw::CtaWork w;
+  w.fp32_flops = 2.0 * static_cast<double>(p.batch * p.N * p.K) / ctas;
+  w.l2_bytes = (w_bytes + x_bytes * static_cast<double>(l.grid.x) + out + bias_bytes) / ctas;
+  w.dram_read_bytes = (w_bytes + x_bytes + bias_bytes) / ctas;
+  w.dram_write_bytes = out / ctas;
+  w.max_inflight_bytes = 128.0 * 16.0 * 2.0;  // 16-byte loads, two in flight per thread
+  w.fixed = hw.l2.hit_latency;                // the final warp reduction and store
+  detail::add_class(l, l.grid.count(), w);
+  l.reads = {detail::tensor(tag, names.a, x_bytes), detail::tensor(tag, names.b, w_bytes)};
+  if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
+  l.writes = {detail::tensor(tag, names.c, out)};
+  return l;
+}
+
+// cuBLAS zeroes a small workspace (cudaMemsetAsync) before persistent kernels that loop over
+// three or more tiles per CTA (ops_h100.csv: 8192^3 and 4096x14336x4096 bf16, 4096^3 tf32; not
+// 3000^3 or 2048x4096x4096 at about two tiles per CTA). Its size is not recorded: one 4-byte
+// counter per CTA is assumed.
+hw::Launch memset_launch(std::int64_t bytes, const std::string& tag) {
+  hw::Launch l;
+  l.name = "Memset (Device)";
+  l.family = "memset";
+  l.grid = {1, 1, 1};
+  l.block = {32, 1, 1};
+  hw::CtaWork w;
+  w.l2_bytes = static_cast<double>(bytes);
+  w.dram_write_bytes = static_cast<double>(bytes);
+  detail::add_class(l, 1, w);
+  l.writes = {detail::tensor(tag, "workspace", static_cast<double>(bytes))};
+  return l;
+}
+
+}  // namespace
+
+std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw,
+                               const std::string& tag, bool linear) {
+  if (gp.M <= 0 || gp.N <= 0 || gp.K <= 0 || gp.batch <= 0) {
+    throw ModelError("gemm: M, N, K and batch must be positive");
+  }
+  const Problem p{gp.M, gp.N, gp.K, gp.batch, gp.dtype};
+  const Names names{gp.a, gp.b, gp.c, gp.bias_name};
+  if (hw.tensor_flops_per_cycle(gp.dtype) <= 0 && gp.dtype != hw::DType::kFp32) {
+    throw ModelError(fmt::format("gemm: {} has no {} tensor-core path", hw.name, name(gp.dtype)));
+  }
+
+  if (gp.dtype == hw::DType::kFp32) {
+    Choice ch{simt_config(hw, p, linear), 1, 0};
+    return {tile_launch(hw, p, ch, gp.bias, linear, names, tag)};
+  }
+  const bool hopper = detail::is_hopper(hw);
+  if (!hopper && p.M == 1 && p.batch == 1) {
+    return {gemv_launch(hw, p, gp.bias, linear, names, tag)};
+  }
+  const auto candidates = hopper ? hopper_candidates(hw, p) : mma_sync_candidates(hw, p);
+  const Choice ch = choose(hw, p, candidates, /*max_split=*/16);
+
+  std::vector<Launch> out;
+  const std::int64_t units = units_of(p, ch.cfg, ch.split);
+  const std::int64_t ctas = grid_ctas(hw, p, ch.cfg, ch.split);
+  if (ch.cfg.persistent && units >= 3 * ctas) out.push_back(memset_launch(4 * ctas, tag));
+  out.push_back(tile_launch(hw, p, ch, gp.bias && ch.split == 1, linear, names, tag));
+  if (ch.split > 1) out.push_back(splitk_reduce(p, ch.split, gp.bias, names, tag));
+  return out;
+}
+
+std::vector<Launch> GemmModel::lower(const Op& op, const hw::HardwareSpec& hw,
+                                     const std::string& tag) const {
+  GemmProblem p;
+  p.dtype = op.dtype();
+  bool linear = false;
+  if (op.kind() == OpKind::kMatmul) {
+    const auto& s = op.as<MatmulShape>();
+    p.M = s.M;
+    p.N = s.N;
+    p.K = s.K;
+    p.a = "a";
+    p.b = "b";
+    p.c = "c";
+  } else {
+    const auto& s = op.as<LinearShape>();
+    p.M = s.M;
+    p.N = s.N;
+    p.K = s.K;
+    p.bias = s.bias;
+    p.a = "x";
+    p.b = "w";
+    p.c = "y";
+    p.bias_name = "bias";
+    linear = true;
+  }
+  return lower_gemm(p, hw, tag, linear);
+}
+
+}  // namespace gpusim::models

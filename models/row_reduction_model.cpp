@@ -1,0 +1,239 @@
+// layer_norm, rms_norm and softmax over the last dimension: ATen's row-reduction kernels
+// (PyTorch 2.11), confirmed on H100 by ops_h100.csv.
+//
+// layer_norm / rms_norm (aten/src/ATen/native/cuda/layer_norm_kernel.cu; F.rms_norm on CUDA is
+// the fused _fused_rms_norm, the same kernels with rms_norm = true):
+//  * C % 4 == 0 (vec_size = 4, aligned, fp32/fp16/bf16): vectorized_layer_norm_kernel, one CTA
+//    per row, block (32, 4), 24 bytes of dynamic shared memory (4 * 3/2 floats);
+//  * otherwise RowwiseMomentsCUDAKernel (512 threads, Welford block reduce, 768 B) then
+//    LayerNormForwardCUDAKernel (256 threads), one CTA per row each.
+// softmax (aten/src/ATen/native/cuda/SoftMax.cu, host_softmax):
+//  * C <= 1024 and C * elt <= 4096: softmax_warp_forward<..., log2(C)> (persistent_softmax.cuh):
+//    a warp of min(32, next_pow2(C)) threads per row, 2 rows per warp when next_pow2(C) <= 128,
+//    128 threads per block; launched in chunks of 2^30 / C rows;
+//  * else one CTA of min(1024, round_up(C, 32)) threads per row, 128 bytes of reduction
+//    shared memory: cunn_SoftMaxForwardReg<..., ceil(C / threads)> when that is below 10
+//    (the row lives in registers), else cunn_SoftMaxForwardSmem when the row fits the 48 KiB
+//    default shared memory and C % ILP == 0, else cunn_SoftMaxForward<ILP> (three passes).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "models/common.h"
+#include "models/families.h"
+#include "sim/error.h"
+
+namespace gpusim::models {
+namespace {
+using detail::ceil_div;
+
+std::string scalar_name(hw::DType d) {
+  switch (d) {
+    case hw::DType::kBf16: return "c10::BFloat16";
+    case hw::DType::kFp16: return "c10::Half";
+    default: return "float";
+  }
+}
+
+int log2_ceil(std::int64_t x) {
+  int l = 0;
+  while ((std::int64_t{1} << l) < x) ++l;
+  return l;
+}
+
+// Per-row demand of a kernel that streams `passes` reads of the row and one write.
+struct RowWork {
+  double in_bytes = 0;     // unique bytes read per row (the row itself)
+  double l2_in_bytes = 0;  // bytes loaded from L2 per row (re-reads, parameters)
+  double out_bytes = 0;    // bytes written per row
+  double fp32 = 0, sfu = 0;
+  double shared_in = 0;    // per-op parameters (gamma, beta) read once from DRAM, total
+};
+
+// One CTA per `rows_per_cta` rows, R rows in total.
+Launch row_launch(std::string name, std::string family, hw::Dim3 block, int regs,
+                  std::int64_t smem, std::int64_t R, std::int64_t rows_per_cta,
+                  const RowWork& rw, double inflight) {
+  Launch l;
+  l.name = std::move(name);
+  l.family = std::move(family);
+  l.grid = {ceil_div(R, rows_per_cta), 1, 1};
+  l.block = block;
+  l.regs_per_thread = regs;
+  l.smem_per_cta = smem;
+  const double ctas = static_cast<double>(l.grid.x);
+  const auto work = [&](std::int64_t rows) {
+    hw::CtaWork w;
+    const double r = static_cast<double>(rows);
+    w.fp32_flops = r * rw.fp32;
+    w.sfu_ops = r * rw.sfu;
+    w.l2_bytes = r * (rw.l2_in_bytes + rw.out_bytes);
+    w.dram_read_bytes = r * rw.in_bytes + rw.shared_in / ctas;
+    w.dram_write_bytes = r * rw.out_bytes;
+    w.max_inflight_bytes = inflight;
+    // No fixed time: the first-load latency is what the in-flight cap charges, and the block
+    // reductions between passes cost shared-memory round trips of tens of ns.
+    return w;
+  };
+  const std::int64_t full = R / rows_per_cta;
+  const std::int64_t rem = R % rows_per_cta;
+  detail::add_class(l, full, work(rows_per_cta));
+  if (rem > 0) detail::add_class(l, 1, work(rem));
+  return l;
+}
+
+std::vector<Launch> lower_norm(bool rms, std::int64_t R, std::int64_t C, hw::DType dtype,
+                               const std::string& tag) {
+  if (R <= 0 || C <= 0) throw ModelError("norm: R and C must be positive");
+  const double e = detail::elt_bytes(dtype);
+  const double row = static_cast<double>(C) * e;
+  const double params = (rms ? 1.0 : 2.0) * row;  // gamma (and beta)
+  const std::string t = scalar_name(dtype);
+  const char* flag = rms ? "true" : "false";
+  const double stats_out = 8.0;  // mean and rstd (fp32) per row; rms writes rstd (and a dummy)
+  const double c = static_cast<double>(C);
+  std::vector<Launch> out;
+  if (C % 4 == 0) {
+    RowWork rw;
+    rw.in_bytes = row;
+    // X once (the second pass re-reads the row from L1: 128 threads, one row per CTA), gamma
+    // and beta from L2 in every CTA.
+    rw.l2_in_bytes = row + params;
+    rw.out_bytes = row + stats_out;
+    rw.shared_in = params;
+    // Welford per element (sub, reciprocal of the count, 2 FMA, add) then x' = g*(x-m)*r + b;
+    // RMS: a square-accumulate FMA, then g * x * r.
+    rw.fp32 = rms ? 4.0 * c : 10.0 * c;
+    rw.sfu = (rms ? 0.0 : c) + 1.0;  // Welford's 1/count per element; one rsqrt per row
+    const double inflight = 128.0 * 4.0 * e;  // one 4-element vector per thread in flight
+    out.push_back(row_launch(
+        fmt::format("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<{}, "
+                    "float, {}>",
+                    t, flag),
+        rms ? "rms_norm" : "layer_norm", {32, 4, 1}, rms ? 27 : 32, 24, R, 1, rw, inflight));
+    out.back().reads = {detail::tensor(tag, "x", row * R), detail::tensor(tag, "weight", params)};
+    out.back().writes = {detail::tensor(tag, "y", row * R),
+                         detail::tensor(tag, "stats", stats_out * R)};
+    return out;
+  }
+  // Fallback: moments, then the normalization.
+  RowWork m;
+  m.in_bytes = row;
+  m.l2_in_bytes = row;
+  m.out_bytes = stats_out;
+  m.fp32 = rms ? 2.0 * c : 6.0 * c;
+  m.sfu = (rms ? 0.0 : c) + 1.0;
+  out.push_back(row_launch(
+      fmt::format("void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel<{}, float, {}>",
+                  t, flag),
+      rms ? "rms_norm" : "layer_norm", {512, 1, 1}, 28, 768, R, 1, m, 512.0 * e));
+  out.back().reads = {detail::tensor(tag, "x", row * R)};
+  out.back().writes = {detail::tensor(tag, "stats", stats_out * R)};
+  RowWork f;
+  f.in_bytes = row + stats_out;  // X comes back from DRAM unless L2 kept it (the engine decides)
+  f.l2_in_bytes = row + params + stats_out;
+  f.out_bytes = row;
+  f.shared_in = params;
+  f.fp32 = rms ? 2.0 * c : 4.0 * c;
+  out.push_back(row_launch(
+      fmt::format("void at::native::(anonymous namespace)::LayerNormForwardCUDAKernel<{}, float, {}>",
+                  t, flag),
+      rms ? "rms_norm" : "layer_norm", {256, 1, 1}, rms ? 17 : 23, 0, R, 1, f, 256.0 * e));
+  out.back().reads = {detail::tensor(tag, "x", row * R), detail::tensor(tag, "stats", stats_out * R),
+                      detail::tensor(tag, "weight", params)};
+  out.back().writes = {detail::tensor(tag, "y", row * R)};
+  return out;
+}
+
+}  // namespace
+
+std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtype,
+                                  const std::string& input, const std::string& output,
+                                  const hw::HardwareSpec& /*hw: ATen's launch does not depend on it*/,
+                                  const std::string& tag) {
+  if (R <= 0 || C <= 0) throw ModelError("softmax: R and C must be positive");
+  if (dtype == hw::DType::kTf32) dtype = hw::DType::kFp32;
+  const double e = detail::elt_bytes(dtype);
+  const double row = static_cast<double>(C) * e;
+  const double c = static_cast<double>(C);
+  const std::string t = scalar_name(dtype);
+  RowWork rw;
+  rw.in_bytes = row;
+  rw.l2_in_bytes = row;
+  rw.out_bytes = row;
+  rw.fp32 = 4.0 * c;  // max, x - max (FMA with the scale), sum, multiply by 1/sum
+  rw.sfu = c + 1.0;   // exp per element, one reciprocal per row
+  std::vector<Launch> out;
+  if (C <= 1024 && row <= 4096) {
+    const int log2 = log2_ceil(C);
+    const std::int64_t pow2 = std::int64_t{1} << log2;
+    const std::int64_t warp = std::min<std::int64_t>(pow2, 32);
+    const std::int64_t rows_per_warp = pow2 <= 128 ? 2 : 1;
+    const std::int64_t warps = 128 / warp;
+    const std::int64_t rows_per_cta = warps * rows_per_warp;
+    // ops_h100.csv: 32 registers for log2 = 9 (fp32), 48 for log2 = 10 (fp32 and bf16).
+    const int regs = log2 >= 10 ? 48 : 32;
+    const std::int64_t chunk = (std::int64_t{1} << 30) / C;  // rows per launch
+    const double inflight = 128.0 * static_cast<double>(pow2 / warp) * e * rows_per_warp;
+    for (std::int64_t done = 0; done < R; done += chunk) {
+      const std::int64_t rows = std::min(chunk, R - done);
+      out.push_back(row_launch(
+          fmt::format("void (anonymous namespace)::softmax_warp_forward<{0}, {0}, float, {1}, "
+                      "false, false>",
+                      t, log2),
+          "softmax", {warp, warps, 1}, regs, 0, rows, rows_per_cta, rw, inflight));
+      const double bytes = row * static_cast<double>(rows);
+      out.back().reads = {detail::tensor(tag, input, bytes)};
+      out.back().writes = {detail::tensor(tag, output, bytes)};
+    }
+  } else {
+    const std::int64_t threads = std::min<std::int64_t>(1024, detail::round_up(C, 32));
+    const std::int64_t smem_reduce = threads / 32 * 4;
+    const std::int64_t ilp = 16 / static_cast<std::int64_t>(e);
+    const std::int64_t reg_cnt = ceil_div(C, threads);
+    // cudaDeviceProp::sharedMemPerBlock: the 48 KiB default, not the opt-in maximum.
+    constexpr std::int64_t kSmemPerBlock = 48 * 1024;
+    const bool smem_ok = C < (kSmemPerBlock - smem_reduce) / static_cast<std::int64_t>(e) && C % ilp == 0;
+    std::string name;
+    std::int64_t smem = smem_reduce;
+    int regs = 32;
+    if (reg_cnt < 10) {
+      name = fmt::format(
+          "void at::native::(anonymous namespace)::cunn_SoftMaxForwardReg<{0}, float, {0}, "
+          "at::native::(anonymous namespace)::SoftMaxForwardEpilogue, long, {1}>",
+          t, reg_cnt);
+      regs = 30;  // ops_h100.csv, reg_cnt 4 (bf16 and fp32)
+    } else if (smem_ok) {
+      name = fmt::format(
+          "void at::native::(anonymous namespace)::cunn_SoftMaxForwardSmem<{1}, {0}, float, {0}, "
+          "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>",
+          t, ilp);
+      smem = static_cast<std::int64_t>(row) + smem_reduce;
+    } else {
+      name = fmt::format(
+          "void at::native::(anonymous namespace)::cunn_SoftMaxForward<{1}, {0}, float, {0}, "
+          "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>",
+          t, ilp);
+      rw.l2_in_bytes = 3.0 * row;  // max pass, sum pass, write pass each read the row
+    }
+    const double inflight = static_cast<double>(threads) * 16.0;  // one 16-byte vector per thread
+    out.push_back(row_launch(name, "softmax", {threads, 1, 1}, regs, smem, R, 1, rw, inflight));
+    out.back().reads = {detail::tensor(tag, input, row * static_cast<double>(R))};
+    out.back().writes = {detail::tensor(tag, output, row * static_cast<double>(R))};
+  }
+  return out;
+}
+
+std::vector<Launch> RowReductionModel::lower(const Op& op, const hw::HardwareSpec& hw,
+                                             const std::string& tag) const {
+  const auto& s = op.as<RowShape>();
+  hw::DType d = op.dtype() == hw::DType::kTf32 ? hw::DType::kFp32 : op.dtype();
+  switch (op.kind()) {
+    case OpKind::kLayerNorm: return lower_norm(false, s.R, s.C, d, tag);
+    case OpKind::kRmsNorm: return lower_norm(true, s.R, s.C, d, tag);
+    case OpKind::kSoftmax: return lower_softmax(s.R, s.C, d, "x", "y", hw, tag);
+    default: throw ModelError(fmt::format("row reduction: cannot lower {}", op_name(op.kind())));
+  }
+}
+
+}  // namespace gpusim::models

@@ -1,0 +1,143 @@
+// `gpusim run` on op-level workloads: formats, files, determinism and what-if overrides.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "src/cli.h"
+#include "tests/support/temp_files.h"
+
+namespace gpusim::cli {
+namespace {
+
+using gpusim::testing::config_dir;
+using gpusim::testing::TempDir;
+
+struct Result {
+  int status;
+  std::string out, err;
+};
+
+Result run(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const int status = run_cli(args, Environment{config_dir()}, out, err);
+  return {status, out.str(), err.str()};
+}
+
+nlohmann::json run_json(const std::string& workload, const std::string& hw,
+                        std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"run", workload, "--hw", hw, "--format", "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const Result r = run(args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+std::string ops_yaml() { return (config_dir() / "workloads" / "ops.yaml").string(); }
+
+std::string read(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(RunCommand, JsonCarriesTheDesignFields) {
+  const auto j = run_json(ops_yaml(), "h100");
+  EXPECT_EQ(j["hw"], "h100-sxm5");
+  EXPECT_EQ(j["mode"], "graph");
+  ASSERT_GT(j["kernels"].size(), 8u);  // at least one kernel per op
+  double sum = 0;
+  for (const auto& k : j["kernels"]) {
+    for (const char* key : {"name", "op", "start_us", "duration_us", "grid", "block", "regs", "smem",
+                            "flops", "dram_bytes", "achieved_occupancy", "sm_throughput_pct",
+                            "dram_throughput_pct", "l2_hit_rate", "bound"}) {
+      EXPECT_TRUE(k.contains(key)) << key;
+    }
+    EXPECT_GT(k["duration_us"].get<double>(), 0);
+    sum += k["duration_us"].get<double>();
+  }
+  EXPECT_NEAR(j["kernel_time_us"].get<double>(), sum, 1e-6);
+  EXPECT_GE(j["total_us"].get<double>(), j["kernel_time_us"].get<double>());
+}
+
+TEST(RunCommand, OutputIsByteIdenticalAcrossRuns) {
+  const Result a = run({"run", ops_yaml(), "--hw", "h100", "--format", "json"});
+  const Result b = run({"run", ops_yaml(), "--hw", "h100", "--format", "json"});
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(RunCommand, RunsOnEveryPreset) {
+  for (const char* hw : {"h100", "h200", "rtx5090", "a100"}) {
+    const Result r = run({"run", ops_yaml(), "--hw", hw});
+    EXPECT_EQ(r.status, 0) << hw << ": " << r.err;
+    EXPECT_NE(r.out.find("kernel time"), std::string::npos) << r.out;
+  }
+}
+
+TEST(RunCommand, WhatIfOverridesChangeTheAnswer) {
+  const double base = run_json(ops_yaml(), "h100")["kernel_time_us"];
+  const double fewer_sms = run_json(ops_yaml(), "h100", {"--set", "hw.sm_count=66"})["kernel_time_us"];
+  const double less_bw = run_json(ops_yaml(), "h100", {"--set", "hw.dram.bandwidth=1.5TB/s"})["kernel_time_us"];
+  const double bigger_l2 = run_json(ops_yaml(), "h100", {"--set", "hw.l2.size=200MiB"})["kernel_time_us"];
+  EXPECT_GT(fewer_sms, base * 1.05);
+  EXPECT_GT(less_bw, base * 1.05);
+  // The naive attention's S x S intermediates fit a 200 MiB L2 better: not slower.
+  EXPECT_LE(bigger_l2, base);
+}
+
+TEST(RunCommand, EagerModeAddsHostGapsToSmallKernels) {
+  TempDir dir;
+  std::string yaml = "name: tiny-adds\ndtype: bf16\nops:\n";
+  for (int i = 0; i < 20; ++i) yaml += "  - {op: add, n: 4096}\n";
+  const auto file = dir.write("tiny.yaml", yaml).string();
+  const auto graph = run_json(file, "h100");
+  const auto eager = run_json(file, "h100", {"--mode", "eager"});
+  EXPECT_EQ(eager["mode"], "eager");
+  // Host-bound: one launch per eager_gap (6.2 us) against kernels of about 2 us.
+  EXPECT_GT(eager["total_us"].get<double>(), 19 * 6.2);
+  EXPECT_LT(graph["total_us"].get<double>(), eager["total_us"].get<double>() / 2);
+  EXPECT_DOUBLE_EQ(graph["kernel_time_us"].get<double>(), eager["kernel_time_us"].get<double>());
+}
+
+TEST(RunCommand, OutWritesEveryFormatAndTraceIsChromeFormat) {
+  TempDir dir;
+  const auto out = dir.path() / "results";
+  const auto trace = dir.path() / "trace.json";
+  const Result r = run({"run", ops_yaml(), "--hw", "h100", "--out", out.string(), "--trace",
+                        trace.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* f : {"summary.txt", "result.json", "kernels.csv"}) {
+    EXPECT_TRUE(std::filesystem::exists(out / f)) << f;
+  }
+  const auto result = nlohmann::json::parse(read(out / "result.json"));
+  const auto t = nlohmann::json::parse(read(trace));
+  ASSERT_TRUE(t.contains("traceEvents"));
+  std::size_t spans = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const auto& k = result["kernels"][spans];
+    EXPECT_EQ(e["name"], k["name"]);
+    EXPECT_DOUBLE_EQ(e["ts"].get<double>(), k["start_us"].get<double>());
+    EXPECT_DOUBLE_EQ(e["dur"].get<double>(), k["duration_us"].get<double>());
+    ++spans;
+  }
+  EXPECT_EQ(spans, result["kernels"].size());
+  // CSV: a header and one row per kernel.
+  std::istringstream csv(read(out / "kernels.csv"));
+  std::size_t lines = 0;
+  for (std::string line; std::getline(csv, line);) ++lines;
+  EXPECT_EQ(lines, result["kernels"].size() + 1);
+}
+
+TEST(RunCommand, BadOptionsAreBadInput) {
+  EXPECT_EQ(run({"run", ops_yaml(), "--hw", "h100", "--mode", "lazy"}).status, 2);
+  EXPECT_EQ(run({"run", ops_yaml(), "--hw", "h100", "--format", "xml"}).status, 2);
+  EXPECT_EQ(run({"run", ops_yaml()}).status, 2);
+  EXPECT_EQ(run({"run", "/nonexistent.yaml", "--hw", "h100"}).status, 2);
+}
+
+}  // namespace
+}  // namespace gpusim::cli

@@ -1,0 +1,518 @@
+// Kernel cost models: work conservation (FLOPs and bytes against analytic counts), launch
+// geometry from the library sources and the H100 measurements, split-K / split-KV behaviour,
+// the registry, and resource sanity on every hardware preset.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "hw/occupancy.h"
+#include "models/families.h"
+#include "models/flash_common.h"
+#include "sim/error.h"
+#include "tests/models/model_test_support.h"
+
+namespace gpusim::models {
+namespace {
+
+using hw::DType;
+using testing::lower;
+using testing::preset;
+using testing::totals;
+
+const hw::HardwareSpec& h100() {
+  static const hw::HardwareSpec spec = preset("h100");
+  return spec;
+}
+const hw::HardwareSpec& a100() {
+  static const hw::HardwareSpec spec = preset("a100");
+  return spec;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// One op of every kind and several regimes of each, for the sanity sweeps.
+std::vector<Op> op_zoo() {
+  return {
+      Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2048, 2048, 2048}),
+      Op(OpKind::kMatmul, DType::kBf16, MatmulShape{3000, 3000, 3000}),
+      Op(OpKind::kMatmul, DType::kBf16, MatmulShape{8, 1024, 16384}),
+      Op(OpKind::kMatmul, DType::kFp16, MatmulShape{512, 512, 512}),
+      Op(OpKind::kMatmul, DType::kFp32, MatmulShape{1024, 1024, 1024}),
+      Op(OpKind::kMatmul, DType::kTf32, MatmulShape{4096, 4096, 4096}),
+      Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, 7, 3}),
+      Op(OpKind::kLinear, DType::kBf16, LinearShape{1, 11008, 4096, false}),
+      Op(OpKind::kLinear, DType::kBf16, LinearShape{16, 4096, 4096, true}),
+      Op(OpKind::kLinear, DType::kBf16, LinearShape{2048, 4096, 4096, true}),
+      Op(OpKind::kLinear, DType::kBf16, LinearShape{128, 11008, 4096, false}),
+      Op(OpKind::kSdpa, DType::kFp16, SdpaShape{16, 8, 512, 64, false}),
+      Op(OpKind::kSdpa, DType::kBf16, SdpaShape{8, 16, 1024, 64, true}),
+      Op(OpKind::kSdpa, DType::kBf16, SdpaShape{1, 32, 2048, 128, true}),
+      Op(OpKind::kSdpa, DType::kBf16, SdpaShape{2, 4, 300, 256, true}),
+      Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{4, 32, 8, 4096, 128}),
+      Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{64, 32, 8, 512, 128}),
+      Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{1, 12, 2, 2000, 64}),
+      Op(OpKind::kNaiveAttention, DType::kFp32, NaiveAttentionShape{4, 12, 512, 64, false}),
+      Op(OpKind::kNaiveAttention, DType::kFp32, NaiveAttentionShape{8, 16, 1024, 64, true}),
+      Op(OpKind::kNaiveAttention, DType::kBf16, NaiveAttentionShape{2, 8, 256, 64, true}),
+      Op(OpKind::kAdd, DType::kBf16, ElementwiseShape{1048576}),
+      Op(OpKind::kMul, DType::kFp32, ElementwiseShape{1000}),
+      Op(OpKind::kSilu, DType::kBf16, ElementwiseShape{65537}),
+      Op(OpKind::kGelu, DType::kBf16, ElementwiseShape{16777216}),
+      Op(OpKind::kCast, DType::kBf16, CastShape{1048576, DType::kFp32, DType::kBf16}),
+      Op(OpKind::kCast, DType::kFp32, CastShape{1048576, DType::kBf16, DType::kFp32}),
+      Op(OpKind::kLayerNorm, DType::kBf16, RowShape{4096, 4096}),
+      Op(OpKind::kLayerNorm, DType::kBf16, RowShape{512, 50257}),
+      Op(OpKind::kRmsNorm, DType::kBf16, RowShape{16, 4096}),
+      Op(OpKind::kSoftmax, DType::kBf16, RowShape{8192, 1024}),
+      Op(OpKind::kSoftmax, DType::kFp32, RowShape{4096, 4096}),
+      Op(OpKind::kSoftmax, DType::kBf16, RowShape{512, 50257}),
+      Op(OpKind::kSoftmax, DType::kBf16, RowShape{100, 10240}),
+      Op(OpKind::kSoftmax, DType::kFp16, RowShape{3, 20}),
+  };
+}
+
+// ---- registry -----------------------------------------------------------------------------
+
+TEST(KernelModelRegistryTest, LowersEveryOpKindOnEveryPreset) {
+  const std::vector<Op> one_per_kind = {
+      Op(OpKind::kMatmul, DType::kBf16, MatmulShape{256, 256, 256}),
+      Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 1536, 1536, false}),
+      Op(OpKind::kSdpa, DType::kBf16, SdpaShape{1, 16, 512, 64, false}),
+      Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{1, 32, 32, 1024, 128}),
+      Op(OpKind::kNaiveAttention, DType::kFp32, NaiveAttentionShape{1, 16, 2048, 64, false}),
+      Op(OpKind::kAdd, DType::kFp32, ElementwiseShape{65536}),
+      Op(OpKind::kMul, DType::kBf16, ElementwiseShape{65536}),
+      Op(OpKind::kSilu, DType::kBf16, ElementwiseShape{65536}),
+      Op(OpKind::kGelu, DType::kBf16, ElementwiseShape{65536}),
+      Op(OpKind::kCast, DType::kBf16, CastShape{65536, DType::kFp32, DType::kBf16}),
+      Op(OpKind::kLayerNorm, DType::kBf16, RowShape{16, 4096}),
+      Op(OpKind::kRmsNorm, DType::kBf16, RowShape{16, 4096}),
+      Op(OpKind::kSoftmax, DType::kBf16, RowShape{64, 32000}),
+  };
+  ASSERT_EQ(one_per_kind.size(), op_names().size());
+  for (const auto& name : testing::preset_names()) {
+    const auto hw = preset(name);
+    for (const auto& op : one_per_kind) {
+      EXPECT_FALSE(lower(op, hw).empty()) << name << " " << describe(op);
+    }
+  }
+}
+
+TEST(KernelModelRegistryTest, UnregisteredKindIsAModelError) {
+  KernelModelRegistry empty;
+  EXPECT_THROW(empty.model_for(OpKind::kAdd), ModelError);
+  const Op op(OpKind::kAdd, DType::kBf16, ElementwiseShape{16});
+  EXPECT_THROW(empty.lower(op, h100(), "op0"), ModelError);
+}
+
+TEST(KernelModelRegistryTest, UnsupportedMathIsAModelError) {
+  // The A100 has no fp8 tensor cores; flash attention has no fp32 path.
+  EXPECT_THROW(lower(Op(OpKind::kMatmul, DType::kFp8, MatmulShape{64, 64, 64}), a100()), ModelError);
+  EXPECT_THROW(lower(Op(OpKind::kSdpa, DType::kFp32, SdpaShape{1, 1, 128, 64, false}), h100()),
+               ModelError);
+}
+
+// ---- sanity on every preset (f) ----------------------------------------------------------
+
+TEST(KernelModelSanityTest, ClassesCoverTheGridAndResourcesFitTheSm) {
+  for (const auto& name : testing::preset_names()) {
+    const auto hw = preset(name);
+    for (const auto& op : op_zoo()) {
+      std::vector<Launch> ls;
+      try {
+        ls = lower(op, hw);
+      } catch (const ModelError& e) {
+        ADD_FAILURE() << name << " " << describe(op) << ": " << e.what();
+        continue;
+      }
+      for (const auto& l : ls) {
+        const std::string where = name + " " + describe(op) + " " + l.name;
+        std::int64_t count = 0;
+        for (const auto& c : l.ctas) {
+          EXPECT_GT(c.count, 0) << where;
+          count += c.count;
+          const auto& w = c.work;
+          EXPECT_GE(w.tensor_flops, 0) << where;
+          EXPECT_GE(w.fp32_flops, 0) << where;
+          EXPECT_GE(w.sfu_ops, 0) << where;
+          EXPECT_GE(w.dram_read_bytes, 0) << where;
+          EXPECT_GE(w.dram_write_bytes, 0) << where;
+          // DRAM traffic is a part of the L2 traffic (every byte passes through L2).
+          EXPECT_LE(w.dram_read_bytes + w.dram_write_bytes, w.l2_bytes * (1 + 1e-9) + 1e-6)
+              << where;
+          EXPECT_GE(w.fixed.ps(), 0) << where;
+        }
+        EXPECT_EQ(count, l.grid.count()) << where;
+        const int threads = static_cast<int>(l.block.count());
+        EXPECT_LE(threads, hw.sm.max_threads_per_cta) << where;
+        const auto occ = hw::compute_occupancy(
+            hw.sm, hw::BlockResources{threads, l.regs_per_thread, l.smem_per_cta});
+        EXPECT_GE(occ.ctas_per_sm, 1) << where << ": " << occ.does_not_fit;
+        EXPECT_FALSE(l.name.empty());
+        EXPECT_FALSE(l.family.empty());
+        for (const auto& t : l.reads) EXPECT_EQ(t.tensor.rfind("op0.", 0), 0u) << t.tensor;
+        for (const auto& t : l.writes) EXPECT_EQ(t.tensor.rfind("op0.", 0), 0u) << t.tensor;
+      }
+    }
+  }
+}
+
+// ---- GEMM ---------------------------------------------------------------------------------
+
+TEST(GemmModelTest, FullTilesCharge2MNK) {
+  // 2048^3 on H100: 256x128 tiles, K a multiple of 64: no padding.
+  const auto ls = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2048, 2048, 2048}), h100());
+  ASSERT_EQ(ls.size(), 1u);
+  EXPECT_DOUBLE_EQ(totals(ls).tensor_flops, 2.0 * 2048 * 2048 * 2048);
+  EXPECT_EQ(totals(ls).fp32_flops, 0);
+  // The unique inputs come from DRAM once and the output goes back once.
+  EXPECT_DOUBLE_EQ(totals(ls).dram_read, 2.0 * (2048.0 * 2048 * 2));
+  EXPECT_DOUBLE_EQ(totals(ls).dram_write, 2048.0 * 2048 * 2);
+  // A100 (non-persistent mma.sync tiles): also exact.
+  const auto la = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2048, 2048, 2048}), a100());
+  EXPECT_DOUBLE_EQ(totals(la).tensor_flops, 2.0 * 2048 * 2048 * 2048);
+}
+
+TEST(GemmModelTest, EdgeTilesInflateFlopsButNotBytes) {
+  // 3000^3 on H100 runs 192x192 tiles (as measured): cuBLAS computes whole tiles, so the math
+  // covers 3072 x 3072 outputs over K rounded up to the 64-deep tile: 3008.
+  const auto ls = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{3000, 3000, 3000}), h100());
+  ASSERT_EQ(ls.size(), 1u);
+  EXPECT_TRUE(contains(ls[0].name, "192x192")) << ls[0].name;
+  EXPECT_DOUBLE_EQ(totals(ls).tensor_flops, 2.0 * 3072 * 3072 * 3008);
+  EXPECT_GT(totals(ls).tensor_flops, 2.0 * 3000 * 3000 * 3000);
+  EXPECT_DOUBLE_EQ(totals(ls).dram_read, 2.0 * 3000 * 3000 * 2);
+  EXPECT_DOUBLE_EQ(totals(ls).dram_write, 3000.0 * 3000 * 2);
+}
+
+TEST(GemmModelTest, PersistentHopperKernelsSplitTilesOverAtMostOneWave) {
+  // 8192^3: 26 x 64 tiles of 320x128 on 132 CTAs: 80 CTAs run 13 tiles, 52 run 12.
+  const auto ls = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{8192, 8192, 8192}), h100());
+  ASSERT_EQ(ls.size(), 2u);  // cuBLAS's workspace memset, then the GEMM (ops_h100.csv)
+  EXPECT_EQ(ls[0].name, "Memset (Device)");
+  const auto& g = ls[1];
+  EXPECT_EQ(g.name, "nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_NNT");
+  EXPECT_EQ(g.grid.count(), 132);
+  ASSERT_EQ(g.ctas.size(), 2u);
+  EXPECT_EQ(g.ctas[0].count, 80);
+  EXPECT_EQ(g.ctas[1].count, 52);
+  EXPECT_DOUBLE_EQ(g.ctas[0].work.tensor_flops / g.ctas[1].work.tensor_flops, 13.0 / 12.0);
+}
+
+TEST(GemmModelTest, LinearWithBiasReadsTheBiasInTheSameKernel) {
+  const auto plain = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{2048, 4096, 4096, false}), h100());
+  const auto bias = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{2048, 4096, 4096, true}), h100());
+  ASSERT_EQ(plain.size(), 1u);
+  ASSERT_EQ(bias.size(), 1u);  // cuBLASLt bias epilogue: no extra kernel
+  EXPECT_DOUBLE_EQ(totals(bias).dram_read - totals(plain).dram_read, 4096.0 * 2);
+  EXPECT_EQ(bias[0].reads.back().tensor, "op0.bias");
+}
+
+TEST(GemmModelTest, SkinnyShapesSplitKAndAddAReduceKernel) {
+  // Decode-like shapes where cuBLAS split K on H100 (ops_h100.csv: 8x1024x16384 and
+  // 1x1536x8960 ran "_splitK" kernels followed by splitKreduce_kernel).
+  for (const auto& op : {Op(OpKind::kMatmul, DType::kBf16, MatmulShape{8, 1024, 16384}),
+                         Op(OpKind::kLinear, DType::kBf16, LinearShape{1, 1536, 8960, false})}) {
+    const auto ls = lower(op, h100());
+    ASSERT_EQ(ls.size(), 2u) << describe(op);
+    EXPECT_TRUE(contains(ls[0].name, "_splitK")) << ls[0].name;
+    EXPECT_TRUE(contains(ls[1].name, "splitKreduce_kernel")) << ls[1].name;
+    EXPECT_EQ(ls[1].block.count(), 512);
+    // The reduce reads every slice's fp32 partials and writes the bf16 output once.
+    const auto& s = op.kind() == OpKind::kMatmul ? MatmulShape{8, 1024, 16384} : MatmulShape{1, 1536, 8960};
+    EXPECT_DOUBLE_EQ(totals(ls[1]).dram_write, static_cast<double>(s.M * s.N) * 2);
+    EXPECT_DOUBLE_EQ(totals(ls[0]).dram_write, totals(ls[1]).dram_read);
+    // Unique inputs still read once.
+    EXPECT_DOUBLE_EQ(totals(ls[0]).dram_read, static_cast<double>(s.M * s.K + s.K * s.N) * 2);
+  }
+  // Also on the A100's mma.sync path.
+  const auto la = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{16, 4096, 4096, false}), a100());
+  ASSERT_EQ(la.size(), 2u);
+  EXPECT_TRUE(contains(la[1].name, "splitKreduce_kernel"));
+}
+
+TEST(GemmModelTest, LargeShapesDoNotSplitK) {
+  for (const auto& name : testing::preset_names()) {
+    const auto ls = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{4096, 4096, 4096}), preset(name));
+    for (const auto& l : ls) EXPECT_FALSE(contains(l.name, "splitK")) << name << " " << l.name;
+  }
+}
+
+TEST(GemmModelTest, OneRowProductsOffHopperRunAGemv) {
+  // Seed 003 (RTX 5090 decode): cuBLAS's gemvx kernel streams the weight, many CTAs.
+  const auto ls = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{1, 11008, 4096, false}),
+                        preset("rtx5090"));
+  ASSERT_EQ(ls.size(), 1u);
+  EXPECT_TRUE(contains(ls[0].name, "gemvx"));
+  EXPECT_GE(ls[0].grid.count(), 2 * preset("rtx5090").sm_count);
+  EXPECT_DOUBLE_EQ(totals(ls).fp32_flops, 2.0 * 11008 * 4096);
+  EXPECT_DOUBLE_EQ(totals(ls).dram_read, (11008.0 * 4096 + 4096) * 2);
+}
+
+TEST(GemmModelTest, MathPipeFollowsTheDtype) {
+  const auto fp32 = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{2048, 2048, 2048}), h100());
+  EXPECT_EQ(totals(fp32).tensor_flops, 0);
+  EXPECT_DOUBLE_EQ(totals(fp32).fp32_flops, 2.0 * 2048 * 2048 * 2048);
+  // ops_h100.csv: cutlass_80_simt_sgemm_256x128_8x4, grid 128, 256 threads, 202 regs, 48 KiB.
+  EXPECT_EQ(fp32[0].name, "cutlass_80_simt_sgemm_256x128_8x4_nn_align1");
+  EXPECT_EQ(testing::dims(fp32[0].grid), "128x1x1");
+  EXPECT_EQ(fp32[0].regs_per_thread, 202);
+  EXPECT_EQ(fp32[0].smem_per_cta, 49152);
+
+  const auto tf32 = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{4096, 4096, 4096}), h100());
+  const auto& g = tf32.back();
+  EXPECT_GT(g.ctas[0].work.tensor_flops, 0);
+  EXPECT_EQ(g.ctas[0].work.tensor_dtype, DType::kTf32);
+  EXPECT_DOUBLE_EQ(totals(g).dram_read, 2.0 * 4096 * 4096 * 4);  // fp32 storage
+}
+
+TEST(GemmModelTest, ChoiceRespondsToTheHardware) {
+  // Fewer SMs: a persistent kernel's grid follows the SM count (and the tile choice may move).
+  auto small = h100();
+  small.sm_count = 66;
+  const auto ls = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{8192, 8192, 8192}), small);
+  EXPECT_EQ(ls.back().grid.count(), 66);
+  EXPECT_GE(totals(ls).tensor_flops, 2.0 * 8192 * 8192 * 8192);
+}
+
+// ---- elementwise --------------------------------------------------------------------------
+
+TEST(ElementwiseModelTest, VectorizedKernelGeometryAndBytes) {
+  // ops_h100.csv: vectorized_elementwise_kernel<8> for bf16, <4> for fp32, 128 threads,
+  // 1024 elements per CTA; registers 34 (bf16 add), 40 (bf16 mul), 32 otherwise.
+  const auto add = lower(Op(OpKind::kAdd, DType::kBf16, ElementwiseShape{1048576}), h100());
+  ASSERT_EQ(add.size(), 1u);
+  EXPECT_TRUE(contains(add[0].name, "vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::BFloat16>"));
+  EXPECT_EQ(testing::dims(add[0].grid), "1024x1x1");
+  EXPECT_EQ(testing::dims(add[0].block), "128x1x1");
+  EXPECT_EQ(add[0].regs_per_thread, 34);
+  EXPECT_DOUBLE_EQ(totals(add).dram_read, 2.0 * 1048576 * 2);
+  EXPECT_DOUBLE_EQ(totals(add).dram_write, 1048576.0 * 2);
+
+  const auto addf = lower(Op(OpKind::kAdd, DType::kFp32, ElementwiseShape{1048576}), h100());
+  EXPECT_TRUE(contains(addf[0].name, "vectorized_elementwise_kernel<4,"));
+  EXPECT_EQ(addf[0].grid.x, 1024);
+
+  // A tail CTA with the remainder.
+  const auto silu = lower(Op(OpKind::kSilu, DType::kBf16, ElementwiseShape{65537}), h100());
+  EXPECT_EQ(silu[0].grid.x, 65);
+  ASSERT_EQ(silu[0].ctas.size(), 2u);
+  EXPECT_DOUBLE_EQ(totals(silu).sfu, 2.0 * 65537);  // exp and reciprocal per element
+  EXPECT_DOUBLE_EQ(totals(silu).dram_read, 65537.0 * 2);
+}
+
+TEST(ElementwiseModelTest, CastsPickTheirKernels) {
+  // fp32 -> bf16: bfloat16_copy_kernel_cuda, vectorized <8>; bf16 -> fp32: the unrolled
+  // kernel with LoadWithCast, 512 elements per CTA (ops_h100.csv: grid 128 for 65536).
+  const auto down = lower(Op(OpKind::kCast, DType::kBf16, CastShape{65536, DType::kFp32, DType::kBf16}), h100());
+  EXPECT_TRUE(contains(down[0].name, "vectorized_elementwise_kernel<8, at::native::bfloat16_copy_kernel_cuda"));
+  EXPECT_EQ(down[0].grid.x, 64);
+  const auto up = lower(Op(OpKind::kCast, DType::kFp32, CastShape{65536, DType::kBf16, DType::kFp32}), h100());
+  EXPECT_TRUE(contains(up[0].name, "unrolled_elementwise_kernel"));
+  EXPECT_EQ(up[0].grid.x, 128);
+  EXPECT_DOUBLE_EQ(totals(up).dram_read, 65536.0 * 2);
+  EXPECT_DOUBLE_EQ(totals(up).dram_write, 65536.0 * 4);
+}
+
+TEST(ElementwiseModelTest, SplitsForThirtyTwoBitIndexing) {
+  // 8 x 12 x 4096 x 4096 fp32 = 6.4 GB: TensorIterator halves it twice (ops_h100.csv: four
+  // launches of 393216 CTAs for naive attention's scale at S = 4096).
+  const std::int64_t n = 8LL * 12 * 4096 * 4096;
+  const auto ls = lower(Op(OpKind::kMul, DType::kFp32, ElementwiseShape{n}), h100());
+  ASSERT_EQ(ls.size(), 4u);
+  for (const auto& l : ls) EXPECT_EQ(l.grid.x, 393216);
+  EXPECT_DOUBLE_EQ(totals(ls).dram_write, static_cast<double>(n) * 4);
+}
+
+// ---- row reductions -----------------------------------------------------------------------
+
+TEST(RowReductionModelTest, LayerNormVectorizedAndFallback) {
+  // C % 4 == 0: one launch, grid R, block (32, 4), 24 B (ops_h100.csv).
+  const auto v = lower(Op(OpKind::kLayerNorm, DType::kBf16, RowShape{2048, 4096}), h100());
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(testing::dims(v[0].grid), "2048x1x1");
+  EXPECT_EQ(testing::dims(v[0].block), "32x4x1");
+  EXPECT_EQ(v[0].smem_per_cta, 24);
+  EXPECT_EQ(v[0].regs_per_thread, 32);
+  // X, gamma and beta once; Y plus mean and rstd per row.
+  EXPECT_DOUBLE_EQ(totals(v).dram_read, 2048.0 * 4096 * 2 + 2 * 4096.0 * 2);
+  EXPECT_DOUBLE_EQ(totals(v).dram_write, 2048.0 * 4096 * 2 + 2048.0 * 8);
+  EXPECT_DOUBLE_EQ(totals(v).sfu, 2048.0 * (4096 + 1));  // Welford's 1/n per element, rsqrt per row
+
+  // C = 50257: RowwiseMomentsCUDAKernel (512 threads, 768 B) then LayerNormForwardCUDAKernel.
+  const auto f = lower(Op(OpKind::kLayerNorm, DType::kBf16, RowShape{512, 50257}), h100());
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_TRUE(contains(f[0].name, "RowwiseMomentsCUDAKernel"));
+  EXPECT_EQ(f[0].block.x, 512);
+  EXPECT_EQ(f[0].smem_per_cta, 768);
+  EXPECT_TRUE(contains(f[1].name, "LayerNormForwardCUDAKernel"));
+  EXPECT_EQ(f[1].block.x, 256);
+
+  // rms_norm: the fused kernel with rms_norm = true, 27 registers; no beta.
+  const auto r = lower(Op(OpKind::kRmsNorm, DType::kBf16, RowShape{16, 4096}), h100());
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(contains(r[0].name, "vectorized_layer_norm_kernel<c10::BFloat16, float, true>"));
+  EXPECT_EQ(r[0].regs_per_thread, 27);
+  EXPECT_DOUBLE_EQ(totals(r).dram_read, 16.0 * 4096 * 2 + 4096.0 * 2);
+}
+
+TEST(RowReductionModelTest, SoftmaxPathsFollowHostSoftmax) {
+  struct Case {
+    std::int64_t R, C;
+    DType d;
+    const char* kernel;
+    const char* grid;
+    const char* block;
+    std::int64_t smem;
+  };
+  const Case cases[] = {
+      // ops_h100.csv
+      {8192, 1024, DType::kBf16, "softmax_warp_forward<c10::BFloat16, c10::BFloat16, float, 10,", "2048x1x1", "32x4x1", 0},
+      {2048, 4096, DType::kBf16, "cunn_SoftMaxForwardReg<c10::BFloat16, float, c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue, long, 4>", "2048x1x1", "1024x1x1", 128},
+      {512, 50257, DType::kBf16, "cunn_SoftMaxForward<8, c10::BFloat16", "512x1x1", "1024x1x1", 128},
+      {24576, 512, DType::kFp32, "softmax_warp_forward<float, float, float, 9,", "6144x1x1", "32x4x1", 0},
+      // SoftMax.cu rules, not measured: 10 registers' worth -> the shared-memory variant.
+      {100, 10240, DType::kBf16, "cunn_SoftMaxForwardSmem<8, c10::BFloat16", "100x1x1", "1024x1x1", 10240 * 2 + 128},
+      // rows of 64 elements: 32-thread warps, 2 rows per warp, 8 rows per CTA.
+      {100, 64, DType::kBf16, "softmax_warp_forward<c10::BFloat16, c10::BFloat16, float, 6,", "13x1x1", "32x4x1", 0},
+  };
+  for (const auto& c : cases) {
+    const auto ls = lower(Op(OpKind::kSoftmax, c.d, RowShape{c.R, c.C}), h100());
+    ASSERT_EQ(ls.size(), 1u);
+    EXPECT_TRUE(contains(ls[0].name, c.kernel)) << ls[0].name;
+    EXPECT_EQ(testing::dims(ls[0].grid), c.grid) << c.C;
+    EXPECT_EQ(testing::dims(ls[0].block), c.block) << c.C;
+    EXPECT_EQ(ls[0].smem_per_cta, c.smem) << c.C;
+    const double e = hw::bytes_per_element(c.d);
+    EXPECT_DOUBLE_EQ(totals(ls).dram_read, static_cast<double>(c.R * c.C) * e);
+    EXPECT_DOUBLE_EQ(totals(ls).dram_write, static_cast<double>(c.R * c.C) * e);
+    EXPECT_DOUBLE_EQ(totals(ls).sfu, static_cast<double>(c.R) * (c.C + 1));  // exp + 1/sum
+  }
+}
+
+// ---- flash attention (sdpa) ---------------------------------------------------------------
+
+double attention_flops(std::int64_t B, std::int64_t H, std::int64_t S, std::int64_t D) {
+  return 4.0 * static_cast<double>(B * H) * S * S * D;  // QK^T and PV
+}
+
+TEST(FlashAttentionModelTest, NonCausalFlopsAndBytesAreExactOnFullTiles) {
+  for (const auto* name : {"h100", "a100", "rtx5090"}) {
+    const auto hw = preset(name);
+    const auto ls = lower(Op(OpKind::kSdpa, DType::kFp16, SdpaShape{16, 8, 512, 64, false}), hw);
+    EXPECT_DOUBLE_EQ(totals(ls).tensor_flops, attention_flops(16, 8, 512, 64)) << name;
+    const double qkv = 3.0 * 16 * 8 * 512 * 64 * 2;
+    EXPECT_DOUBLE_EQ(totals(ls).dram_read, qkv) << name;
+    EXPECT_GE(totals(ls).dram_write, 16.0 * 8 * 512 * 64 * 2) << name;  // O (+ FA2's LSE)
+    EXPECT_DOUBLE_EQ(totals(ls).sfu, 16.0 * 8 * 512 * 512 * (1 + 1.0 / 128)) << name;
+  }
+}
+
+TEST(FlashAttentionModelTest, CausalStopsAtTheDiagonal) {
+  // S = 1024 in 128-query by 128-key tiles (cuDNN) or 128 x 128 (FA2 hdim 64): query tile m
+  // covers m + 1 key tiles, 36 of 64 tiles in all.
+  for (const auto* name : {"h100", "a100"}) {
+    const auto ls = lower(Op(OpKind::kSdpa, DType::kBf16, SdpaShape{8, 16, 1024, 64, true}), preset(name));
+    EXPECT_DOUBLE_EQ(totals(ls).tensor_flops, attention_flops(8, 16, 1024, 64) * 36.0 / 64.0) << name;
+  }
+}
+
+TEST(FlashAttentionModelTest, Fa2GeometryFromTheLaunchTemplate) {
+  // ops_h100.csv (forced flash backend): hdim 64 -> traits <64, 128, 128, 4>, grid
+  // (S/128, B, H), 128 threads, 255 registers, 48 KiB; hdim 128 -> <128, 128, 64, 4>, 64 KiB.
+  const auto a = lower(Op(OpKind::kSdpa, DType::kBf16, SdpaShape{4, 32, 1024, 128, false}), a100());
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_TRUE(contains(a[0].name, "flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4"));
+  EXPECT_EQ(testing::dims(a[0].grid), "8x4x32");
+  EXPECT_EQ(a[0].smem_per_cta, 65536);
+  EXPECT_EQ(a[0].regs_per_thread, 255);
+  // hdim 256 on the RTX 5090 (99 KiB per block) falls back to 64-row tiles.
+  const auto r = lower(Op(OpKind::kSdpa, DType::kBf16, SdpaShape{1, 8, 512, 256, false}), preset("rtx5090"));
+  EXPECT_TRUE(contains(r[0].name, "<256, 64, 64, 4"));
+}
+
+TEST(FlashAttentionModelTest, CudnnOnHopperIsPersistent) {
+  // ops_h100.csv: a memset, then 132 CTAs of 384 threads, 168 registers, 134144 B (D = 64).
+  const auto ls = lower(Op(OpKind::kSdpa, DType::kFp16, SdpaShape{16, 8, 512, 64, false}), h100());
+  ASSERT_EQ(ls.size(), 2u);
+  EXPECT_EQ(ls[0].name, "Memset (Device)");
+  EXPECT_EQ(ls[1].name,
+            "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0");
+  EXPECT_EQ(ls[1].grid.count(), 132);
+  // 4 x 16 x 8 = 512 query tiles over 132 CTAs: 116 CTAs take 4, 16 take 3.
+  ASSERT_EQ(ls[1].ctas.size(), 2u);
+  EXPECT_EQ(ls[1].ctas[0].count, 116);
+  EXPECT_DOUBLE_EQ(ls[1].ctas[0].work.tensor_flops / ls[1].ctas[1].work.tensor_flops, 4.0 / 3.0);
+}
+
+// ---- decode attention (sdpa_decode) -------------------------------------------------------
+
+TEST(DecodeAttentionModelTest, NumSplitsHeuristicMatchesFlashApi) {
+  // flash_api.cpp with 2 x 132 "SMs" (the H100 measurements of the forced flash backend).
+  EXPECT_EQ(flash_num_splits(32, 264, 32, 128), 7);   // B=4, Hkv=8, L=4096: grid 1x7x32
+  EXPECT_EQ(flash_num_splits(8, 264, 64, 128), 32);   // B=1, Hkv=8, L=8192: 1x32x8
+  EXPECT_EQ(flash_num_splits(2, 264, 16, 128), 16);   // B=1, Hkv=2, L=2048: 1x16x2
+  EXPECT_EQ(flash_num_splits(128, 264, 32, 128), 2);  // B=4, H=32 (repeated KV): 1x2x128
+  EXPECT_EQ(flash_num_splits(512, 264, 4, 128), 1);   // B=64, Hkv=8: no split
+}
+
+TEST(DecodeAttentionModelTest, SplitKvAppearsForLongCachesAndNotForBigBatches) {
+  for (const auto* name : {"h100", "a100", "rtx5090"}) {
+    const auto hw = preset(name);
+    const auto split = lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{1, 32, 8, 8192, 128}), hw);
+    EXPECT_EQ(split.size(), 2u) << name;  // split kernel + combine / reduction
+    EXPECT_GT(split[0].grid.count(), 8) << name;
+    const auto whole = lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{64, 32, 8, 512, 128}), hw);
+    EXPECT_EQ(whole.size(), 1u) << name;
+    // K and V come from DRAM exactly once, whatever the split.
+    const double kv = 2.0 * 1 * 8 * 8192 * 128 * 2;
+    const double q = 1.0 * 32 * 128 * 2;
+    EXPECT_DOUBLE_EQ(totals(split[0]).dram_read, kv + q) << name;
+    EXPECT_DOUBLE_EQ(totals(split).dram_write - totals(split[0]).dram_write, q) << name;  // final O
+  }
+}
+
+TEST(DecodeAttentionModelTest, GqaPacksQueryHeadsIntoOneTile) {
+  // FA2 (A100): the 4 query heads of a KV head share a CTA: the grid's last dimension is
+  // B * Hkv, and K/V are read once per KV head.
+  const auto ls = lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{4, 32, 8, 4096, 128}), a100());
+  EXPECT_EQ(ls[0].grid.z, 4 * 8);
+  // cuDNN (H100): grid (splits, Hkv, B), 8 splits (ops_h100.csv: 8x8x4).
+  const auto c = lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{4, 32, 8, 4096, 128}), h100());
+  EXPECT_EQ(testing::dims(c[0].grid), "8x8x4");
+  EXPECT_EQ(testing::dims(c[1].grid), "1x32x4");
+  EXPECT_EQ(c[1].smem_per_cta, 8 * (128 + 2) * 4);
+}
+
+// ---- naive attention ----------------------------------------------------------------------
+
+TEST(NaiveAttentionModelTest, ComposesGemmElementwiseAndSoftmax) {
+  const auto ls = lower(Op(OpKind::kNaiveAttention, DType::kFp32, NaiveAttentionShape{4, 12, 512, 64, false}), h100());
+  ASSERT_EQ(ls.size(), 4u);  // bmm, scale, softmax, bmm (ops_h100.csv)
+  EXPECT_EQ(ls[0].family, "gemm");
+  EXPECT_EQ(ls[1].family, "elementwise");
+  EXPECT_EQ(ls[2].family, "softmax");
+  EXPECT_EQ(ls[3].family, "gemm");
+  // 64x64 tiles divide S and D: the two bmm are exactly 2 * (2 B H S S D) FP32 FLOPs.
+  EXPECT_DOUBLE_EQ(totals(ls[0]).fp32_flops + totals(ls[3]).fp32_flops,
+                   attention_flops(4, 12, 512, 64));
+  // The S x S matrices are named tensors of B*H*S*S fp32 each.
+  const double ss = 4.0 * 12 * 512 * 512 * 4;
+  EXPECT_EQ(ls[0].writes[0].tensor, "op0.scores");
+  EXPECT_DOUBLE_EQ(static_cast<double>(ls[0].writes[0].bytes), ss);
+  EXPECT_EQ(ls[2].reads[0].tensor, "op0.scaled");
+  EXPECT_EQ(ls[2].writes[0].tensor, "op0.probs");
+  EXPECT_EQ(ls[3].reads[0].tensor, "op0.probs");
+  EXPECT_DOUBLE_EQ(static_cast<double>(ls[3].reads[0].bytes), ss);
+
+  const auto causal = lower(Op(OpKind::kNaiveAttention, DType::kFp32, NaiveAttentionShape{8, 16, 1024, 64, true}), h100());
+  ASSERT_EQ(causal.size(), 6u);  // + the clone (memcpy) and masked_fill
+  EXPECT_EQ(causal[2].name, "Memcpy DtoD (Device -> Device)");
+  EXPECT_TRUE(contains(causal[3].name, "elementwise_kernel<128, 2,"));
+  EXPECT_EQ(causal[3].grid.x, 8LL * 16 * 1024 * 1024 / 256);
+}
+
+}  // namespace
+}  // namespace gpusim::models
