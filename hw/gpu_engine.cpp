@@ -24,10 +24,6 @@ enum SharedResource { kDramBandwidth, kL2Bandwidth, kResourceCount };
 // ready kernels ask for them.
 constexpr int kCompletion = 0, kFixedDone = 1, kReady = 2, kDispatch = 3;
 
-// Writes up to this share of the L2 stay there (written back later, off the critical path);
-// a kernel writing more streams the excess to DRAM.
-constexpr double kWriteAbsorbingShareOfL2 = 0.5;
-
 sim::Time seconds_to_time_ceil(double seconds) {
   return sim::Time::from_ps(static_cast<std::int64_t>(std::ceil(seconds * 1e12)));
 }
@@ -46,7 +42,6 @@ struct KernelState {
   int resident_warps = 0;
   double warp_seconds = 0;  // integral of resident warps over time
   double read_miss = 1;     // share of input bytes not found in L2
-  double write_to_dram = 1;
   KernelResult result;
 };
 
@@ -59,9 +54,10 @@ struct Cohort {
   bool streaming = false;
   double remaining = 1;  // share of each CTA's work still to do
   double rate = 0;       // share per second
-  std::array<double, kPipeCount> pipe_work{};
+  std::array<double, kPipeCount> pipe_work{};  // FP32 work already divided by its efficiency
   DType tensor_dtype = DType::kBf16;
   double l2_bytes = 0, dram_bytes = 0, inflight = 0;
+  double pipe_overlap = 1;
 };
 
 class Engine {
@@ -108,6 +104,9 @@ class Engine {
                                      k.occupancy.does_not_fit));
       }
       for (const auto& c : l.ctas) {
+        if (c.work.fp32_efficiency <= 0 || c.work.fp32_efficiency > 1) {
+          throw ModelError(fmt::format("kernel {}: fp32_efficiency must be in (0, 1]", l.name));
+        }
         if (c.work.tensor_flops > 0 && hw_.tensor_flops_per_cycle(c.work.tensor_dtype) <= 0) {
           throw ModelError(fmt::format("kernel {}: {} has no {} tensor cores", l.name, hw_.name,
                                        name(c.work.tensor_dtype)));
@@ -164,8 +163,13 @@ class Engine {
       }
       cold_bytes += n * (c.work.dram_read_bytes + c.work.dram_write_bytes);
     }
-    // Tensor-bound kernels draw the power that pulls the clock down to its sustained value.
-    r.tensor_heavy = tensor_seconds > cold_bytes / hw_.dram.achievable_bandwidth();
+    // Kernels that keep the tensor pipes busy a large share of their time draw the power that
+    // pulls the clock down to its sustained tensor value: those whose tensor time at full rate is
+    // at least half their cold DRAM time (attention's softmax phases count as busy too).
+    constexpr double kTensorHeavyShareOfDramTime = 0.5;
+    r.tensor_heavy = tensor_seconds > 0 &&
+                     tensor_seconds >= kTensorHeavyShareOfDramTime * cold_bytes /
+                                           hw_.dram.achievable_bandwidth();
     (void)index;
   }
 
@@ -192,16 +196,15 @@ class Engine {
   // What the kernel finds in L2, then what it leaves there.
   void apply_l2(KernelState& k) {
     const Launch& l = k.node->launch;
-    double read_bytes = 0, hits = 0, write_bytes = 0;
+    // Writes always reach DRAM: the L2 is write-back, and what a kernel leaves dirty is written
+    // back as later traffic evicts it (a profiler's flush leaves it full of dirty lines).
+    double read_bytes = 0, hits = 0;
     for (const auto& t : l.reads) {
       read_bytes += static_cast<double>(t.bytes);
       hits += static_cast<double>(std::min(l2_.resident(t.tensor), t.bytes));
     }
-    for (const auto& t : l.writes) write_bytes += static_cast<double>(t.bytes);
     k.read_miss = read_bytes > 0 ? 1.0 - hits / read_bytes : 1.0;
     k.result.l2_read_hit_rate = read_bytes > 0 ? hits / read_bytes : 0.0;
-    const double absorbed = kWriteAbsorbingShareOfL2 * static_cast<double>(l2_.capacity());
-    k.write_to_dram = write_bytes > absorbed ? (write_bytes - absorbed) / write_bytes : 0.0;
     for (const auto& t : l.reads) l2_.touch(t.tensor, t.bytes);
     for (const auto& t : l.writes) l2_.touch(t.tensor, t.bytes);
   }
@@ -260,7 +263,7 @@ class Engine {
         int& c = cohort_on_sm[sm];
         if (c < 0) c = new_cohort(index, work, static_cast<int>(sm));
         k.result.dram_read_bytes += work.dram_read_bytes * k.read_miss;
-        k.result.dram_write_bytes += work.dram_write_bytes * k.write_to_dram;
+        k.result.dram_write_bytes += work.dram_write_bytes;
         Cohort& cohort = cohorts_[c];
         cohort.count += 1;
         for (std::size_t i = 0; i < taken.size(); ++i) cohort.registers_taken[i] += taken[i];
@@ -282,11 +285,12 @@ class Engine {
     c.kernel = index;
     c.sm = sm;
     c.registers_taken.assign(hw_.sm.sub_partitions, 0);
-    c.pipe_work = {w.tensor_flops, w.fp32_flops, w.sfu_ops};
+    c.pipe_work = {w.tensor_flops, w.fp32_flops / w.fp32_efficiency, w.sfu_ops};
     c.tensor_dtype = w.tensor_dtype;
     c.l2_bytes = w.l2_bytes;
-    c.dram_bytes = w.dram_read_bytes * k.read_miss + w.dram_write_bytes * k.write_to_dram;
+    c.dram_bytes = w.dram_read_bytes * k.read_miss + w.dram_write_bytes;
     c.inflight = w.max_inflight_bytes;
+    c.pipe_overlap = w.pipe_overlap;
     const int id = static_cast<int>(cohorts_.size());
     cohorts_.push_back(std::move(c));
     active_.push_back(id);
@@ -346,6 +350,13 @@ class Engine {
     if (k.ctas_running == 0 && k.ctas_unplaced == 0) kernel_done(c.kernel);
   }
 
+  // Seconds of latency-bound occupancy one unit of the cohort's progress holds per CTA:
+  // bytes x latency, DRAM bytes at DRAM latency and the rest of its L2 traffic at L2 latency.
+  double inflight_seconds(const Cohort& c) const {
+    return c.dram_bytes * hw_.dram.latency.seconds() +
+           std::max(0.0, c.l2_bytes - c.dram_bytes) * hw_.l2.hit_latency.seconds();
+  }
+
   void recompute_rates() {
     std::vector<std::array<int, kPipeCount>> users(sms_.size(), std::array<int, kPipeCount>{});
     for (const int id : active_) {
@@ -355,33 +366,47 @@ class Engine {
         if (c.pipe_work[p] > 0) users[c.sm][p] += c.count;
       }
     }
-    std::vector<sim::ShareConsumer> consumers;
+    // Each streaming cohort's rate alone on the chip's bandwidth, sharing its SM's pipes.
     std::vector<int> ids;
+    std::vector<double> uncontended;
+    std::vector<double> sm_inflight(sms_.size(), 0.0);  // DRAM bytes in flight each SM would want
     for (const int id : active_) {
       Cohort& c = cohorts_[id];
       if (!c.streaming) continue;
       const std::array<double, kPipeCount> per_sm_rate{
           hw_.tensor_flops_per_cycle(c.tensor_dtype) * clock_hz_, hw_.throughput.fp32 * clock_hz_,
           hw_.throughput.sfu * clock_hz_};
-      double seconds = 0;  // alone on the chip's bandwidth, sharing its SM's pipes
+      std::array<double, kPipeCount> t{};
       for (int p = 0; p < kPipeCount; ++p) {
-        if (c.pipe_work[p] > 0) seconds = std::max(seconds, c.pipe_work[p] * users[c.sm][p] / per_sm_rate[p]);
+        if (c.pipe_work[p] > 0) t[p] = c.pipe_work[p] * users[c.sm][p] / per_sm_rate[p];
       }
+      const double tensor = t[kTensorPipe], simt = std::max(t[kFp32Pipe], t[kSfuPipe]);
+      double seconds = std::max(tensor, simt) + (1.0 - c.pipe_overlap) * std::min(tensor, simt);
       // Alone on the chip a CTA still cannot move bytes faster than all of L2 or DRAM.
       seconds = std::max({seconds, c.dram_bytes / hw_.dram.achievable_bandwidth(),
                           c.l2_bytes / hw_.l2.bandwidth});
-      if (c.inflight > 0) {  // Little's law: bytes in flight over latency caps one CTA's bandwidth
-        seconds = std::max(seconds, c.dram_bytes * hw_.dram.latency.seconds() / c.inflight);
-        seconds = std::max(seconds, c.l2_bytes * hw_.l2.hit_latency.seconds() / c.inflight);
+      if (c.inflight > 0) {  // Little's law: the CTA's own loads in flight over latency
+        seconds = std::max(seconds, inflight_seconds(c) / c.inflight);
       }
       if (seconds <= 0) {  // nothing but fixed latency: done
         c.remaining = 0;
         c.rate = std::numeric_limits<double>::infinity();
         continue;
       }
-      consumers.push_back(sim::ShareConsumer{1.0 / seconds, static_cast<double>(c.count),
-                                             {c.dram_bytes, c.l2_bytes}});
       ids.push_back(id);
+      uncontended.push_back(1.0 / seconds);
+      sm_inflight[c.sm] += c.count * c.dram_bytes * hw_.dram.latency.seconds() / seconds;
+    }
+    // Little's law per SM: the DRAM misses all its CTAs keep outstanding cannot exceed the SM's
+    // limit (L2 hits return fast and do not hold those slots long).
+    std::vector<sim::ShareConsumer> consumers;
+    consumers.reserve(ids.size());
+    const double sm_limit = static_cast<double>(hw_.sm.max_inflight_bytes);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const Cohort& c = cohorts_[ids[i]];
+      const double scale = sm_inflight[c.sm] > sm_limit ? sm_limit / sm_inflight[c.sm] : 1.0;
+      consumers.push_back(sim::ShareConsumer{uncontended[i] * scale, static_cast<double>(c.count),
+                                             {c.dram_bytes, c.l2_bytes}});
     }
     const std::vector<double> rates =
         sim::fair_share_rates(consumers, {hw_.dram.achievable_bandwidth(), hw_.l2.bandwidth});

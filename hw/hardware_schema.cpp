@@ -41,6 +41,7 @@ const std::array kFields{
     FieldDef{"sm.shared_memory_reserved_per_cta", Quantity::kBytes, 0, kMiB, kAnyText, "shared memory the driver reserves per CTA", GPUSIM_REF(sm.shared_memory_reserved_per_cta)},
     FieldDef{"sm.shared_memory_alloc_unit", Quantity::kBytes, 1, kMiB, kAnyText, "shared memory allocation granularity", GPUSIM_REF(sm.shared_memory_alloc_unit)},
     FieldDef{"sm.l1_size", Quantity::kBytes, 0, kGiB, kAnyText, "unified L1 / shared memory per SM", GPUSIM_REF(sm.l1_size)},
+    FieldDef{"sm.max_inflight_bytes", Quantity::kBytes, 1, kGiB, kAnyText, "DRAM-miss bytes one SM keeps outstanding (Little's law caps its DRAM bandwidth)", GPUSIM_REF(sm.max_inflight_bytes)},
     FieldDef{"throughput.tensor_fp16", Quantity::kFlopsPerCycle, 0, 1e7, kAnyText, "dense fp16 tensor FLOPs per SM per clock, fp32 accumulate", GPUSIM_REF(throughput.tensor_fp16)},
     FieldDef{"throughput.tensor_fp16_f16acc", Quantity::kFlopsPerCycle, 0, 1e7, kAnyText, "dense fp16 tensor FLOPs per SM per clock, fp16 accumulate", GPUSIM_REF(throughput.tensor_fp16_f16acc)},
     FieldDef{"throughput.tensor_bf16", Quantity::kFlopsPerCycle, 0, 1e7, kAnyText, "dense bf16 tensor FLOPs per SM per clock, fp32 accumulate", GPUSIM_REF(throughput.tensor_bf16)},

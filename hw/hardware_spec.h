@@ -34,6 +34,9 @@ struct SmSpec {
   std::int64_t shared_memory_reserved_per_cta = 0;  // the driver's reservation per CTA
   std::int64_t shared_memory_alloc_unit = 0;        // allocation granularity
   std::int64_t l1_size = 0;                         // unified L1 / shared memory per SM
+  // Bytes of DRAM misses one SM keeps outstanding: by Little's law it caps the SM's DRAM
+  // bandwidth at max_inflight_bytes / dram latency, so full DRAM bandwidth needs most SMs busy.
+  std::int64_t max_inflight_bytes = 0;
 };
 
 // Dense per-SM throughput per clock (an FMA counts as 2 FLOPs). Tensor rates are with fp32

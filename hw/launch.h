@@ -25,6 +25,9 @@ struct CtaWork {
   double tensor_flops = 0;  // dense tensor-core FLOPs (an FMA counts 2) at tensor_dtype's rate
   DType tensor_dtype = DType::kBf16;
   double fp32_flops = 0;  // CUDA-core FP32 FLOPs (FMA = 2), including SIMT GEMM math
+  // Share of the FP32 pipe's issue slots that do those FLOPs (1 when nothing else competes;
+  // lower when the code also issues shared-memory loads and address math, as SIMT GEMMs do).
+  double fp32_efficiency = 1.0;
   double sfu_ops = 0;     // special-function ops: exp2, rsqrt, tanh, ...
 
   // Bytes between this CTA's SM and L2, loads plus stores, after L1/shared-memory reuse.
@@ -37,6 +40,11 @@ struct CtaWork {
   // Bytes of loads one CTA keeps in flight (threads x vector width x unroll, or TMA stages):
   // by Little's law it caps the CTA's bandwidth at max_inflight_bytes / latency. 0: no cap.
   double max_inflight_bytes = 0;
+
+  // How much of its tensor-core time and its SIMT time (FP32 and SFU, which overlap each other)
+  // the CTA overlaps: 1 when warps keep both busy at once (the time is the longer of the two), 0
+  // when they run in dependent phases (the sum), as attention's matmul -> softmax -> matmul.
+  double pipe_overlap = 1.0;
 
   // Time that does not shrink with bandwidth or pipe rate: prologue, first-load latency,
   // pipeline fill, epilogue, grid-wide synchronization.

@@ -137,6 +137,8 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
       // Prologue (Q and the first K stage from DRAM) and epilogue of each unit; units after
       // the first overlap their loads with the previous unit's math (warp specialization).
       w.fixed = hw.dram.latency + hw.l2.hit_latency;
+      // QK^T, softmax and PV of a tile depend on each other: the tensor and SIMT phases add up.
+      w.pipe_overlap = 0;
     }
     detail::add_class(l, 1, w);
   }

@@ -139,6 +139,8 @@ hw::Launch lower_flash_fwd(const FlashFwdProblem& p, const hw::HardwareSpec& hw,
     // Prologue: Q and the first K tile arrive before the first MMA (one DRAM round trip);
     // epilogue: O goes out through shared memory (one L2 round trip).
     w.fixed = hw.dram.latency + hw.l2.hit_latency;
+    // QK^T, softmax and PV of a tile depend on each other: the tensor and SIMT phases add up.
+    w.pipe_overlap = 0;
     per_m.push_back(w);
   }
   if (m_blocks > 1 && !p.causal && p.Sq % t.block_m == 0) {

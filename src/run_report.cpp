@@ -13,7 +13,7 @@ double busiest_pipe_seconds(const hw::HardwareSpec& hw, const hw::Launch& l, dou
     const double n = static_cast<double>(c.count);
     const double rate = hw.tensor_flops_per_cycle(c.work.tensor_dtype);
     if (rate > 0) tensor += n * c.work.tensor_flops / (rate * chip);
-    fp32 += n * c.work.fp32_flops / (hw.throughput.fp32 * chip);
+    fp32 += n * c.work.fp32_flops / (c.work.fp32_efficiency * hw.throughput.fp32 * chip);
     sfu += n * c.work.sfu_ops / (hw.throughput.sfu * chip);
   }
   return std::max({tensor, fp32, sfu});
