@@ -42,6 +42,7 @@ struct KernelState {
   int resident_warps = 0;
   double warp_seconds = 0;  // integral of resident warps over time
   double read_miss = 1;     // share of input bytes not found in L2
+  double writeback_per_cold_byte = 0;  // DRAM write-back per byte of the CTAs' cold traffic
   KernelResult result;
 };
 
@@ -57,15 +58,18 @@ struct Cohort {
   std::array<double, kPipeCount> pipe_work{};  // FP32 work already divided by its efficiency
   DType tensor_dtype = DType::kBf16;
   double l2_bytes = 0, dram_bytes = 0, inflight = 0;
+  double writeback_bytes = 0;  // part of dram_bytes: L2 evicting dirty lines, not the SM's loads
   double pipe_overlap = 1;
+  double critical_path = 0;  // seconds
 };
 
 class Engine {
  public:
-  Engine(const HardwareSpec& hw, LaunchMode mode)
+  Engine(const HardwareSpec& hw, LaunchMode mode, L2Start l2_start)
       : hw_(hw), mode_(mode), l2_(hw.l2.size), clock_hz_(hw.clocks.sustained_other_hz) {
     sms_.reserve(hw.sm_count);
     for (int i = 0; i < hw.sm_count; ++i) sms_.emplace_back(hw.sm);
+    if (l2_start == L2Start::kDirtyFlush) l2_.touch("(flush buffer)", hw.l2.size, true);
   }
 
   EngineResult run(const std::vector<KernelNode>& nodes) {
@@ -196,8 +200,8 @@ class Engine {
   // What the kernel finds in L2, then what it leaves there.
   void apply_l2(KernelState& k) {
     const Launch& l = k.node->launch;
-    // Writes always reach DRAM: the L2 is write-back, and what a kernel leaves dirty is written
-    // back as later traffic evicts it (a profiler's flush leaves it full of dirty lines).
+    // The L2 is write-back: a kernel's writes stay dirty in L2, and DRAM sees writes when the
+    // kernel's traffic evicts dirty lines (its own, earlier kernels', or a flush buffer's).
     double read_bytes = 0, hits = 0;
     for (const auto& t : l.reads) {
       read_bytes += static_cast<double>(t.bytes);
@@ -205,8 +209,17 @@ class Engine {
     }
     k.read_miss = read_bytes > 0 ? 1.0 - hits / read_bytes : 1.0;
     k.result.l2_read_hit_rate = read_bytes > 0 ? hits / read_bytes : 0.0;
-    for (const auto& t : l.reads) l2_.touch(t.tensor, t.bytes);
-    for (const auto& t : l.writes) l2_.touch(t.tensor, t.bytes);
+    double written_back = 0;
+    for (const auto& t : l.reads) {
+      if (!t.evict_first) written_back += static_cast<double>(l2_.touch(t.tensor, t.bytes, false));
+    }
+    for (const auto& t : l.writes) written_back += static_cast<double>(l2_.touch(t.tensor, t.bytes, true));
+    double cold = 0;
+    for (const auto& c : l.ctas) {
+      cold += static_cast<double>(c.count) * (c.work.dram_read_bytes + c.work.dram_write_bytes);
+    }
+    k.writeback_per_cold_byte = cold > 0 ? written_back / cold : 0.0;
+    k.result.dram_write_bytes = written_back;
   }
 
   void kernel_done(int index) {
@@ -263,7 +276,6 @@ class Engine {
         int& c = cohort_on_sm[sm];
         if (c < 0) c = new_cohort(index, work, static_cast<int>(sm));
         k.result.dram_read_bytes += work.dram_read_bytes * k.read_miss;
-        k.result.dram_write_bytes += work.dram_write_bytes;
         Cohort& cohort = cohorts_[c];
         cohort.count += 1;
         for (std::size_t i = 0; i < taken.size(); ++i) cohort.registers_taken[i] += taken[i];
@@ -288,9 +300,11 @@ class Engine {
     c.pipe_work = {w.tensor_flops, w.fp32_flops / w.fp32_efficiency, w.sfu_ops};
     c.tensor_dtype = w.tensor_dtype;
     c.l2_bytes = w.l2_bytes;
-    c.dram_bytes = w.dram_read_bytes * k.read_miss + w.dram_write_bytes;
+    c.writeback_bytes = (w.dram_read_bytes + w.dram_write_bytes) * k.writeback_per_cold_byte;
+    c.dram_bytes = w.dram_read_bytes * k.read_miss + c.writeback_bytes;
     c.inflight = w.max_inflight_bytes;
     c.pipe_overlap = w.pipe_overlap;
+    c.critical_path = w.critical_path.seconds();
     const int id = static_cast<int>(cohorts_.size());
     cohorts_.push_back(std::move(c));
     active_.push_back(id);
@@ -353,8 +367,9 @@ class Engine {
   // Seconds of latency-bound occupancy one unit of the cohort's progress holds per CTA:
   // bytes x latency, DRAM bytes at DRAM latency and the rest of its L2 traffic at L2 latency.
   double inflight_seconds(const Cohort& c) const {
-    return c.dram_bytes * hw_.dram.latency.seconds() +
-           std::max(0.0, c.l2_bytes - c.dram_bytes) * hw_.l2.hit_latency.seconds();
+    const double loads = c.dram_bytes - c.writeback_bytes;
+    return loads * hw_.dram.latency.seconds() +
+           std::max(0.0, c.l2_bytes - loads) * hw_.l2.hit_latency.seconds();
   }
 
   void recompute_rates() {
@@ -388,6 +403,9 @@ class Engine {
       if (c.inflight > 0) {  // Little's law: the CTA's own loads in flight over latency
         seconds = std::max(seconds, inflight_seconds(c) / c.inflight);
       }
+      // A dependent chain waits on memory, whose latency grows with DRAM load (queueing): up to
+      // twice the idle latency at full bandwidth, from the utilization of the last solution.
+      seconds = std::max(seconds, c.critical_path * (1.0 + dram_utilization_));
       if (seconds <= 0) {  // nothing but fixed latency: done
         c.remaining = 0;
         c.rate = std::numeric_limits<double>::infinity();
@@ -395,7 +413,8 @@ class Engine {
       }
       ids.push_back(id);
       uncontended.push_back(1.0 / seconds);
-      sm_inflight[c.sm] += c.count * c.dram_bytes * hw_.dram.latency.seconds() / seconds;
+      sm_inflight[c.sm] +=
+          c.count * (c.dram_bytes - c.writeback_bytes) * hw_.dram.latency.seconds() / seconds;
     }
     // Little's law per SM: the DRAM misses all its CTAs keep outstanding cannot exceed the SM's
     // limit (L2 hits return fast and do not hold those slots long).
@@ -410,7 +429,13 @@ class Engine {
     }
     const std::vector<double> rates =
         sim::fair_share_rates(consumers, {hw_.dram.achievable_bandwidth(), hw_.l2.bandwidth});
-    for (std::size_t i = 0; i < ids.size(); ++i) cohorts_[ids[i]].rate = rates[i];
+    double dram_in_use = 0;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const Cohort& c = cohorts_[ids[i]];
+      cohorts_[ids[i]].rate = rates[i];
+      dram_in_use += rates[i] * c.count * c.dram_bytes;
+    }
+    dram_utilization_ = std::min(1.0, dram_in_use / hw_.dram.achievable_bandwidth());
   }
 
   void schedule_next_completion() {
@@ -443,14 +468,15 @@ class Engine {
   std::uint64_t generation_ = 0;
   double clock_hz_;
   int tensor_heavy_running_ = 0;
+  double dram_utilization_ = 0;  // share of DRAM bandwidth in use at the last rate solution
   bool dirty_ = false;
 };
 
 }  // namespace
 
 EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
-                        const std::vector<KernelNode>& nodes) {
-  Engine engine(hw, mode);
+                        const std::vector<KernelNode>& nodes, L2Start l2_start) {
+  Engine engine(hw, mode, l2_start);
   return engine.run(nodes);
 }
 

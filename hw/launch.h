@@ -46,6 +46,11 @@ struct CtaWork {
   // when they run in dependent phases (the sum), as attention's matmul -> softmax -> matmul.
   double pipe_overlap = 1.0;
 
+  // The dependent chain inside the CTA's work (a load that waits for the previous iteration's
+  // arithmetic, block-wide reductions): the work cannot finish faster than this however much
+  // bandwidth it gets, but other CTAs' transfers overlap it.
+  sim::Time critical_path;
+
   // Time that does not shrink with bandwidth or pipe rate: prologue, first-load latency,
   // pipeline fill, epilogue, grid-wide synchronization.
   sim::Time fixed;
@@ -63,6 +68,9 @@ struct CtaClass {
 struct TensorUse {
   std::string tensor;
   std::int64_t bytes = 0;
+  // Streamed once with an evict-first L2 hint (TMA cache hints, as cuBLAS streams an operand no
+  // other tile re-reads): it hits what is resident but allocates nothing and evicts nothing.
+  bool evict_first = false;
 };
 
 struct Launch {

@@ -495,6 +495,10 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
     detail::add_class(l, share.ctas, w);
   }
   l.reads = {detail::tensor(tag, names.a, a_bytes), detail::tensor(tag, names.b, b_bytes)};
+  // An operand only one row (column) of tiles reads is streamed once: cuBLAS's TMA loads give it
+  // an evict-first hint, so it does not push resident lines out of L2.
+  l.reads[0].evict_first = ceil_div(p.N, c.tile_n) == 1;
+  l.reads[1].evict_first = ceil_div(p.M, c.tile_m) == 1;
   if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
   l.writes = {detail::tensor(tag, s > 1 ? "splitk_workspace" : names.c, c_bytes)};
   return l;

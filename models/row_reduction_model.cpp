@@ -48,11 +48,14 @@ struct RowWork {
   double out_bytes = 0;    // bytes written per row
   double fp32 = 0, sfu = 0;
   double shared_in = 0;    // per-op parameters (gamma, beta) read once from DRAM, total
+  // The row's dependent critical path: loads that wait on the previous iteration's arithmetic
+  // and block-wide reductions, counted in DRAM round trips (see each kernel below).
+  double serial_round_trips = 0;
 };
 
 // One CTA per `rows_per_cta` rows, R rows in total.
-Launch row_launch(std::string name, std::string family, hw::Dim3 block, int regs,
-                  std::int64_t smem, std::int64_t R, std::int64_t rows_per_cta,
+Launch row_launch(const hw::HardwareSpec& hw, std::string name, std::string family, hw::Dim3 block,
+                  int regs, std::int64_t smem, std::int64_t R, std::int64_t rows_per_cta,
                   const RowWork& rw, double inflight) {
   Launch l;
   l.name = std::move(name);
@@ -71,8 +74,7 @@ Launch row_launch(std::string name, std::string family, hw::Dim3 block, int regs
     w.dram_read_bytes = r * rw.in_bytes + rw.shared_in / ctas;
     w.dram_write_bytes = r * rw.out_bytes;
     w.max_inflight_bytes = inflight;
-    // No fixed time: the first-load latency is what the in-flight cap charges, and the block
-    // reductions between passes cost shared-memory round trips of tens of ns.
+    w.critical_path = sim::Time::from_seconds(rw.serial_round_trips * hw.dram.latency.seconds());
     return w;
   };
   const std::int64_t full = R / rows_per_cta;
@@ -82,8 +84,8 @@ Launch row_launch(std::string name, std::string family, hw::Dim3 block, int regs
   return l;
 }
 
-std::vector<Launch> lower_norm(bool rms, std::int64_t R, std::int64_t C, hw::DType dtype,
-                               const std::string& tag) {
+std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_t R,
+                               std::int64_t C, hw::DType dtype, const std::string& tag) {
   if (R <= 0 || C <= 0) throw ModelError("norm: R and C must be positive");
   const double e = detail::elt_bytes(dtype);
   const double row = static_cast<double>(C) * e;
@@ -106,7 +108,11 @@ std::vector<Launch> lower_norm(bool rms, std::int64_t R, std::int64_t C, hw::DTy
     rw.fp32 = rms ? 4.0 * c : 10.0 * c;
     rw.sfu = (rms ? 0.0 : c) + 1.0;  // Welford's 1/count per element; one rsqrt per row
     const double inflight = 128.0 * 4.0 * e;  // one 4-element vector per thread in flight
-    out.push_back(row_launch(
+    // Each thread walks its C/512 vectors in a loop whose Welford update (with a division)
+    // the next load waits for: about 3 DRAM round trips per vector for LayerNorm and 1.5 for
+    // RMSNorm (calibrated on the calibration rows of validation/data/ops_h100.csv).
+    rw.serial_round_trips = (rms ? 1.5 : 3.0) * static_cast<double>(ceil_div(C, 128 * 4));
+    out.push_back(row_launch(hw, 
         fmt::format("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<{}, "
                     "float, {}>",
                     t, flag),
@@ -123,7 +129,7 @@ std::vector<Launch> lower_norm(bool rms, std::int64_t R, std::int64_t C, hw::DTy
   m.out_bytes = stats_out;
   m.fp32 = rms ? 2.0 * c : 6.0 * c;
   m.sfu = (rms ? 0.0 : c) + 1.0;
-  out.push_back(row_launch(
+  out.push_back(row_launch(hw,
       fmt::format("void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel<{}, float, {}>",
                   t, flag),
       rms ? "rms_norm" : "layer_norm", {512, 1, 1}, 28, 768, R, 1, m, 512.0 * e));
@@ -135,7 +141,7 @@ std::vector<Launch> lower_norm(bool rms, std::int64_t R, std::int64_t C, hw::DTy
   f.out_bytes = row;
   f.shared_in = params;
   f.fp32 = rms ? 2.0 * c : 4.0 * c;
-  out.push_back(row_launch(
+  out.push_back(row_launch(hw,
       fmt::format("void at::native::(anonymous namespace)::LayerNormForwardCUDAKernel<{}, float, {}>",
                   t, flag),
       rms ? "rms_norm" : "layer_norm", {256, 1, 1}, rms ? 17 : 23, 0, R, 1, f, 256.0 * e));
@@ -149,7 +155,7 @@ std::vector<Launch> lower_norm(bool rms, std::int64_t R, std::int64_t C, hw::DTy
 
 std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtype,
                                   const std::string& input, const std::string& output,
-                                  const hw::HardwareSpec& /*hw: ATen's launch does not depend on it*/,
+                                  const hw::HardwareSpec& hw,
                                   const std::string& tag) {
   if (R <= 0 || C <= 0) throw ModelError("softmax: R and C must be positive");
   if (dtype == hw::DType::kTf32) dtype = hw::DType::kFp32;
@@ -175,9 +181,13 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
     const int regs = log2 >= 10 ? 48 : 32;
     const std::int64_t chunk = (std::int64_t{1} << 30) / C;  // rows per launch
     const double inflight = 128.0 * static_cast<double>(pow2 / warp) * e * rows_per_warp;
+    // Each lane's C/32 elements are loaded, reduced across the warp (max, then sum) and
+    // written: about 0.8 DRAM round trips per element on the critical path (calibrated on the
+    // calibration rows of validation/data/ops_h100.csv).
+    rw.serial_round_trips = 0.8 * static_cast<double>(pow2 / warp);
     for (std::int64_t done = 0; done < R; done += chunk) {
       const std::int64_t rows = std::min(chunk, R - done);
-      out.push_back(row_launch(
+      out.push_back(row_launch(hw,
           fmt::format("void (anonymous namespace)::softmax_warp_forward<{0}, {0}, float, {1}, "
                       "false, false>",
                       t, log2),
@@ -217,7 +227,12 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
       rw.l2_in_bytes = 3.0 * row;  // max pass, sum pass, write pass each read the row
     }
     const double inflight = static_cast<double>(threads) * 16.0;  // one 16-byte vector per thread
-    out.push_back(row_launch(name, "softmax", {threads, 1, 1}, regs, smem, R, 1, rw, inflight));
+    // Load, block-wide max (warp shuffles, shared memory, two barriers), block-wide sum, store:
+    // about 1.5 DRAM round trips per element a thread holds on the critical path, 6 for the
+    // 4 of a 4096-wide row (calibrated on the calibration rows of validation/data/ops_h100.csv;
+    // the multi-pass variants are charged the same 6 and stream their passes).
+    rw.serial_round_trips = reg_cnt < 10 ? 1.5 * static_cast<double>(reg_cnt) : 6.0;
+    out.push_back(row_launch(hw, name, "softmax", {threads, 1, 1}, regs, smem, R, 1, rw, inflight));
     out.back().reads = {detail::tensor(tag, input, row * static_cast<double>(R))};
     out.back().writes = {detail::tensor(tag, output, row * static_cast<double>(R))};
   }
@@ -229,8 +244,8 @@ std::vector<Launch> RowReductionModel::lower(const Op& op, const hw::HardwareSpe
   const auto& s = op.as<RowShape>();
   hw::DType d = op.dtype() == hw::DType::kTf32 ? hw::DType::kFp32 : op.dtype();
   switch (op.kind()) {
-    case OpKind::kLayerNorm: return lower_norm(false, s.R, s.C, d, tag);
-    case OpKind::kRmsNorm: return lower_norm(true, s.R, s.C, d, tag);
+    case OpKind::kLayerNorm: return lower_norm(hw, false, s.R, s.C, d, tag);
+    case OpKind::kRmsNorm: return lower_norm(hw, true, s.R, s.C, d, tag);
     case OpKind::kSoftmax: return lower_softmax(s.R, s.C, d, "x", "y", hw, tag);
     default: throw ModelError(fmt::format("row reduction: cannot lower {}", op_name(op.kind())));
   }

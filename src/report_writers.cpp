@@ -34,6 +34,7 @@ nlohmann::ordered_json kernel_json(const KernelReport& k) {
           {"sm_throughput_pct", k.sm_throughput_pct},
           {"dram_throughput_pct", k.dram_throughput_pct},
           {"l2_hit_rate", k.l2_hit_rate},
+          {"l2_input_hit_rate", k.l2_input_hit_rate},
           {"clock_mhz", k.clock_mhz},
           {"bound", k.bound}};
 }
@@ -70,7 +71,7 @@ void write_json(const RunReport& r, std::ostream& out) {
 void write_csv(const RunReport& r, std::ostream& out) {
   out << "index,op,name,family,start_us,duration_us,grid_x,grid_y,grid_z,block_x,block_y,block_z,"
          "regs,smem,flops,dram_bytes,l2_bytes,waves,theoretical_occupancy,achieved_occupancy,"
-         "sm_throughput_pct,dram_throughput_pct,l2_hit_rate,clock_mhz,bound\n";
+         "sm_throughput_pct,dram_throughput_pct,l2_hit_rate,l2_input_hit_rate,clock_mhz,bound\n";
   auto quoted = [](const std::string& s) {
     std::string q = "\"";
     for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -78,12 +79,12 @@ void write_csv(const RunReport& r, std::ostream& out) {
   };
   for (std::size_t i = 0; i < r.kernels.size(); ++i) {
     const KernelReport& k = r.kernels[i];
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i,
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i,
                        quoted(k.op), quoted(k.name), k.family, k.start_us, k.duration_us, k.grid.x,
                        k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z, k.regs, k.smem,
                        k.flops, k.dram_bytes, k.l2_bytes, k.waves, k.theoretical_occupancy,
                        k.achieved_occupancy, k.sm_throughput_pct, k.dram_throughput_pct,
-                       k.l2_hit_rate, k.clock_mhz, k.bound);
+                       k.l2_hit_rate, k.l2_input_hit_rate, k.clock_mhz, k.bound);
   }
 }
 

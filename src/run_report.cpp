@@ -63,6 +63,7 @@ RunReport make_report(const hw::HardwareSpec& hw, const std::string& workload, h
       out.dram_throughput_pct = 100 * out.dram_bytes / (hw.dram.bandwidth * seconds);
     }
     out.l2_hit_rate = k.l2_bytes > 0 ? std::clamp(1.0 - out.dram_bytes / k.l2_bytes, 0.0, 1.0) : 0.0;
+    out.l2_input_hit_rate = k.l2_read_hit_rate;
     out.bound = classify(out.sm_throughput_pct, out.dram_throughput_pct);
     r.kernel_time_us += out.duration_us;
     r.kernels.push_back(std::move(out));

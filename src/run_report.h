@@ -23,7 +23,8 @@ struct KernelReport {
   double achieved_occupancy = 0, theoretical_occupancy = 0, waves = 0;
   double sm_throughput_pct = 0;    // busiest pipe's share of its peak
   double dram_throughput_pct = 0;  // of the datasheet peak
-  double l2_hit_rate = 0;
+  double l2_hit_rate = 0;        // 1 - DRAM bytes / L2 bytes: all requests, as Nsight counts
+  double l2_input_hit_rate = 0;  // share of the kernel's input bytes resident in L2 at its start
   double clock_mhz = 0;
   std::string bound;  // memory | compute | balanced | latency
 };
