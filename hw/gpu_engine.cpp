@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <set>
+#include <tuple>
 
 #include "hw/l2_residency.h"
 #include "hw/occupancy.h"
@@ -46,12 +47,14 @@ struct KernelState {
   KernelResult result;
 };
 
-// Identical CTAs of one kernel class placed on one SM at one instant.
+// Identical CTAs of one kernel class placed at one instant, the same number on each of its SMs.
 struct Cohort {
   int kernel = 0;
-  int sm = 0;
-  int count = 0;
-  std::vector<int> registers_taken;
+  std::size_t cls = 0;   // CTA class within the kernel
+  std::vector<int> sms;  // the SMs it occupies
+  int per_sm = 0;        // its CTAs on each of them
+  int count = 0;         // per_sm x sms.size(); 0 once finished
+  std::vector<int> registers_taken;  // per SM, per sub-partition (sms.size() x sub-partitions)
   bool streaming = false;
   double remaining = 1;  // share of each CTA's work still to do
   double rate = 0;       // share per second
@@ -70,6 +73,7 @@ class Engine {
     sms_.reserve(hw.sm_count);
     for (int i = 0; i < hw.sm_count; ++i) sms_.emplace_back(hw.sm);
     if (l2_start == L2Start::kDirtyFlush) l2_.touch("(flush buffer)", hw.l2.size, true);
+    capacities_ = {hw.dram.achievable_bandwidth(), hw.l2.bandwidth};
   }
 
   EngineResult run(const std::vector<KernelNode>& nodes) {
@@ -260,43 +264,72 @@ class Engine {
   void place_ctas(int index) {
     KernelState& k = kernels_[index];
     const auto& classes = k.node->launch.ctas;
-    std::vector<int> cohort_on_sm(sms_.size(), -1);  // this pass's cohort per SM, current class
-    std::size_t pass_class = k.next_class;
-    bool placed = true;
-    while (placed && k.ctas_unplaced > 0) {
-      placed = false;
-      for (std::size_t sm = 0; sm < sms_.size() && k.ctas_unplaced > 0; ++sm) {
-        if (!sms_[sm].fits(k.footprint)) continue;
-        if (k.next_class != pass_class) {  // a new class starts: new cohorts
-          std::fill(cohort_on_sm.begin(), cohort_on_sm.end(), -1);
-          pass_class = k.next_class;
+    // Room on each SM for this kernel's CTAs, then breadth-first rounds over the SMs: round r
+    // gives one CTA to every SM with room for r, in SM order, while CTAs remain.
+    const int most = static_cast<int>(std::min<std::int64_t>(k.ctas_unplaced, hw_.sm.max_ctas));
+    const std::size_t n_sms = sms_.size();
+    room_.resize(n_sms);
+    int rounds = 0;
+    for (std::size_t sm = 0; sm < n_sms; ++sm) {
+      room_[sm] = sms_[sm].capacity(k.footprint, most);
+      rounds = std::max(rounds, room_[sm]);
+    }
+    // What each SM gets, as (class, count) runs; a run ends when the SM's class changes.
+    run_class_.assign(n_sms, -1);
+    run_count_.assign(n_sms, 0);
+    runs_.clear();
+    auto close_run = [this](std::size_t sm) {
+      if (run_count_[sm] > 0) runs_.push_back({run_class_[sm], run_count_[sm], static_cast<int>(sm)});
+      run_count_[sm] = 0;
+    };
+    for (int r = 1; r <= rounds && k.ctas_unplaced > 0; ++r) {
+      for (std::size_t sm = 0; sm < n_sms && k.ctas_unplaced > 0; ++sm) {
+        if (room_[sm] < r) continue;
+        const int cls = static_cast<int>(k.next_class);
+        if (run_class_[sm] != cls) {
+          close_run(sm);
+          run_class_[sm] = cls;
         }
-        const std::vector<int> taken = sms_[sm].place(k.footprint);
-        const CtaWork& work = classes[k.next_class].work;
-        int& c = cohort_on_sm[sm];
-        if (c < 0) c = new_cohort(index, work, static_cast<int>(sm));
-        k.result.dram_read_bytes += work.dram_read_bytes * k.read_miss;
-        Cohort& cohort = cohorts_[c];
-        cohort.count += 1;
-        for (std::size_t i = 0; i < taken.size(); ++i) cohort.registers_taken[i] += taken[i];
-        k.resident_warps += k.footprint.warps;
-        k.ctas_running += 1;
+        ++run_count_[sm];
+        k.result.dram_read_bytes += classes[k.next_class].work.dram_read_bytes * k.read_miss;
         k.ctas_unplaced -= 1;
         if (++k.next_in_class == classes[k.next_class].count) {
           ++k.next_class;
           k.next_in_class = 0;
         }
-        placed = true;
       }
+    }
+    for (std::size_t sm = 0; sm < n_sms; ++sm) close_run(sm);
+    // SMs that got the same class and count behave alike: one cohort each.
+    std::sort(runs_.begin(), runs_.end());
+    for (std::size_t i = 0; i < runs_.size();) {
+      std::size_t j = i;
+      while (j < runs_.size() && runs_[j].cls == runs_[i].cls && runs_[j].count == runs_[i].count) ++j;
+      const int id = new_cohort(index, static_cast<std::size_t>(runs_[i].cls), runs_[i].count);
+      Cohort& c = cohorts_[id];
+      const std::size_t parts = static_cast<std::size_t>(hw_.sm.sub_partitions);
+      c.registers_taken.assign((j - i) * parts, 0);
+      for (std::size_t m = i; m < j; ++m) {
+        c.sms.push_back(runs_[m].sm);
+        taken_.assign(parts, 0);
+        sms_[runs_[m].sm].place(k.footprint, c.per_sm, taken_);
+        std::copy(taken_.begin(), taken_.end(),
+                  c.registers_taken.begin() + static_cast<std::ptrdiff_t>((m - i) * parts));
+      }
+      c.count = c.per_sm * static_cast<int>(c.sms.size());
+      k.resident_warps += c.count * k.footprint.warps;
+      k.ctas_running += c.count;
+      i = j;
     }
   }
 
-  int new_cohort(int index, const CtaWork& w, int sm) {
+  int new_cohort(int index, std::size_t cls, int per_sm) {
     const KernelState& k = kernels_[index];
+    const CtaWork& w = k.node->launch.ctas[cls].work;
     Cohort c;
     c.kernel = index;
-    c.sm = sm;
-    c.registers_taken.assign(hw_.sm.sub_partitions, 0);
+    c.cls = cls;
+    c.per_sm = per_sm;
     c.pipe_work = {w.tensor_flops, w.fp32_flops / w.fp32_efficiency, w.sfu_ops};
     c.tensor_dtype = w.tensor_dtype;
     c.l2_bytes = w.l2_bytes;
@@ -357,7 +390,12 @@ class Engine {
   void finish(int id) {
     Cohort& c = cohorts_[id];
     KernelState& k = kernels_[c.kernel];
-    sms_[c.sm].release(k.footprint, c.count, c.registers_taken);
+    const std::size_t parts = static_cast<std::size_t>(hw_.sm.sub_partitions);
+    for (std::size_t m = 0; m < c.sms.size(); ++m) {
+      taken_.assign(c.registers_taken.begin() + static_cast<std::ptrdiff_t>(m * parts),
+                    c.registers_taken.begin() + static_cast<std::ptrdiff_t>((m + 1) * parts));
+      sms_[c.sms[m]].release(k.footprint, c.per_sm, taken_);
+    }
     k.resident_warps -= c.count * k.footprint.warps;
     k.ctas_running -= c.count;
     c.count = 0;
@@ -373,27 +411,37 @@ class Engine {
   }
 
   void recompute_rates() {
-    std::vector<std::array<int, kPipeCount>> users(sms_.size(), std::array<int, kPipeCount>{});
+    auto& users = users_scratch_;
+    users.assign(sms_.size(), std::array<int, kPipeCount>{});
     for (const int id : active_) {
       const Cohort& c = cohorts_[id];
       if (!c.streaming) continue;
       for (int p = 0; p < kPipeCount; ++p) {
-        if (c.pipe_work[p] > 0) users[c.sm][p] += c.count;
+        if (c.pipe_work[p] <= 0) continue;
+        for (const int sm : c.sms) users[sm][p] += c.per_sm;
       }
     }
     // Each streaming cohort's rate alone on the chip's bandwidth, sharing its SM's pipes.
-    std::vector<int> ids;
-    std::vector<double> uncontended;
-    std::vector<double> sm_inflight(sms_.size(), 0.0);  // DRAM bytes in flight each SM would want
+    auto& ids = ids_scratch_;
+    auto& uncontended = uncontended_scratch_;
+    auto& sm_inflight = sm_inflight_scratch_;  // DRAM bytes in flight each SM would want
+    ids.clear();
+    uncontended.clear();
+    sm_inflight.assign(sms_.size(), 0.0);
     for (const int id : active_) {
       Cohort& c = cohorts_[id];
       if (!c.streaming) continue;
       const std::array<double, kPipeCount> per_sm_rate{
           hw_.tensor_flops_per_cycle(c.tensor_dtype) * clock_hz_, hw_.throughput.fp32 * clock_hz_,
           hw_.throughput.sfu * clock_hz_};
+      // Each pipe is shared by the streaming CTAs on the SM; the cohort moves at the pace of its
+      // most contended SM.
       std::array<double, kPipeCount> t{};
       for (int p = 0; p < kPipeCount; ++p) {
-        if (c.pipe_work[p] > 0) t[p] = c.pipe_work[p] * users[c.sm][p] / per_sm_rate[p];
+        if (c.pipe_work[p] <= 0) continue;
+        int sharing = 0;
+        for (const int sm : c.sms) sharing = std::max(sharing, users[sm][p]);
+        t[p] = c.pipe_work[p] * sharing / per_sm_rate[p];
       }
       const double tensor = t[kTensorPipe], simt = std::max(t[kFp32Pipe], t[kSfuPipe]);
       double seconds = std::max(tensor, simt) + (1.0 - c.pipe_overlap) * std::min(tensor, simt);
@@ -413,22 +461,25 @@ class Engine {
       }
       ids.push_back(id);
       uncontended.push_back(1.0 / seconds);
-      sm_inflight[c.sm] +=
-          c.count * (c.dram_bytes - c.writeback_bytes) * hw_.dram.latency.seconds() / seconds;
+      const double wanted =
+          c.per_sm * (c.dram_bytes - c.writeback_bytes) * hw_.dram.latency.seconds() / seconds;
+      for (const int sm : c.sms) sm_inflight[sm] += wanted;
     }
     // Little's law per SM: the DRAM misses all its CTAs keep outstanding cannot exceed the SM's
     // limit (L2 hits return fast and do not hold those slots long).
-    std::vector<sim::ShareConsumer> consumers;
-    consumers.reserve(ids.size());
+    auto& consumers = consumers_scratch_;
+    consumers.clear();
     const double sm_limit = static_cast<double>(hw_.sm.max_inflight_bytes);
     for (std::size_t i = 0; i < ids.size(); ++i) {
       const Cohort& c = cohorts_[ids[i]];
-      const double scale = sm_inflight[c.sm] > sm_limit ? sm_limit / sm_inflight[c.sm] : 1.0;
+      double busiest = 0;
+      for (const int sm : c.sms) busiest = std::max(busiest, sm_inflight[sm]);
+      const double scale = busiest > sm_limit ? sm_limit / busiest : 1.0;
       consumers.push_back(sim::ShareConsumer{uncontended[i] * scale, static_cast<double>(c.count),
                                              {c.dram_bytes, c.l2_bytes}});
     }
-    const std::vector<double> rates =
-        sim::fair_share_rates(consumers, {hw_.dram.achievable_bandwidth(), hw_.l2.bandwidth});
+    auto& rates = rates_scratch_;
+    sim::fair_share_rates(consumers, capacities_, rates);
     double dram_in_use = 0;
     for (std::size_t i = 0; i < ids.size(); ++i) {
       const Cohort& c = cohorts_[ids[i]];
@@ -464,6 +515,20 @@ class Engine {
   std::vector<int> active_;       // cohorts with CTAs on an SM
   std::vector<int> dispatching_;  // kernels with CTAs left to place
   std::vector<int> live_;         // kernels started and not finished
+  std::vector<int> room_;          // scratch for place_ctas: CTAs each SM can still take
+  struct Run {  // CTAs of one class given to one SM in one dispatch pass
+    int cls, count, sm;
+    bool operator<(const Run& o) const { return std::tie(cls, count, sm) < std::tie(o.cls, o.count, o.sm); }
+  };
+  std::vector<int> run_class_, run_count_;  // scratch for place_ctas, per SM
+  std::vector<Run> runs_;                   // scratch for place_ctas
+  std::vector<int> taken_;  // scratch: registers one SM's CTAs took, per sub-partition
+  // Scratch for recompute_rates, kept to avoid allocating on every event.
+  std::vector<std::array<int, kPipeCount>> users_scratch_;
+  std::vector<int> ids_scratch_;
+  std::vector<double> uncontended_scratch_, sm_inflight_scratch_, rates_scratch_;
+  std::vector<sim::ShareConsumer> consumers_scratch_;
+  std::vector<double> capacities_;  // DRAM, L2 bandwidth
   sim::Time last_advance_;
   std::uint64_t generation_ = 0;
   double clock_hz_;

@@ -3,6 +3,22 @@
 #include <algorithm>
 
 namespace gpusim::hw {
+namespace {
+
+// Deals `warps` warps of `per_warp` registers one at a time to the sub-partition with the most
+// free registers (the least used); returns false, leaving `used` changed, if one does not fit.
+bool deal(std::vector<int>& used, int warps, int per_warp, int per_sub_partition,
+          std::vector<int>* taken) {
+  for (int w = 0; w < warps; ++w) {
+    const auto it = std::min_element(used.begin(), used.end());
+    if (*it + per_warp > per_sub_partition) return false;
+    *it += per_warp;
+    if (taken != nullptr) (*taken)[it - used.begin()] += per_warp;
+  }
+  return true;
+}
+
+}  // namespace
 
 CtaFootprint footprint_of(const Occupancy& o) {
   return CtaFootprint{o.warps_per_cta, o.registers_per_warp, o.shared_memory_per_cta};
@@ -10,37 +26,30 @@ CtaFootprint footprint_of(const Occupancy& o) {
 
 SmState::SmState(const SmSpec& spec) : spec_(&spec), registers_(spec.sub_partitions, 0) {}
 
-std::vector<int> SmState::warp_targets(const CtaFootprint& cta) const {
-  // Warps are dealt one at a time to the sub-partition with the most free registers.
-  std::vector<int> load = registers_;
-  std::vector<int> targets;
-  targets.reserve(cta.warps);
-  for (int w = 0; w < cta.warps; ++w) {
-    const auto it = std::min_element(load.begin(), load.end());
-    targets.push_back(static_cast<int>(it - load.begin()));
-    *it += cta.registers_per_warp;
+int SmState::capacity(const CtaFootprint& cta, int limit) const {
+  int n = std::min(limit, spec_->max_ctas - ctas_);
+  if (cta.warps > 0) n = std::min(n, (spec_->max_warps - warps_) / cta.warps);
+  if (cta.shared_memory > 0) {
+    n = std::min<std::int64_t>(n, (spec_->shared_memory - shared_memory_) / cta.shared_memory);
   }
-  return targets;
-}
-
-bool SmState::fits(const CtaFootprint& cta) const {
-  if (warps_ + cta.warps > spec_->max_warps) return false;
-  if (ctas_ + 1 > spec_->max_ctas) return false;
-  if (shared_memory_ + cta.shared_memory > spec_->shared_memory) return false;
+  if (n <= 0) return 0;
+  if (cta.registers_per_warp == 0 || cta.warps == 0) return n;
+  // Dealing warps to the least-used sub-partition places one as long as any sub-partition has
+  // room for it, so the SM takes as many more warps as its sub-partitions' free warp slots.
   const int per_sub_partition = spec_->registers / spec_->sub_partitions;
-  std::vector<int> after = registers_;
-  for (const int sp : warp_targets(cta)) after[sp] += cta.registers_per_warp;
-  return std::all_of(after.begin(), after.end(), [&](int r) { return r <= per_sub_partition; });
+  int warp_slots = 0;
+  for (const int used : registers_) warp_slots += (per_sub_partition - used) / cta.registers_per_warp;
+  return std::min(n, warp_slots / cta.warps);
 }
 
-std::vector<int> SmState::place(const CtaFootprint& cta) {
-  std::vector<int> taken(registers_.size(), 0);
-  for (const int sp : warp_targets(cta)) taken[sp] += cta.registers_per_warp;
-  for (std::size_t i = 0; i < taken.size(); ++i) registers_[i] += taken[i];
-  warps_ += cta.warps;
-  ctas_ += 1;
-  shared_memory_ += cta.shared_memory;
-  return taken;
+void SmState::place(const CtaFootprint& cta, int count, std::vector<int>& registers_taken) {
+  const int per_sub_partition = spec_->registers / spec_->sub_partitions;
+  for (int i = 0; i < count; ++i) {
+    deal(registers_, cta.warps, cta.registers_per_warp, per_sub_partition, &registers_taken);
+  }
+  warps_ += cta.warps * count;
+  ctas_ += count;
+  shared_memory_ += cta.shared_memory * count;
 }
 
 void SmState::release(const CtaFootprint& cta, int count, const std::vector<int>& taken) {

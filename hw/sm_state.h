@@ -23,20 +23,18 @@ class SmState {
  public:
   explicit SmState(const SmSpec& spec);
 
-  bool fits(const CtaFootprint& cta) const;
-  // Places one CTA; returns the registers it took from each sub-partition (to give back).
-  std::vector<int> place(const CtaFootprint& cta);
-  // Gives back `count` CTAs of this footprint that together took `registers_by_sub_partition`.
-  void release(const CtaFootprint& cta, int count,
-               const std::vector<int>& registers_by_sub_partition);
+  // How many more CTAs of this footprint fit now (at most `limit`).
+  int capacity(const CtaFootprint& cta, int limit) const;
+  bool fits(const CtaFootprint& cta) const { return capacity(cta, 1) == 1; }
+  // Places `count` CTAs (which must fit); adds the registers they took from each sub-partition
+  // to `registers_taken` (sized to the sub-partitions), to give back on release.
+  void place(const CtaFootprint& cta, int count, std::vector<int>& registers_taken);
+  void release(const CtaFootprint& cta, int count, const std::vector<int>& registers_taken);
 
   int warps() const { return warps_; }
   int ctas() const { return ctas_; }
 
  private:
-  // Sub-partitions in the order a new CTA's warps go to them: least loaded first.
-  std::vector<int> warp_targets(const CtaFootprint& cta) const;
-
   const SmSpec* spec_;
   int warps_ = 0;
   int ctas_ = 0;

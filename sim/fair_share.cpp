@@ -1,14 +1,16 @@
 #include "sim/fair_share.h"
 
+#include <stdexcept>
+
 
 namespace gpusim::sim {
 
-std::vector<double> fair_share_rates(const std::vector<ShareConsumer>& consumers,
-                                     const std::vector<double>& capacities) {
+void fair_share_rates(const std::vector<ShareConsumer>& consumers,
+                      const std::vector<double>& capacities, std::vector<double>& rate) {
   const std::size_t n = consumers.size(), m = capacities.size();
-  std::vector<double> rate(n, 0.0);
-  std::vector<bool> frozen(n, false);
-  std::vector<double> used(m, 0.0);  // by frozen consumers
+  if (m > kMaxSharedResources) throw std::invalid_argument("fair_share_rates: too many resources");
+  rate.assign(n, -1.0);  // negative: not frozen yet
+  std::array<double, kMaxSharedResources> used{};  // by frozen consumers
   for (std::size_t round = 0; round <= m; ++round) {
     // The scale at which each resource would fill, given the unfrozen consumers' demand.
     double best_scale = 1.0;
@@ -16,7 +18,7 @@ std::vector<double> fair_share_rates(const std::vector<ShareConsumer>& consumers
     for (std::size_t r = 0; r < m; ++r) {
       double wanted = 0;
       for (std::size_t j = 0; j < n; ++j) {
-        if (!frozen[j]) wanted += consumers[j].multiplicity * consumers[j].uncontended_rate * consumers[j].demand[r];
+        if (rate[j] < 0) wanted += consumers[j].multiplicity * consumers[j].uncontended_rate * consumers[j].demand[r];
       }
       if (wanted <= 0) continue;
       const double scale = std::max(0.0, capacities[r] - used[r]) / wanted;
@@ -28,12 +30,11 @@ std::vector<double> fair_share_rates(const std::vector<ShareConsumer>& consumers
     // Freeze everyone on the bottleneck at that scale (or everyone, when nothing binds).
     bool any_unfrozen = false;
     for (std::size_t j = 0; j < n; ++j) {
-      if (frozen[j]) continue;
+      if (rate[j] >= 0) continue;
       if (bottleneck != m && consumers[j].demand[bottleneck] <= 0) {
         any_unfrozen = true;
         continue;
       }
-      frozen[j] = true;
       rate[j] = consumers[j].uncontended_rate * best_scale;
       for (std::size_t r = 0; r < m; ++r) {
         used[r] += consumers[j].multiplicity * rate[j] * consumers[j].demand[r];
@@ -41,7 +42,13 @@ std::vector<double> fair_share_rates(const std::vector<ShareConsumer>& consumers
     }
     if (!any_unfrozen) break;
   }
-  return rate;
+}
+
+std::vector<double> fair_share_rates(const std::vector<ShareConsumer>& consumers,
+                                     const std::vector<double>& capacities) {
+  std::vector<double> rates;
+  fair_share_rates(consumers, capacities, rates);
+  return rates;
 }
 
 }  // namespace gpusim::sim

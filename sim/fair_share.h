@@ -8,17 +8,24 @@
 // consumer limited by one resource leaves the others to whoever can use them.
 #pragma once
 
+#include <array>
 #include <vector>
 
 namespace gpusim::sim {
 
+// Resources shared at once (fixed, so solving allocates nothing per consumer).
+constexpr std::size_t kMaxSharedResources = 4;
+
 struct ShareConsumer {
   double uncontended_rate = 0;  // progress per second when alone
   double multiplicity = 1;      // identical consumers represented by this entry
-  std::vector<double> demand;   // per resource, per unit of progress (size = resource count)
+  std::array<double, kMaxSharedResources> demand{};  // per resource, per unit of progress
 };
 
-// Returns each consumer's rate (<= its uncontended rate); capacities are per resource.
+// Returns each consumer's rate (<= its uncontended rate) into `rates`; capacities are per
+// resource (at most kMaxSharedResources).
+void fair_share_rates(const std::vector<ShareConsumer>& consumers,
+                      const std::vector<double>& capacities, std::vector<double>& rates);
 std::vector<double> fair_share_rates(const std::vector<ShareConsumer>& consumers,
                                      const std::vector<double>& capacities);
 
