@@ -44,8 +44,19 @@ int SmState::capacity(const CtaFootprint& cta, int limit) const {
 
 void SmState::place(const CtaFootprint& cta, int count, std::vector<int>& registers_taken) {
   const int per_sub_partition = spec_->registers / spec_->sub_partitions;
-  for (int i = 0; i < count; ++i) {
-    deal(registers_, cta.warps, cta.registers_per_warp, per_sub_partition, &registers_taken);
+  const int warps = cta.warps * count;
+  const int parts = spec_->sub_partitions;
+  if (std::all_of(registers_.begin(), registers_.end(), [&](int r) { return r == registers_[0]; })) {
+    // Equal loads: dealing to the least used (lowest index first) goes round-robin from 0.
+    for (int i = 0; i < parts; ++i) {
+      const int got = (warps / parts + (i < warps % parts ? 1 : 0)) * cta.registers_per_warp;
+      registers_[i] += got;
+      registers_taken[i] += got;
+    }
+  } else {
+    for (int i = 0; i < count; ++i) {
+      deal(registers_, cta.warps, cta.registers_per_warp, per_sub_partition, &registers_taken);
+    }
   }
   warps_ += cta.warps * count;
   ctas_ += count;
