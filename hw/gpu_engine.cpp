@@ -261,45 +261,18 @@ class Engine {
     std::erase_if(dispatching_, [this](int i) { return kernels_[i].ctas_unplaced == 0; });
   }
 
+  // Places as many of the kernel's remaining CTAs as fit, in hardware order (breadth-first over
+  // SMs), and makes cohorts of them.
   void place_ctas(int index) {
     KernelState& k = kernels_[index];
-    const auto& classes = k.node->launch.ctas;
-    // Room on each SM for this kernel's CTAs, then breadth-first rounds over the SMs: round r
-    // gives one CTA to every SM with room for r, in SM order, while CTAs remain.
     const int most = static_cast<int>(std::min<std::int64_t>(k.ctas_unplaced, hw_.sm.max_ctas));
-    const std::size_t n_sms = sms_.size();
-    room_.resize(n_sms);
-    int rounds = 0;
-    for (std::size_t sm = 0; sm < n_sms; ++sm) {
-      room_[sm] = sms_[sm].capacity(k.footprint, most);
-      rounds = std::max(rounds, room_[sm]);
-    }
-    // What each SM gets, as (class, count) runs; a run ends when the SM's class changes.
-    run_class_.assign(n_sms, -1);
-    run_count_.assign(n_sms, 0);
     runs_.clear();
-    auto close_run = [this](std::size_t sm) {
-      if (run_count_[sm] > 0) runs_.push_back({run_class_[sm], run_count_[sm], static_cast<int>(sm)});
-      run_count_[sm] = 0;
-    };
-    for (int r = 1; r <= rounds && k.ctas_unplaced > 0; ++r) {
-      for (std::size_t sm = 0; sm < n_sms && k.ctas_unplaced > 0; ++sm) {
-        if (room_[sm] < r) continue;
-        const int cls = static_cast<int>(k.next_class);
-        if (run_class_[sm] != cls) {
-          close_run(sm);
-          run_class_[sm] = cls;
-        }
-        ++run_count_[sm];
-        k.result.dram_read_bytes += classes[k.next_class].work.dram_read_bytes * k.read_miss;
-        k.ctas_unplaced -= 1;
-        if (++k.next_in_class == classes[k.next_class].count) {
-          ++k.next_class;
-          k.next_in_class = 0;
-        }
-      }
+    const bool all_idle = std::all_of(sms_.begin(), sms_.end(), [](const SmState& sm) { return sm.ctas() == 0; });
+    if (all_idle) {
+      place_on_idle_sms(k, sms_[0].capacity(k.footprint, most));
+    } else {
+      place_breadth_first(k, most);
     }
-    for (std::size_t sm = 0; sm < n_sms; ++sm) close_run(sm);
     // SMs that got the same class and count behave alike: one cohort each.
     std::sort(runs_.begin(), runs_.end());
     for (std::size_t i = 0; i < runs_.size();) {
@@ -320,6 +293,75 @@ class Engine {
       k.resident_warps += c.count * k.footprint.warps;
       k.ctas_running += c.count;
       i = j;
+    }
+  }
+
+  // Breadth-first over SMs in rounds: round r gives one CTA to every SM with room for r, in SM
+  // order, while CTAs remain. Records what each SM gets as (class, count) runs.
+  void place_breadth_first(KernelState& k, int most) {
+    const std::size_t n_sms = sms_.size();
+    room_.resize(n_sms);
+    int rounds = 0;
+    for (std::size_t sm = 0; sm < n_sms; ++sm) {
+      room_[sm] = sms_[sm].capacity(k.footprint, most);
+      rounds = std::max(rounds, room_[sm]);
+    }
+    run_class_.assign(n_sms, -1);
+    run_count_.assign(n_sms, 0);
+    auto close_run = [this](std::size_t sm) {
+      if (run_count_[sm] > 0) runs_.push_back({run_class_[sm], run_count_[sm], static_cast<int>(sm)});
+      run_count_[sm] = 0;
+    };
+    for (int r = 1; r <= rounds && k.ctas_unplaced > 0; ++r) {
+      for (std::size_t sm = 0; sm < n_sms && k.ctas_unplaced > 0; ++sm) {
+        if (room_[sm] < r) continue;
+        const int cls = static_cast<int>(k.next_class);
+        if (run_class_[sm] != cls) {
+          close_run(sm);
+          run_class_[sm] = cls;
+        }
+        ++run_count_[sm];
+        take_ctas(k, 1);
+      }
+    }
+    for (std::size_t sm = 0; sm < n_sms; ++sm) close_run(sm);
+  }
+
+  // The same order on an idle GPU, where every SM has the same room: CTA j of this pass goes to
+  // SM j mod S, so SM i gets CTAs i, i + S, i + 2S, ... of the pass.
+  void place_on_idle_sms(KernelState& k, int room) {
+    const auto n_sms = static_cast<std::int64_t>(sms_.size());
+    const std::int64_t placed = std::min<std::int64_t>(k.ctas_unplaced, room * n_sms);
+    // The pass's CTAs by class: [first, last) pass indices of each class segment.
+    std::int64_t begin = 0;
+    while (begin < placed) {
+      const auto& classes = k.node->launch.ctas;
+      const int cls = static_cast<int>(k.next_class);
+      const std::int64_t end = std::min(placed, begin + classes[k.next_class].count - k.next_in_class);
+      // SM i gets the pass indices j in [begin, end) with j = i (mod S): count per SM.
+      for (std::int64_t sm = 0; sm < n_sms; ++sm) {
+        const auto below = [&](std::int64_t x) { return x > sm ? (x - sm + n_sms - 1) / n_sms : 0; };
+        const std::int64_t count = below(end) - below(begin);
+        if (count > 0) runs_.push_back({cls, static_cast<int>(count), static_cast<int>(sm)});
+      }
+      take_ctas(k, end - begin);
+      begin = end;
+    }
+  }
+
+  // Advances the kernel's dispatch cursor over `n` CTAs placed in order.
+  void take_ctas(KernelState& k, std::int64_t n) {
+    const auto& classes = k.node->launch.ctas;
+    while (n > 0) {
+      const std::int64_t here = std::min(n, classes[k.next_class].count - k.next_in_class);
+      k.result.dram_read_bytes += static_cast<double>(here) * classes[k.next_class].work.dram_read_bytes * k.read_miss;
+      k.ctas_unplaced -= here;
+      k.next_in_class += here;
+      n -= here;
+      if (k.next_in_class == classes[k.next_class].count) {
+        ++k.next_class;
+        k.next_in_class = 0;
+      }
     }
   }
 
