@@ -25,6 +25,9 @@ enum SharedResource { kDramBandwidth, kL2Bandwidth, kResourceCount };
 // ready kernels ask for them.
 constexpr int kCompletion = 0, kFixedDone = 1, kReady = 2, kDispatch = 3;
 
+// Damped fixed-point steps that settle loaded memory latency against DRAM utilization.
+constexpr int kLoadedLatencySteps = 3;
+
 sim::Time seconds_to_time_ceil(double seconds) {
   return sim::Time::from_ps(static_cast<std::int64_t>(std::ceil(seconds * 1e12)));
 }
@@ -452,7 +455,22 @@ class Engine {
            std::max(0.0, c.l2_bytes - loads) * hw_.l2.hit_latency.seconds();
   }
 
+  // Rates for the cohorts streaming now. Memory latency grows with DRAM load, which depends on
+  // the rates: a few damped fixed-point steps from the last solution's utilization settle it.
   void recompute_rates() {
+    double utilization = dram_utilization_;
+    const bool latency_bound = std::any_of(active_.begin(), active_.end(), [this](int id) {
+      return cohorts_[id].streaming && cohorts_[id].critical_path > 0;
+    });
+    for (int step = 0; latency_bound && step < kLoadedLatencySteps; ++step) {
+      utilization = 0.5 * (utilization + solve_rates(utilization));
+    }
+    dram_utilization_ = solve_rates(utilization);
+  }
+
+  // Solves the rates given the DRAM utilization that sets loaded latency; returns the
+  // utilization those rates produce.
+  double solve_rates(double utilization) {
     auto& users = users_scratch_;
     users.assign(sms_.size(), std::array<int, kPipeCount>{});
     for (const int id : active_) {
@@ -495,7 +513,7 @@ class Engine {
       }
       // A dependent chain waits on memory, whose latency grows with DRAM load (queueing): up to
       // twice the idle latency at full bandwidth, from the utilization of the last solution.
-      seconds = std::max(seconds, c.critical_path * (1.0 + dram_utilization_));
+      seconds = std::max(seconds, c.critical_path * (1.0 + utilization));
       if (seconds <= 0) {  // nothing but fixed latency: done
         c.remaining = 0;
         c.rate = std::numeric_limits<double>::infinity();
@@ -528,7 +546,7 @@ class Engine {
       cohorts_[ids[i]].rate = rates[i];
       dram_in_use += rates[i] * c.count * c.dram_bytes;
     }
-    dram_utilization_ = std::min(1.0, dram_in_use / hw_.dram.achievable_bandwidth());
+    return std::min(1.0, dram_in_use / hw_.dram.achievable_bandwidth());
   }
 
   void schedule_next_completion() {
