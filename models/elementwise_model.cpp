@@ -85,7 +85,8 @@ Func func_of(const ElementwiseProblem& p) {
 enum class Path { kVectorized, kUnrolled, kLegacy };
 
 // One launch over n elements; `share` is this piece's fraction of the op's tensors.
-Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, double share) {
+Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, double share,
+                               const hw::HardwareSpec& hw) {
   if (n <= 0) throw ModelError("elementwise: the element count must be positive");
   const Func f = func_of(p);
   const double in_b = detail::elt_bytes(p.in), out_b = detail::elt_bytes(p.out);
@@ -150,6 +151,13 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
     // policies load the whole thread's work first): the CTA's whole input is in flight. The
     // first-load latency is therefore what this cap charges; no separate fixed time.
     w.max_inflight_bytes = static_cast<double>(kThreads * per_thread) * (f.arity * in_b + mask_l2_per_elt);
+    if (path == Path::kUnrolled) {
+      // LoadWithCast converts each element through a run-time dtype switch between its loads,
+      // so a thread's loads do not overlap: about 1.5 DRAM round trips per element on the
+      // critical path (calibrated on the bf16 -> fp32 cast rows of the calibration set).
+      w.critical_path = sim::Time::from_seconds(1.5 * static_cast<double>(per_thread) *
+                                                hw.dram.latency.seconds());
+    }
     return w;
   };
   const std::int64_t full = n / per_cta;
@@ -170,7 +178,7 @@ int pieces_for(std::int64_t n, double max_elt_bytes) {
 }  // namespace
 
 std::vector<Launch> lower_elementwise(const ElementwiseProblem& p,
-                                      const hw::HardwareSpec& /*hw: ATen's launch does not depend on it*/,
+                                      const hw::HardwareSpec& hw,
                                       const std::string& tag) {
   const double max_b = std::max(detail::elt_bytes(p.in), detail::elt_bytes(p.out));
   const int pieces = pieces_for(p.n, max_b);
@@ -182,7 +190,7 @@ std::vector<Launch> lower_elementwise(const ElementwiseProblem& p,
     const std::int64_t lo = p.n / pieces, rem = p.n % pieces;
     const std::int64_t n = lo + (i < rem ? 1 : 0);
     const double share = static_cast<double>(n) / static_cast<double>(p.n);
-    Launch l = lower_elementwise_piece(p, n, share);
+    Launch l = lower_elementwise_piece(p, n, share, hw);
     for (const auto& name : p.inputs) l.reads.push_back(detail::tensor(tag, name, in_total * share));
     if (p.mask_bytes > 0) l.reads.push_back(detail::tensor(tag, "mask", static_cast<double>(p.mask_bytes)));
     l.writes.push_back(detail::tensor(tag, p.output, out_total * share));
