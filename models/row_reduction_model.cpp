@@ -182,9 +182,9 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
     const std::int64_t chunk = (std::int64_t{1} << 30) / C;  // rows per launch
     const double inflight = 128.0 * static_cast<double>(pow2 / warp) * e * rows_per_warp;
     // Each lane's C/32 elements are loaded, reduced across the warp (max, then sum) and
-    // written: about 0.8 DRAM round trips per element on the critical path (calibrated on the
+    // written: about 0.6 DRAM round trips per element on the critical path (calibrated on the
     // calibration rows of validation/data/ops_h100.csv).
-    rw.serial_round_trips = 0.8 * static_cast<double>(pow2 / warp);
+    rw.serial_round_trips = 0.6 * static_cast<double>(pow2 / warp);
     for (std::int64_t done = 0; done < R; done += chunk) {
       const std::int64_t rows = std::min(chunk, R - done);
       out.push_back(row_launch(hw,
@@ -227,11 +227,22 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
       rw.l2_in_bytes = 3.0 * row;  // max pass, sum pass, write pass each read the row
     }
     const double inflight = static_cast<double>(threads) * 16.0;  // one 16-byte vector per thread
-    // Load, block-wide max (warp shuffles, shared memory, two barriers), block-wide sum, store:
-    // about 1.5 DRAM round trips per element a thread holds on the critical path, 6 for the
-    // 4 of a 4096-wide row (calibrated on the calibration rows of validation/data/ops_h100.csv;
-    // the multi-pass variants are charged the same 6 and stream their passes).
-    rw.serial_round_trips = reg_cnt < 10 ? 1.5 * static_cast<double>(reg_cnt) : 6.0;
+    // Register variant: load, block-wide max (warp shuffles, shared memory, two barriers),
+    // block-wide sum, store: about 1.5 DRAM round trips per element a thread holds on the
+    // critical path (calibrated on the calibration rows of validation/data/ops_h100.csv).
+    // Multi-pass variants loop over the row in each pass (max, sum, write), one dependent load
+    // per iteration: the first pass from DRAM, the others from L2 (or shared memory), with
+    // 16-byte vectors only when the row is aligned to them, scalars otherwise. About 0.7 of
+    // those latencies per iteration are exposed (calibrated on the one multi-pass calibration
+    // row, 512 x 50257; weak evidence).
+    if (reg_cnt < 10) {
+      rw.serial_round_trips = 1.5 * static_cast<double>(reg_cnt);
+    } else {
+      const std::int64_t vec = C % ilp == 0 ? ilp : 1;
+      const double iterations = static_cast<double>(ceil_div(C, threads * vec));
+      const double later_passes = smem_ok ? 0.0 : 2.0 * hw.l2.hit_latency.seconds() / hw.dram.latency.seconds();
+      rw.serial_round_trips = 0.7 * iterations * (1.0 + later_passes);
+    }
     out.push_back(row_launch(hw, name, "softmax", {threads, 1, 1}, regs, smem, R, 1, rw, inflight));
     out.back().reads = {detail::tensor(tag, input, row * static_cast<double>(R))};
     out.back().writes = {detail::tensor(tag, output, row * static_cast<double>(R))};
