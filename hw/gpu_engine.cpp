@@ -209,11 +209,16 @@ class Engine {
     const Launch& l = k.node->launch;
     // The L2 is write-back: a kernel's writes stay dirty in L2, and DRAM sees writes when the
     // kernel's traffic evicts dirty lines (its own, earlier kernels', or a flush buffer's).
-    double read_bytes = 0, hits = 0;
+    double read_bytes = 0, hits = 0, write_bytes = 0;
     for (const auto& t : l.reads) {
       read_bytes += static_cast<double>(t.bytes);
       hits += static_cast<double>(std::min(l2_.resident(t.tensor), t.bytes));
     }
+    // While the kernel runs, its own writes take L2 lines, and the LRU victims are the inputs
+    // it has not read yet (those it read became most recent): only what its writes leave room
+    // for can still hit.
+    for (const auto& t : l.writes) write_bytes += static_cast<double>(t.bytes);
+    hits = std::min(hits, std::max(0.0, static_cast<double>(l2_.capacity()) - write_bytes));
     k.read_miss = read_bytes > 0 ? 1.0 - hits / read_bytes : 1.0;
     k.result.l2_read_hit_rate = read_bytes > 0 ? hits / read_bytes : 0.0;
     double written_back = 0;

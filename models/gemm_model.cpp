@@ -453,10 +453,12 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   hw::CtaWork unit = base_work(hw, p.dtype);
   const double flops = 2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk;
   if (p.dtype == hw::DType::kFp32) {
-    // SIMT GEMMs issue shared-memory loads and address arithmetic beside their FFMAs; the FP32
-    // pipe runs FFMAs about 77% of the time (calibrated on the 2048^3 fp32 calibration row).
+    // SIMT GEMMs issue shared-memory loads and address arithmetic beside their FFMAs: the FP32
+    // pipe runs FFMAs about 77% of the time in CUTLASS's 256x128 tile (calibrated on the 2048^3
+    // fp32 calibration row) and 56% in the sm80_xmma 64x64x8 tiles, whose threads hold fewer
+    // outputs per shared-memory load (calibrated on naive attention's two calibration GEMMs).
     unit.fp32_flops = flops;
-    unit.fp32_efficiency = 0.77;
+    unit.fp32_efficiency = c.kind == GemmKind::kSimtSingle ? 0.77 : 0.56;
   } else {
     unit.tensor_flops = flops;
   }
