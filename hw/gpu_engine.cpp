@@ -25,6 +25,10 @@ enum SharedResource { kDramBandwidth, kL2Bandwidth, kResourceCount };
 // ready kernels ask for them.
 constexpr int kCompletion = 0, kFixedDone = 1, kReady = 2, kDispatch = 3;
 
+// DRAM round trips of queueing and drain a DRAM-saturating kernel pays beyond its stream
+// (calibrated on the calibration set's elementwise rows; see finish()).
+constexpr double kDrainRoundTrips = 3.0;
+
 // Damped fixed-point steps that settle loaded memory latency against DRAM utilization.
 constexpr int kLoadedLatencySteps = 3;
 
@@ -46,7 +50,6 @@ struct KernelState {
   int resident_warps = 0;
   double warp_seconds = 0;  // integral of resident warps over time
   double read_miss = 1;     // share of input bytes not found in L2
-  double writeback_per_cold_byte = 0;  // DRAM write-back per byte of the CTAs' cold traffic
   KernelResult result;
 };
 
@@ -64,18 +67,17 @@ struct Cohort {
   std::array<double, kPipeCount> pipe_work{};  // FP32 work already divided by its efficiency
   DType tensor_dtype = DType::kBf16;
   double l2_bytes = 0, dram_bytes = 0, inflight = 0;
-  double writeback_bytes = 0;  // part of dram_bytes: L2 evicting dirty lines, not the SM's loads
+  double write_bytes = 0;  // part of dram_bytes: stores, which do not wait (no Little's law)
   double pipe_overlap = 1;
   double critical_path = 0;  // seconds
 };
 
 class Engine {
  public:
-  Engine(const HardwareSpec& hw, LaunchMode mode, L2Start l2_start)
+  Engine(const HardwareSpec& hw, LaunchMode mode)
       : hw_(hw), mode_(mode), l2_(hw.l2.size), clock_hz_(hw.clocks.sustained_other_hz) {
     sms_.reserve(hw.sm_count);
     for (int i = 0; i < hw.sm_count; ++i) sms_.emplace_back(hw.sm);
-    if (l2_start == L2Start::kDirtyFlush) l2_.touch("(flush buffer)", hw.l2.size, true);
     capacities_ = {hw.dram.achievable_bandwidth(), hw.l2.bandwidth};
   }
 
@@ -207,8 +209,8 @@ class Engine {
   // What the kernel finds in L2, then what it leaves there.
   void apply_l2(KernelState& k) {
     const Launch& l = k.node->launch;
-    // The L2 is write-back: a kernel's writes stay dirty in L2, and DRAM sees writes when the
-    // kernel's traffic evicts dirty lines (its own, earlier kernels', or a flush buffer's).
+    // Writes reach DRAM (the measured elementwise kernels pay for every byte they write, however
+    // small); they also stay resident in L2 for the next kernel to read.
     double read_bytes = 0, hits = 0, write_bytes = 0;
     for (const auto& t : l.reads) {
       read_bytes += static_cast<double>(t.bytes);
@@ -221,17 +223,10 @@ class Engine {
     hits = std::min(hits, std::max(0.0, static_cast<double>(l2_.capacity()) - write_bytes));
     k.read_miss = read_bytes > 0 ? 1.0 - hits / read_bytes : 1.0;
     k.result.l2_read_hit_rate = read_bytes > 0 ? hits / read_bytes : 0.0;
-    double written_back = 0;
     for (const auto& t : l.reads) {
-      if (!t.evict_first) written_back += static_cast<double>(l2_.touch(t.tensor, t.bytes, false));
+      if (!t.evict_first) l2_.touch(t.tensor, t.bytes);
     }
-    for (const auto& t : l.writes) written_back += static_cast<double>(l2_.touch(t.tensor, t.bytes, true));
-    double cold = 0;
-    for (const auto& c : l.ctas) {
-      cold += static_cast<double>(c.count) * (c.work.dram_read_bytes + c.work.dram_write_bytes);
-    }
-    k.writeback_per_cold_byte = cold > 0 ? written_back / cold : 0.0;
-    k.result.dram_write_bytes = written_back;
+    for (const auto& t : l.writes) l2_.touch(t.tensor, t.bytes);
   }
 
   void kernel_done(int index) {
@@ -363,6 +358,7 @@ class Engine {
     while (n > 0) {
       const std::int64_t here = std::min(n, classes[k.next_class].count - k.next_in_class);
       k.result.dram_read_bytes += static_cast<double>(here) * classes[k.next_class].work.dram_read_bytes * k.read_miss;
+      k.result.dram_write_bytes += static_cast<double>(here) * classes[k.next_class].work.dram_write_bytes;
       k.ctas_unplaced -= here;
       k.next_in_class += here;
       n -= here;
@@ -383,8 +379,8 @@ class Engine {
     c.pipe_work = {w.tensor_flops, w.fp32_flops / w.fp32_efficiency, w.sfu_ops};
     c.tensor_dtype = w.tensor_dtype;
     c.l2_bytes = w.l2_bytes;
-    c.writeback_bytes = (w.dram_read_bytes + w.dram_write_bytes) * k.writeback_per_cold_byte;
-    c.dram_bytes = w.dram_read_bytes * k.read_miss + c.writeback_bytes;
+    c.write_bytes = w.dram_write_bytes;
+    c.dram_bytes = w.dram_read_bytes * k.read_miss + c.write_bytes;
     c.inflight = w.max_inflight_bytes;
     c.pipe_overlap = w.pipe_overlap;
     c.critical_path = w.critical_path.seconds();
@@ -449,13 +445,28 @@ class Engine {
     k.resident_warps -= c.count * k.footprint.warps;
     k.ctas_running -= c.count;
     c.count = 0;
-    if (k.ctas_running == 0 && k.ctas_unplaced == 0) kernel_done(c.kernel);
+    if (k.ctas_running == 0 && k.ctas_unplaced == 0) {
+      // The kernel ends when its last stores have drained. Under DRAM load the first loads
+      // queue and the last stores drain behind the stream: about kDrainRoundTrips DRAM latencies
+      // scaled by the kernel's DRAM utilization (none for a kernel that barely touches DRAM).
+      const double busy = (sim_.now() - k.result.start - hw_.launch.kernel_overhead).seconds();
+      const double utilization =
+          busy > 0 ? std::min(1.0, (k.result.dram_read_bytes + k.result.dram_write_bytes) /
+                                       (busy * hw_.dram.achievable_bandwidth()))
+                   : 0.0;
+      const int index = c.kernel;
+      sim_.after(sim::Time::from_seconds(kDrainRoundTrips * utilization * hw_.dram.latency.seconds()),
+                 kCompletion, [this, index] {
+                   advance();
+                   kernel_done(index);
+                 });
+    }
   }
 
   // Seconds of latency-bound occupancy one unit of the cohort's progress holds per CTA:
   // bytes x latency, DRAM bytes at DRAM latency and the rest of its L2 traffic at L2 latency.
   double inflight_seconds(const Cohort& c) const {
-    const double loads = c.dram_bytes - c.writeback_bytes;
+    const double loads = c.dram_bytes - c.write_bytes;
     return loads * hw_.dram.latency.seconds() +
            std::max(0.0, c.l2_bytes - loads) * hw_.l2.hit_latency.seconds();
   }
@@ -527,7 +538,7 @@ class Engine {
       ids.push_back(id);
       uncontended.push_back(1.0 / seconds);
       const double wanted =
-          c.per_sm * (c.dram_bytes - c.writeback_bytes) * hw_.dram.latency.seconds() / seconds;
+          c.per_sm * (c.dram_bytes - c.write_bytes) * hw_.dram.latency.seconds() / seconds;
       for (const int sm : c.sms) sm_inflight[sm] += wanted;
     }
     // Little's law per SM: the DRAM misses all its CTAs keep outstanding cannot exceed the SM's
@@ -605,8 +616,8 @@ class Engine {
 }  // namespace
 
 EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
-                        const std::vector<KernelNode>& nodes, L2Start l2_start) {
-  Engine engine(hw, mode, l2_start);
+                        const std::vector<KernelNode>& nodes) {
+  Engine engine(hw, mode);
   return engine.run(nodes);
 }
 

@@ -38,8 +38,8 @@ struct KernelResult {
   sim::Time ready, start, end;  // ready: dependencies met; start..end: the profiler's span
   double tensor_flops = 0, fp32_flops = 0, sfu_ops = 0;
   double l2_bytes = 0;
-  double dram_read_bytes = 0;   // after L2 hits
-  double dram_write_bytes = 0;  // dirty bytes the kernel's L2 traffic wrote back
+  double dram_read_bytes = 0;  // after L2 hits
+  double dram_write_bytes = 0;
   double l2_read_hit_rate = 0;  // fraction of the kernel's input bytes found in L2
   int ctas_per_sm = 0;          // occupancy limit when alone on an SM
   double theoretical_occupancy = 0;
@@ -56,18 +56,10 @@ struct EngineResult {
   std::uint64_t events = 0;
 };
 
-enum class L2Start {
-  // Full of dirty lines that are none of the workload's tensors: what a profiler leaves when it
-  // flushes the L2 by writing a large buffer between repetitions (validation/measure/).
-  kDirtyFlush,
-  kEmpty,  // nothing resident
-};
-
-// Runs the nodes (dependencies must point to earlier nodes) on an idle GPU whose L2 starts as
-// `l2_start` says. Throws ModelError for a launch the chip cannot run (a CTA that does not fit
-// an SM, a tensor dtype without tensor cores).
+// Runs the nodes (dependencies must point to earlier nodes) on an idle GPU whose L2 holds none of
+// their tensors (as after a profiler's flush). Throws ModelError for a launch the chip cannot
+// run (a CTA that does not fit an SM, a tensor dtype without tensor cores).
 EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
-                        const std::vector<KernelNode>& nodes,
-                        L2Start l2_start = L2Start::kDirtyFlush);
+                        const std::vector<KernelNode>& nodes);
 
 }  // namespace gpusim::hw

@@ -1,6 +1,6 @@
-// Which tensors the L2 holds between kernels, least recently used first out, and which of their
-// bytes are dirty (written, not yet in DRAM). Tracked at tensor granularity with partial
-// residency: a tensor larger than what is free keeps its most recently touched bytes.
+// Which tensors the L2 holds between kernels, least recently used first out. Tracked at tensor
+// granularity with partial residency: a tensor larger than what is free keeps its most
+// recently touched bytes.
 #pragma once
 
 #include <cstdint>
@@ -16,25 +16,20 @@ class L2Residency {
 
   std::int64_t capacity() const { return capacity_; }
   std::int64_t used() const { return used_; }
-  std::int64_t dirty() const { return dirty_; }
   // Bytes of `tensor` now in L2.
   std::int64_t resident(const std::string& tensor) const;
-  // The tensor was just read (dirty = false) or written (dirty = true) in full: it becomes the
-  // most recently used, with up to `bytes` resident, evicting the least recently used bytes as
-  // needed. Returns the dirty bytes that had to be written back to DRAM: evicted dirty bytes,
-  // and written bytes that do not fit at all.
-  std::int64_t touch(const std::string& tensor, std::int64_t bytes, bool dirty);
+  // The tensor was just read or written in full: it becomes the most recently used, with up to
+  // `bytes` resident, evicting the least recently used tensors as needed.
+  void touch(const std::string& tensor, std::int64_t bytes);
   void clear();
 
  private:
   struct Entry {
     std::string tensor;
     std::int64_t bytes;
-    bool dirty;
   };
   std::int64_t capacity_;
   std::int64_t used_ = 0;
-  std::int64_t dirty_ = 0;
   std::list<Entry> lru_;  // front: most recently used
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;
 };

@@ -360,6 +360,44 @@ Config simt_config(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   return c;
 }
 
+// A single fp32 GEMM: cuBLAS takes CUTLASS's 256x128 SIMT tile or the sm80_xmma 64x64x8 tile,
+// split along K (1 to 4) to fill the GPU. The choice minimizes waves x one CTA's SIMT time,
+// with each tile's occupancy and FFMA share (see tile_launch); it reproduces the calibration
+// set's choices (512^3: 64x64 split 4, 1536^3: 64x64 split 3, 2048^3 and 4096x1024x1024:
+// 256x128, 3072^3: 256x128 split 4; validation/data/ops_h100.csv, ops2_h100.csv).
+Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
+  Config big = simt_config(hw, p, b_transposed);
+  big.kind = GemmKind::kSimtSingle;
+  big.tile_n = 128;
+  big.tile_m = 256;
+  big.stages = 4;
+  big.threads = 256;
+  big.regs = 202;
+  big.smem = 49152;
+  Config small = big;
+  small.kind = GemmKind::kSimtBatched;
+  small.tile_m = small.tile_n = 64;
+  small.stages = 3;
+  small.threads = 128;
+  small.regs = b_transposed ? 128 : 121;
+  small.smem = b_transposed ? 13056 : 12672;
+  Choice best{big, 1, std::numeric_limits<double>::infinity()};
+  for (const Config& c : {big, small}) {
+    const double efficiency = c.kind == GemmKind::kSimtSingle ? 0.77 : 0.56;
+    const int occ = ctas_per_sm(hw, c);
+    const double rate = hw.throughput.fp32 * hw.clocks.sustained_other_hz * efficiency / occ;
+    for (std::int64_t split = 1; split <= 4; ++split) {
+      if (split > 1 && k_per_split(p, c, split) * (split - 1) >= p.K) break;
+      const double ctas = static_cast<double>(units_of(p, c, split));
+      const double waves = std::ceil(ctas / (static_cast<double>(hw.sm_count) * occ));
+      const double t = waves * 2.0 * static_cast<double>(c.tile_m * c.tile_n) *
+                       static_cast<double>(k_per_split(p, c, split)) / rate;
+      if (t < best.est_seconds * 0.97) best = Choice{c, split, t};
+    }
+  }
+  return best;
+}
+
 std::string dtype_code(hw::DType d) {
   switch (d) {
     case hw::DType::kBf16: return "tst";  // bf16 in, fp32 accumulate, bf16 out
@@ -602,8 +640,10 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   }
 
   if (gp.dtype == hw::DType::kFp32) {
-    Choice ch{simt_config(hw, p, linear), 1, 0};
-    return {tile_launch(hw, p, ch, gp.bias, linear, names, tag)};
+    const Choice ch = p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0};
+    std::vector<Launch> out{tile_launch(hw, p, ch, gp.bias && ch.split == 1, linear, names, tag)};
+    if (ch.split > 1) out.push_back(splitk_reduce(p, ch.split, gp.bias, names, tag));
+    return out;
   }
   const bool hopper = detail::is_hopper(hw);
   if (!hopper && p.M == 1 && p.batch == 1) {

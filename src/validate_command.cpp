@@ -32,6 +32,10 @@ const std::vector<SuiteSpec>& suites() {
        "kernel times of single ops on an H100 SXM5 (PyTorch profiler, L2 flushed, median of 20)"},
       {"measured-h200", "h200", "ops_h200.csv",
        "the held-out shapes measured again on an H200 SXM (same method)"},
+      {"measured2-h100", "h100", "ops2_h100.csv",
+       "a second set on the H100: more calibration shapes and fresh held-out shapes"},
+      {"measured2-h200", "h200", "ops2_h200.csv",
+       "the second set's fresh held-out shapes on the H200"},
   };
   return kSuites;
 }
