@@ -25,6 +25,10 @@
 
 namespace gpusim::models {
 namespace {
+constexpr double kDecodeRoundTripsPerTile = 12.0;
+}  // namespace
+
+namespace {
 using detail::ceil_div;
 
 constexpr std::int64_t kTileM = 128;  // query rows per work unit (prefill)
@@ -209,6 +213,11 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
     w.dram_write_bytes = out;
     w.max_inflight_bytes = static_cast<double>(kTileN * D) * e * 2.0;
     w.fixed = hw.dram.latency + hw.l2.hit_latency;
+    // Each 128-key tile: K loads, QK^T, softmax, PV, in dependence (the sm80 kernel does not
+    // overlap the next tile's loads with this one's math): DRAM round trips per tile
+    // (calibrated on the calibration set's decode rows).
+    w.critical_path = sim::Time::from_seconds(kDecodeRoundTripsPerTile * static_cast<double>(tiles) *
+                                              hw.dram.latency.seconds());
     per_split.push_back(w);
   }
   for (std::int64_t bh = 0; bh < base; ++bh) {
