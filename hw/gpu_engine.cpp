@@ -475,10 +475,13 @@ class Engine {
   // the rates: a few damped fixed-point steps from the last solution's utilization settle it.
   void recompute_rates() {
     double utilization = dram_utilization_;
-    const bool latency_bound = std::any_of(active_.begin(), active_.end(), [this](int id) {
-      return cohorts_[id].streaming && cohorts_[id].critical_path > 0;
-    });
-    for (int step = 0; latency_bound && step < kLoadedLatencySteps; ++step) {
+    const double first = solve_rates(utilization);
+    if (!critical_path_may_bind_) {  // the utilization does not change any rate
+      dram_utilization_ = first;
+      return;
+    }
+    utilization = 0.5 * (utilization + first);
+    for (int step = 1; step < kLoadedLatencySteps; ++step) {
       utilization = 0.5 * (utilization + solve_rates(utilization));
     }
     dram_utilization_ = solve_rates(utilization);
@@ -487,6 +490,7 @@ class Engine {
   // Solves the rates given the DRAM utilization that sets loaded latency; returns the
   // utilization those rates produce.
   double solve_rates(double utilization) {
+    critical_path_may_bind_ = false;
     auto& users = users_scratch_;
     users.assign(sms_.size(), std::array<int, kPipeCount>{});
     for (const int id : active_) {
@@ -529,6 +533,8 @@ class Engine {
       }
       // A dependent chain waits on memory, whose latency grows with DRAM load (queueing): up to
       // twice the idle latency at full bandwidth, from the utilization of the last solution.
+      // (At most twice the idle latency: if even that would not bind, utilization is moot.)
+      critical_path_may_bind_ = critical_path_may_bind_ || 2.0 * c.critical_path > seconds;
       seconds = std::max(seconds, c.critical_path * (1.0 + utilization));
       if (seconds <= 0) {  // nothing but fixed latency: done
         c.remaining = 0;
@@ -610,6 +616,7 @@ class Engine {
   double clock_hz_;
   int tensor_heavy_running_ = 0;
   double dram_utilization_ = 0;  // share of DRAM bandwidth in use at the last rate solution
+  bool critical_path_may_bind_ = false;  // set by solve_rates
   bool dirty_ = false;
 };
 
