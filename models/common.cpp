@@ -64,4 +64,18 @@ void add_class(hw::Launch& launch, std::int64_t count, const hw::CtaWork& work) 
   launch.ctas.push_back(hw::CtaClass{count, work});
 }
 
+hw::Launch memset_launch(const std::string& tag, std::string_view name, std::int64_t bytes) {
+  hw::Launch l;
+  l.name = "Memset (Device)";
+  l.family = "memset";
+  l.grid = {1, 1, 1};
+  l.block = {32, 1, 1};
+  hw::CtaWork w;
+  w.l2_bytes = static_cast<double>(bytes);
+  w.dram_write_bytes = static_cast<double>(bytes);
+  add_class(l, 1, w);
+  l.writes = {tensor(tag, name, static_cast<double>(bytes))};
+  return l;
+}
+
 }  // namespace gpusim::models::detail

@@ -43,4 +43,8 @@ std::vector<Share> split_evenly(std::int64_t items, std::int64_t ctas);
 // Appends a CTA class, merging it into the previous one when the work is identical.
 void add_class(hw::Launch& launch, std::int64_t count, const hw::CtaWork& work);
 
+// A cudaMemsetAsync of `bytes` into the tensor `<tag>.<name>`, as the profiler shows it: one
+// tiny launch that writes the bytes.
+hw::Launch memset_launch(const std::string& tag, std::string_view name, std::int64_t bytes);
+
 }  // namespace gpusim::models::detail

@@ -40,20 +40,6 @@ using detail::ceil_div;
 constexpr std::int64_t kTileM = 128;  // query rows per work unit (prefill)
 constexpr std::int64_t kTileN = 128;  // keys per inner tile
 
-hw::Launch memset(const std::string& tag, std::int64_t bytes) {
-  hw::Launch l;
-  l.name = "Memset (Device)";
-  l.family = "memset";
-  l.grid = {1, 1, 1};
-  l.block = {32, 1, 1};
-  hw::CtaWork w;
-  w.l2_bytes = static_cast<double>(bytes);
-  w.dram_write_bytes = static_cast<double>(bytes);
-  detail::add_class(l, 1, w);
-  l.writes = {detail::tensor(tag, "cudnn_workspace", static_cast<double>(bytes))};
-  return l;
-}
-
 }  // namespace
 
 bool cudnn_sdpa_applies(const hw::HardwareSpec& hw, std::int64_t D) {
@@ -157,7 +143,7 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
              detail::tensor(p.tag, p.v, static_cast<double>(p.B * p.Hk * p.Sk * p.D) * e)};
   l.writes = {detail::tensor(p.tag, p.o, static_cast<double>(p.B * p.H * p.Sq * p.D) * e)};
   // Size not recorded: the scheduler's counter and flags, assumed 4 bytes per CTA.
-  return {memset(p.tag, 4 * hw.sm_count), l};
+  return {detail::memset_launch(p.tag, "cudnn_workspace", 4 * hw.sm_count), l};
 }
 
 std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std::int64_t Hkv,

@@ -612,19 +612,6 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
 // three or more tiles per CTA (ops_h100.csv: 8192^3 and 4096x14336x4096 bf16, 4096^3 tf32; not
 // 3000^3 or 2048x4096x4096 at about two tiles per CTA). Its size is not recorded: one 4-byte
 // counter per CTA is assumed.
-hw::Launch memset_launch(std::int64_t bytes, const std::string& tag) {
-  hw::Launch l;
-  l.name = "Memset (Device)";
-  l.family = "memset";
-  l.grid = {1, 1, 1};
-  l.block = {32, 1, 1};
-  hw::CtaWork w;
-  w.l2_bytes = static_cast<double>(bytes);
-  w.dram_write_bytes = static_cast<double>(bytes);
-  detail::add_class(l, 1, w);
-  l.writes = {detail::tensor(tag, "workspace", static_cast<double>(bytes))};
-  return l;
-}
 
 }  // namespace
 
@@ -655,7 +642,9 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   std::vector<Launch> out;
   const std::int64_t units = units_of(p, ch.cfg, ch.split);
   const std::int64_t ctas = grid_ctas(hw, p, ch.cfg, ch.split);
-  if (ch.cfg.persistent && units >= 3 * ctas) out.push_back(memset_launch(4 * ctas, tag));
+  if (ch.cfg.persistent && units >= 3 * ctas) {
+    out.push_back(detail::memset_launch(tag, "workspace", 4 * ctas));
+  }
   out.push_back(tile_launch(hw, p, ch, gp.bias && ch.split == 1, linear, names, tag));
   if (ch.split > 1) out.push_back(splitk_reduce(p, ch.split, gp.bias, names, tag));
   return out;

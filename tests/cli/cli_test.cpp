@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/support/cli_runner.h"
 #include "tests/support/temp_files.h"
 
 namespace gpusim::cli {
@@ -16,16 +17,9 @@ namespace {
 using gpusim::testing::config_dir;
 using gpusim::testing::TempDir;
 
-struct Result {
-  int status;
-  std::string out, err;
-};
+using Result = gpusim::testing::CliResult;
 
-Result run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = run_cli(args, Environment{config_dir()}, out, err);
-  return {status, out.str(), err.str()};
-}
+Result run(const std::vector<std::string>& args) { return gpusim::testing::run_gpusim(args); }
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "src/cli.h"
+#include "tests/support/cli_runner.h"
 #include "tests/support/temp_files.h"
 
 namespace gpusim::cli {
@@ -14,16 +15,9 @@ namespace {
 using gpusim::testing::config_dir;
 using gpusim::testing::TempDir;
 
-struct Result {
-  int status;
-  std::string out, err;
-};
+using Result = gpusim::testing::CliResult;
 
-Result run(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int status = run_cli(args, Environment{config_dir()}, out, err);
-  return {status, out.str(), err.str()};
-}
+Result run(const std::vector<std::string>& args) { return gpusim::testing::run_gpusim(args); }
 
 nlohmann::json run_json(const std::string& workload, const std::string& hw,
                         std::vector<std::string> extra = {}) {
