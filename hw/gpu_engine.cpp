@@ -19,7 +19,6 @@ namespace gpusim::hw {
 namespace {
 
 enum Pipe { kTensorPipe, kFp32Pipe, kSfuPipe, kPipeCount };
-enum SharedResource { kDramBandwidth, kL2Bandwidth, kResourceCount };
 
 // Event priorities among events at the same instant: completions free slots before newly
 // ready kernels ask for them.
@@ -130,7 +129,7 @@ class Engine {
       k.host_time = mode_ == LaunchMode::kEager
                         ? sim::Time::from_ps(hw_.launch.eager_gap.ps() * static_cast<std::int64_t>(i))
                         : sim::Time();
-      init_result(k, static_cast<int>(i));
+      init_result(k);
 
       std::set<int> deps(nodes[i].deps.begin(), nodes[i].deps.end());
       const int stream = nodes[i].stream;
@@ -152,7 +151,7 @@ class Engine {
     }
   }
 
-  void init_result(KernelState& k, int index) {
+  void init_result(KernelState& k) {
     const Launch& l = k.node->launch;
     KernelResult& r = k.result;
     r.name = l.name;
@@ -183,7 +182,6 @@ class Engine {
     r.tensor_heavy = tensor_seconds > 0 &&
                      tensor_seconds >= kTensorHeavyShareOfDramTime * cold_bytes /
                                            hw_.dram.achievable_bandwidth();
-    (void)index;
   }
 
   // --- the launch front end ---
@@ -191,7 +189,6 @@ class Engine {
   void on_ready(int index) {
     advance();
     KernelState& k = kernels_[index];
-    k.result.ready = sim_.now();
     k.result.start = sim_.now();
     live_.push_back(index);
     apply_l2(k);

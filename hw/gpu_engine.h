@@ -35,7 +35,7 @@ struct KernelNode {
 
 struct KernelResult {
   std::string name, op, family;
-  sim::Time ready, start, end;  // ready: dependencies met; start..end: the profiler's span
+  sim::Time start, end;  // the profiler's span: from ready (dependencies met) to the drain
   double tensor_flops = 0, fp32_flops = 0, sfu_ops = 0;
   double l2_bytes = 0;
   double dram_read_bytes = 0;  // after L2 hits

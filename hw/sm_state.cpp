@@ -6,16 +6,13 @@ namespace gpusim::hw {
 namespace {
 
 // Deals `warps` warps of `per_warp` registers one at a time to the sub-partition with the most
-// free registers (the least used); returns false, leaving `used` changed, if one does not fit.
-bool deal(std::vector<int>& used, int warps, int per_warp, int per_sub_partition,
-          std::vector<int>* taken) {
+// free registers (the least used), recording what each took. The caller has checked they fit.
+void deal(std::vector<int>& used, int warps, int per_warp, std::vector<int>& taken) {
   for (int w = 0; w < warps; ++w) {
     const auto it = std::min_element(used.begin(), used.end());
-    if (*it + per_warp > per_sub_partition) return false;
     *it += per_warp;
-    if (taken != nullptr) (*taken)[it - used.begin()] += per_warp;
+    taken[it - used.begin()] += per_warp;
   }
-  return true;
 }
 
 }  // namespace
@@ -43,7 +40,6 @@ int SmState::capacity(const CtaFootprint& cta, int limit) const {
 }
 
 void SmState::place(const CtaFootprint& cta, int count, std::vector<int>& registers_taken) {
-  const int per_sub_partition = spec_->registers / spec_->sub_partitions;
   const int warps = cta.warps * count;
   const int parts = spec_->sub_partitions;
   if (std::all_of(registers_.begin(), registers_.end(), [&](int r) { return r == registers_[0]; })) {
@@ -54,9 +50,7 @@ void SmState::place(const CtaFootprint& cta, int count, std::vector<int>& regist
       registers_taken[i] += got;
     }
   } else {
-    for (int i = 0; i < count; ++i) {
-      deal(registers_, cta.warps, cta.registers_per_warp, per_sub_partition, &registers_taken);
-    }
+    for (int i = 0; i < count; ++i) deal(registers_, cta.warps, cta.registers_per_warp, registers_taken);
   }
   warps_ += cta.warps * count;
   ctas_ += count;
