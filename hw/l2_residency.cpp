@@ -32,10 +32,4 @@ void L2Residency::touch(const std::string& tensor, std::int64_t bytes) {
   used_ += keep;
 }
 
-void L2Residency::clear() {
-  lru_.clear();
-  index_.clear();
-  used_ = 0;
-}
-
 }  // namespace gpusim::hw

@@ -15,13 +15,11 @@ class L2Residency {
   explicit L2Residency(std::int64_t capacity) : capacity_(capacity) {}
 
   std::int64_t capacity() const { return capacity_; }
-  std::int64_t used() const { return used_; }
   // Bytes of `tensor` now in L2.
   std::int64_t resident(const std::string& tensor) const;
   // The tensor was just read or written in full: it becomes the most recently used, with up to
   // `bytes` resident, evicting the least recently used tensors as needed.
   void touch(const std::string& tensor, std::int64_t bytes);
-  void clear();
 
  private:
   struct Entry {

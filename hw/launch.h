@@ -83,10 +83,6 @@ struct Launch {
   std::vector<TensorUse> reads, writes;
 
   std::int64_t cta_count() const { return grid.count(); }
-  // Totals over all CTAs, for reports.
-  double total_flops() const;
-  double total_l2_bytes() const;
-  double total_dram_bytes() const;
 };
 
 }  // namespace gpusim::hw

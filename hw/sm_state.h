@@ -25,7 +25,6 @@ class SmState {
 
   // How many more CTAs of this footprint fit now (at most `limit`).
   int capacity(const CtaFootprint& cta, int limit) const;
-  bool fits(const CtaFootprint& cta) const { return capacity(cta, 1) == 1; }
   // Places `count` CTAs (which must fit); adds the registers they took from each sub-partition
   // to `registers_taken` (sized to the sub-partitions), to give back on release.
   void place(const CtaFootprint& cta, int count, std::vector<int>& registers_taken);

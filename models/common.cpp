@@ -31,11 +31,6 @@ hw::TensorUse tensor(const std::string& tag, std::string_view name, double bytes
   return hw::TensorUse{fmt::format("{}.{}", tag, name), static_cast<std::int64_t>(bytes)};
 }
 
-sim::Time cycles(const hw::HardwareSpec& hw, double n, bool tensor_heavy) {
-  const double hz = tensor_heavy ? hw.clocks.sustained_tensor_hz : hw.clocks.sustained_other_hz;
-  return sim::Time::from_seconds(hz > 0 ? n / hz : 0.0);
-}
-
 std::vector<Share> split_evenly(std::int64_t items, std::int64_t ctas) {
   std::vector<Share> out;
   if (ctas <= 0) return out;

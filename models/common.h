@@ -1,5 +1,5 @@
 // Small helpers shared by the kernel cost models: integer tiling arithmetic, element sizes,
-// architecture tests, tensor names, latencies in cycles, and splitting a count of work items
+// architecture tests, tensor names, and splitting a count of work items
 // over CTAs. Nothing here knows about a particular kernel family.
 #pragma once
 
@@ -26,10 +26,6 @@ bool is_hopper(const hw::HardwareSpec& hw);
 
 // A tensor of the op `tag`, named "<tag>.<name>" so kernels of one op share it through L2.
 hw::TensorUse tensor(const std::string& tag, std::string_view name, double bytes);
-
-// `n` clock cycles at the SM clock the kernel runs at (tensor-heavy kernels run at the
-// sustained tensor clock, everything else at the other sustained clock).
-sim::Time cycles(const hw::HardwareSpec& hw, double n, bool tensor_heavy);
 
 // Splits `items` work items over `ctas` CTAs as the blockIdx-ordered schedule does: the first
 // (items % ctas) CTAs take ceil(items / ctas), the rest floor. Returns {count, items per CTA}

@@ -319,22 +319,33 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
   return out;
 }
 
+// cutlass_80_simt_sgemm_256x128_8x4: 256 threads, 202 registers, 48 KiB (2048^3 fp32).
+Config cutlass_simt_256x128() {
+  Config c;
+  c.kind = GemmKind::kSimtSingle;
+  c.tile_k = 8;
+  c.persistent = false;
+  c.tile_n = 128;
+  c.tile_m = 256;
+  c.stages = 4;
+  c.threads = 256;
+  c.regs = 202;
+  c.smem = 49152;
+  return c;
+}
+
+// SIMT GEMMs issue shared-memory loads and address arithmetic beside their FFMAs: the FP32 pipe
+// runs FFMAs about 77% of the time in CUTLASS's 256x128 tile (calibrated on the 2048^3 fp32
+// calibration row) and 56% in the sm80_xmma tiles, whose threads hold fewer outputs per
+// shared-memory load (calibrated on naive attention's two calibration GEMMs).
+double simt_ffma_share(GemmKind kind) { return kind == GemmKind::kSimtSingle ? 0.77 : 0.56; }
+
 // fp32 with TF32 off: cuBLAS's SIMT kernels (measured on H100, assumed the same elsewhere).
 Config simt_config(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
+  if (p.batch == 1 && p.M >= 256 && p.N >= 128) return cutlass_simt_256x128();
   Config c;
   c.tile_k = 8;
   c.persistent = false;
-  if (p.batch == 1 && p.M >= 256 && p.N >= 128) {
-    // cutlass_80_simt_sgemm_256x128_8x4: 256 threads, 202 registers, 48 KiB (2048^3 fp32).
-    c.kind = GemmKind::kSimtSingle;
-    c.tile_n = 128;
-    c.tile_m = 256;
-    c.stages = 4;
-    c.threads = 256;
-    c.regs = 202;
-    c.smem = 49152;
-    return c;
-  }
   // Batched: sm80_xmma_gemm_f32..._ffma, 128 threads, 3 stages (naive attention's two bmm on
   // H100). Per layout cuBLAS had two tiles: "tn" (q @ k^T) 128x128 or 64x64, "nn" (p @ v)
   // 128x64 or 64x64; it took the larger where that still gave at least 8 CTAs per SM
@@ -366,14 +377,7 @@ Config simt_config(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
 // set's choices (512^3: 64x64 split 4, 1536^3: 64x64 split 3, 2048^3 and 4096x1024x1024:
 // 256x128, 3072^3: 256x128 split 4; validation/data/ops_h100.csv, ops2_h100.csv).
 Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
-  Config big = simt_config(hw, p, b_transposed);
-  big.kind = GemmKind::kSimtSingle;
-  big.tile_n = 128;
-  big.tile_m = 256;
-  big.stages = 4;
-  big.threads = 256;
-  big.regs = 202;
-  big.smem = 49152;
+  const Config big = cutlass_simt_256x128();
   Config small = big;
   small.kind = GemmKind::kSimtBatched;
   small.tile_m = small.tile_n = 64;
@@ -383,7 +387,7 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   small.smem = b_transposed ? 13056 : 12672;
   Choice best{big, 1, std::numeric_limits<double>::infinity()};
   for (const Config& c : {big, small}) {
-    const double efficiency = c.kind == GemmKind::kSimtSingle ? 0.77 : 0.56;
+    const double efficiency = simt_ffma_share(c.kind);
     const int occ = ctas_per_sm(hw, c);
     const double rate = hw.throughput.fp32 * hw.clocks.sustained_other_hz * efficiency / occ;
     for (std::int64_t split = 1; split <= 4; ++split) {
@@ -491,12 +495,8 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   hw::CtaWork unit = base_work(hw, p.dtype);
   const double flops = 2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk;
   if (p.dtype == hw::DType::kFp32) {
-    // SIMT GEMMs issue shared-memory loads and address arithmetic beside their FFMAs: the FP32
-    // pipe runs FFMAs about 77% of the time in CUTLASS's 256x128 tile (calibrated on the 2048^3
-    // fp32 calibration row) and 56% in the sm80_xmma 64x64x8 tiles, whose threads hold fewer
-    // outputs per shared-memory load (calibrated on naive attention's two calibration GEMMs).
     unit.fp32_flops = flops;
-    unit.fp32_efficiency = c.kind == GemmKind::kSimtSingle ? 0.77 : 0.56;
+    unit.fp32_efficiency = simt_ffma_share(c.kind);
   } else {
     unit.tensor_flops = flops;
   }
