@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "sim/error.h"
@@ -71,6 +72,50 @@ hw::Launch memset_launch(const std::string& tag, std::string_view name, std::int
   add_class(l, 1, w);
   l.writes = {tensor(tag, name, static_cast<double>(bytes))};
   return l;
+}
+
+}  // namespace gpusim::models::detail
+
+namespace gpusim::models::detail {
+
+hw::Launch streaming_launch(const StreamingKernel& k, const hw::HardwareSpec& hw) {
+  hw::Launch l;
+  l.name = k.name;
+  l.family = k.family;
+  const std::int64_t ctas = std::max<std::int64_t>(1, k.ctas);
+  l.grid = {ctas, 1, 1};
+  l.block = {k.threads, 1, 1};
+  l.regs_per_thread = k.regs;
+  l.smem_per_cta = k.smem;
+  hw::CtaWork w;
+  const double n = static_cast<double>(ctas);
+  w.fp32_flops = k.fp32_flops / n;
+  w.l2_bytes = (k.read_bytes + k.write_bytes) / n;
+  w.dram_read_bytes = k.read_bytes / n;
+  w.dram_write_bytes = k.write_bytes / n;
+  w.max_inflight_bytes = k.inflight_per_cta;
+  w.critical_path = sim::Time::from_seconds(k.round_trips * hw.dram.latency.seconds());
+  add_class(l, ctas, w);
+  l.reads = k.reads;
+  l.writes = k.writes;
+  return l;
+}
+
+hw::Launch memcpy_launch(bool to_host, double bytes, const hw::TensorUse& from,
+                         const hw::TensorUse& to, const hw::HardwareSpec& hw) {
+  // The copy is spread over the chip like a copy kernel: one CTA per 64 KiB, at most 2 per SM.
+  constexpr double kBytesPerCta = 64.0 * 1024;
+  StreamingKernel k;
+  k.name = to_host ? "Memcpy DtoH (Device -> Pinned)" : "Memcpy DtoD (Device -> Device)";
+  k.family = "memcpy";
+  k.ctas = std::clamp<std::int64_t>(static_cast<std::int64_t>(bytes / kBytesPerCta), 1,
+                                    2 * static_cast<std::int64_t>(hw.sm_count));
+  k.read_bytes = bytes;
+  k.write_bytes = to_host ? 0 : bytes;
+  k.inflight_per_cta = 16.0 * 1024;
+  k.reads = {from};
+  if (!to_host) k.writes = {to};
+  return streaming_launch(k, hw);
 }
 
 }  // namespace gpusim::models::detail

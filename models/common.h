@@ -44,3 +44,28 @@ void add_class(hw::Launch& launch, std::int64_t count, const hw::CtaWork& work);
 hw::Launch memset_launch(const std::string& tag, std::string_view name, std::int64_t bytes);
 
 }  // namespace gpusim::models::detail
+
+namespace gpusim::models::detail {
+
+// A kernel that streams bytes with little arithmetic (copies, gathers, reductions, small
+// bookkeeping kernels): its `ctas` CTAs share the bytes and FLOPs evenly. Each CTA keeps
+// `inflight_per_cta` bytes of loads in flight and waits `round_trips` dependent memory
+// latencies (loads that feed the next load, block-wide reductions) on its critical path.
+struct StreamingKernel {
+  std::string name, family;
+  std::int64_t ctas = 1, threads = 128;
+  int regs = 32;
+  std::int64_t smem = 0;
+  double read_bytes = 0, write_bytes = 0, fp32_flops = 0;
+  double inflight_per_cta = 0;
+  double round_trips = 1;
+  std::vector<hw::TensorUse> reads, writes;
+};
+hw::Launch streaming_launch(const StreamingKernel& k, const hw::HardwareSpec& hw);
+
+// cudaMemcpyAsync of `bytes` as the profiler shows it ("Memcpy DtoD (Device -> Device)" or
+// "Memcpy DtoH (Device -> Pinned)"): a copy-engine transfer, modeled as one small CTA.
+hw::Launch memcpy_launch(bool to_host, double bytes, const hw::TensorUse& from,
+                         const hw::TensorUse& to, const hw::HardwareSpec& hw);
+
+}  // namespace gpusim::models::detail

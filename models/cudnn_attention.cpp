@@ -25,13 +25,19 @@
 
 namespace gpusim::models {
 namespace {
-// DRAM round trips of dependent chain per 128-key tile (calibrated: 12, on the calibration set's
-// decode rows, all of 1 to 4 tiles per CTA), for at most kDecodeChainTiles tiles: CTAs with more
-// tiles pipeline them. That cap was chosen after the held-out evaluation showed unsplit 8-tile
-// CTAs at +52..117% with the chain unbounded; decode's held-out rows are therefore no longer
-// clean (docs/engine.md).
-constexpr double kDecodeRoundTripsPerTile = 12.0;
-constexpr double kDecodeChainTiles = 4.0;
+// The decode CTA's dependent chain, in DRAM round trips: its first 64 KiB of K and V arrive
+// as one burst behind the pipeline fill (Q, first QK^T -> softmax -> PV): kDecodeFillRoundTrips;
+// after that it streams at kDecodeRoundTripsPer64KiB per further 64 KiB (one 128-key tile of
+// K and V at D = 128). Keys are split evenly, so a 129-key split pays the fill and a sliver.
+// Calibrated on the op calibration rows and the decode steps of the calibration cases in
+// validation/data/hf_models_h100.json. It replaced 12 round trips per whole tile (same cap),
+// which charged a 129-key split as two full tiles.
+constexpr double kDecodeFillRoundTrips = 10.0;
+constexpr double kDecodeRoundTripsPer64KiB = 12.0;
+constexpr double kDecodeChainCap64KiB = 3.0;
+// cuDNN leaves short caches unsplit: every measured split had at least 4 key tiles (L >= 513);
+// GPT-2 at 257 keys (3 tiles) with 48 CTAs ran one kernel (hf_models_h100.json).
+constexpr std::int64_t kDecodeMinTilesToSplit = 4;
 }  // namespace
 
 namespace {
@@ -175,18 +181,17 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
       hw.sm, hw::BlockResources{128, k.regs_per_thread, k.smem_per_cta});
   const std::int64_t slots = static_cast<std::int64_t>(hw.sm_count) * std::max(1, occ.ctas_per_sm);
   std::int64_t splits = 1;
-  if (2 * base <= hw.sm_count) {
+  if (2 * base <= hw.sm_count && kv_tiles >= kDecodeMinTilesToSplit) {
     while (splits * 2 * base <= slots && splits * 2 <= kv_tiles) splits *= 2;
   }
   k.grid = {splits, head_tiles, B};
 
-  const std::int64_t tiles_per_split = ceil_div(kv_tiles, splits);
+  // cuDNN splits the keys evenly (not by whole tiles): L = 513 in 4 splits is 129 keys each.
+  const std::int64_t keys_per_split = ceil_div(L, splits);
   std::vector<hw::CtaWork> per_split;
   for (std::int64_t sp = 0; sp < splits; ++sp) {
-    const std::int64_t first = sp * tiles_per_split;
-    const std::int64_t tiles = std::clamp<std::int64_t>(kv_tiles - first, 0, tiles_per_split);
-    const std::int64_t keys =
-        std::clamp<std::int64_t>(L - first * kTileN, 0, tiles * kTileN);
+    const std::int64_t keys = std::clamp<std::int64_t>(L - sp * keys_per_split, 0, keys_per_split);
+    const std::int64_t tiles = ceil_div(keys, kTileN);
     // Query rows per CTA: g spread over its ceil(g / 16) tiles (all g when g <= 16).
     const double rows = static_cast<double>(g) / static_cast<double>(ceil_div(g, kRows));
     hw::CtaWork w;
@@ -205,10 +210,11 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
     w.dram_write_bytes = out;
     w.max_inflight_bytes = static_cast<double>(kTileN * D) * e * 2.0;
     w.fixed = hw.dram.latency + hw.l2.hit_latency;
-    // Each 128-key tile: K loads, QK^T, softmax, PV, in dependence (the sm80 kernel does not
-    // overlap a tile's loads with the previous tile's math until its pipeline is full).
+    // Beyond 4 tiles' worth the chain stops growing: longer CTAs pipeline their loads (the
+    // unsplit 8-tile rows: with the chain unbounded they were +52..117%, docs/engine.md).
+    const double streamed = std::clamp(kv - 64.0 * 1024, 0.0, kDecodeChainCap64KiB * 64.0 * 1024);
     w.critical_path = sim::Time::from_seconds(
-        kDecodeRoundTripsPerTile * std::min(kDecodeChainTiles, static_cast<double>(tiles)) *
+        (kDecodeFillRoundTrips + kDecodeRoundTripsPer64KiB * streamed / (64.0 * 1024)) *
         hw.dram.latency.seconds());
     per_split.push_back(w);
   }

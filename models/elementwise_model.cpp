@@ -12,6 +12,7 @@
 // Tensors whose byte offsets overflow int32 are split by TensorIterator into halves until each
 // piece fits (naive attention's 8x12x4096x4096 fp32 scores: 4 launches).
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
@@ -74,6 +75,32 @@ Func func_of(const ElementwiseProblem& p) {
                   ? "at::native::float16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}"
                   : "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() "
                     "const::{lambda()#7}::operator()() const::{lambda(float)#1}"};  // bf16 -> fp32
+    case EwFunc::kNeg:
+      return {1, 1, 0, 32, fmt::format("at::native::neg_kernel_cuda(at::TensorIteratorBase&)::{{lambda({})#1}}", t)};
+    case EwFunc::kPowScalar:  // x ** 2 is x * x
+      return {1, 1, 0, 32, fmt::format("at::native::(anonymous namespace)::pow_tensor_scalar_kernel_impl<{0}, {0}>", t)};
+    case EwFunc::kAddScalar:  // x + eps
+      return {1, 1, 0, 32, fmt::format("at::native::CUDAFunctorOnSelf_add<{}>", t)};
+    case EwFunc::kRsqrt:
+      return {1, 1, 1, 32, fmt::format("at::native::rsqrt_kernel_cuda(at::TensorIteratorBase&)::{{lambda({})#1}}", t)};
+    case EwFunc::kCos:  // range reduction and a polynomial
+      return {1, 12, 1, 32, fmt::format("at::native::cos_kernel_cuda(at::TensorIteratorBase&)::{{lambda({})#1}}", t)};
+    case EwFunc::kSin:
+      return {1, 12, 1, 32, fmt::format("at::native::sin_kernel_cuda(at::TensorIteratorBase&)::{{lambda({})#1}}", t)};
+    case EwFunc::kTanh:
+      return {1, 4, 1, 32, fmt::format("at::native::tanh_kernel_cuda(at::TensorIteratorBase&)::{{lambda({})#1}}", t)};
+    case EwFunc::kDiv:
+      return {2, 2, 1, 32, fmt::format("at::native::BinaryFunctor<{0}, {0}, {0}, at::native::binary_internal::DivFunctor<{0}> >", t)};
+    case EwFunc::kCopy:
+      return {1, 0, 0, 32, fmt::format("at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{{lambda({})#1}}", t)};
+    case EwFunc::kCompareScalar:
+      return {1, 1, 0, 32, "at::native::compare_scalar_kernel<long>(at::TensorIteratorBase&, at::native::(anonymous namespace)::OpType, long)::{lambda(long)#1}"};
+    case EwFunc::kFill:
+      return {0, 0, 0, 16, fmt::format("at::native::FillFunctor<{}>", t)};
+    case EwFunc::kClamp:
+      return {1, 1, 0, 32, "at::native::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda(long)#1}"};
+    case EwFunc::kFloorDivide:
+      return {1, 4, 0, 34, "at::native::BUnaryFunctor<long, long, long, at::native::binary_internal::div_floor_kernel_cuda(at::TensorIteratorBase&)::{lambda(long, long)#1}>"};
     case EwFunc::kMaskedFill:  // select
       return {1, 1, 0, 18,
               "at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::"
@@ -92,7 +119,7 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
   const double in_b = detail::elt_bytes(p.in), out_b = detail::elt_bytes(p.out);
 
   Path path = Path::kVectorized;
-  if (p.func == EwFunc::kMaskedFill) {
+  if (p.func == EwFunc::kMaskedFill || p.strided) {
     path = Path::kLegacy;
   } else if (p.func == EwFunc::kCast && p.in != p.out &&
              !(p.in == hw::DType::kFp32 &&
@@ -124,7 +151,8 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
           f.functor, f.arity + 1);
       break;
     case Path::kLegacy:
-      l.name = fmt::format("void at::native::elementwise_kernel<128, {}, {}>", per_thread, f.functor);
+      l.name = fmt::format("void at::native::elementwise_kernel<128, {}, at::native::gpu_kernel_impl_nocast<{}> >",
+                           per_thread, f.functor);
       break;
   }
   l.family = "elementwise";
@@ -151,12 +179,25 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
     // policies load the whole thread's work first): the CTA's whole input is in flight. The
     // first-load latency is therefore what this cap charges; no separate fixed time.
     w.max_inflight_bytes = static_cast<double>(kThreads * per_thread) * (f.arity * in_b + mask_l2_per_elt);
+    // Elements a thread actually handles (a CTA at the tail may have fewer than per_thread).
+    const double mine = std::min(static_cast<double>(per_thread),
+                                 std::ceil(e / static_cast<double>(kThreads)));
     if (path == Path::kUnrolled) {
       // LoadWithCast converts each element through a run-time dtype switch between its loads,
       // so a thread's loads do not overlap: about 1.5 DRAM round trips per element on the
       // critical path (calibrated on the bf16 -> fp32 cast rows of the calibration set).
-      w.critical_path = sim::Time::from_seconds(1.5 * static_cast<double>(per_thread) *
-                                                hw.dram.latency.seconds());
+      w.critical_path = sim::Time::from_seconds(1.5 * mine * hw.dram.latency.seconds());
+    } else if (path == Path::kLegacy && p.func != EwFunc::kMaskedFill) {
+      // The legacy loop computes each element's offsets and loads it inside the loop, so a
+      // thread has one element per operand in flight and its vt elements are a dependent
+      // chain (the strided RoPE and MoE kernels of validation/data/hf_models_h100.json).
+      w.max_inflight_bytes = static_cast<double>(kThreads) * f.arity * in_b;
+      w.critical_path = sim::Time::from_seconds(mine * hw.dram.latency.seconds());
+    }
+    // Precise sin/cos (range reduction with a slow path) add about 2 DRAM round trips' worth
+    // of dependent arithmetic to a thread (rotary table rows of the same file).
+    if (p.func == EwFunc::kCos || p.func == EwFunc::kSin) {
+      w.critical_path = w.critical_path + sim::Time::from_seconds(2.0 * hw.dram.latency.seconds());
     }
     return w;
   };

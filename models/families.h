@@ -35,7 +35,12 @@ class GemmModel final : public KernelModel {
 
 // ---- elementwise_model.cpp: add, mul, silu, gelu, cast (ATen CUDALoops.cuh) ---------------
 
-enum class EwFunc { kAdd, kMul, kMulScalar, kSilu, kGelu, kCast, kMaskedFill };
+enum class EwFunc {
+  kAdd, kMul, kMulScalar, kSilu, kGelu, kCast, kMaskedFill,
+  // the small kernels of eager transformer code (RMSNorm in fp32, RoPE, MoE routing)
+  kNeg, kPowScalar, kAddScalar, kRsqrt, kCos, kSin, kDiv, kCopy, kCompareScalar, kFill, kClamp,
+  kFloorDivide, kTanh,
+};
 struct ElementwiseProblem {
   EwFunc func = EwFunc::kAdd;
   std::int64_t n = 0;
@@ -45,6 +50,9 @@ struct ElementwiseProblem {
   // kMaskedFill: the mask is broadcast (an S x S bool mask over B*H of them), so the
   // iterator is not contiguous and ATen takes the non-vectorized legacy kernel.
   std::int64_t mask_bytes = 0;
+  // An operand is broadcast or not dense (a transposed view, a slice): TensorIterator cannot
+  // vectorize, so ATen takes the legacy elementwise_kernel with an offset calculator.
+  bool strided = false;
 };
 // One launch, or several when TensorIterator splits the tensor for 32-bit indexing.
 std::vector<Launch> lower_elementwise(const ElementwiseProblem& p, const hw::HardwareSpec& hw,
@@ -96,5 +104,58 @@ class NaiveAttentionModel final : public KernelModel {
   std::vector<Launch> lower(const Op& op, const hw::HardwareSpec& hw,
                             const std::string& tag) const override;
 };
+
+}  // namespace gpusim::models
+
+namespace gpusim::models {
+
+// ---- aten_kernels.cpp: the small ATen kernels of eager transformer code --------------------
+// Tensor uses are passed in already named (the caller owns the names); element counts are
+// per tensor.
+
+// nn.Embedding / index_select of `rows` rows of `row_elems` elements: indexSelectSmallIndex for
+// at most 16 indices, else the vectorized gather kernel.
+Launch lower_embedding_lookup(std::int64_t rows, std::int64_t row_elems, hw::DType dtype,
+                              const TensorUse& table, const TensorUse& out,
+                              const hw::HardwareSpec& hw);
+
+// torch.cat of inputs with `input_elems` elements each. `vectorized`: every input is dense and
+// aligned (CatArrayBatchedCopy_vectorized, 128 threads x 16 bytes per CTA and input); otherwise
+// the strided kernel on a 2-per-SM grid of 512-thread CTAs per input.
+Launch lower_cat(const std::vector<std::int64_t>& input_elems, hw::DType dtype, bool vectorized,
+                 const std::vector<TensorUse>& inputs, const TensorUse& out,
+                 const hw::HardwareSpec& hw);
+
+// reduce_kernel over `outputs` results of `reduced` elements each. `inner`: the reduced
+// elements are contiguous (mean over the last dim); otherwise strided (sum over top-k slots).
+Launch lower_reduce(std::int64_t outputs, std::int64_t reduced, hw::DType in, hw::DType out,
+                    bool inner, std::string_view op_functor, const TensorUse& input,
+                    const TensorUse& output, const hw::HardwareSpec& hw);
+
+// MoE routing bookkeeping (transformers' grouped_mm experts path): top-k over `rows` rows of
+// `cols` logits (2 kernels), sort of `n` expert ids (bitonic up to 32, else the single-CTA
+// radix sort), histogram into `bins`, cumsum over bins (2 kernels), arange of `n`, a row gather
+// of `rows` rows of `row_bytes` bytes, and index/index_put over `n` scalars.
+std::vector<Launch> lower_topk(std::int64_t rows, std::int64_t cols, std::int64_t k,
+                               const TensorUse& in, const TensorUse& out, const hw::HardwareSpec& hw);
+Launch lower_sort(std::int64_t n, const TensorUse& inout, const hw::HardwareSpec& hw);
+Launch lower_histogram(std::int64_t n, std::int64_t bins, const TensorUse& in, const TensorUse& out,
+                       const hw::HardwareSpec& hw);
+std::vector<Launch> lower_cumsum(std::int64_t n, const TensorUse& in, const TensorUse& out,
+                                 const hw::HardwareSpec& hw);
+Launch lower_arange(std::int64_t n, const TensorUse& out, const hw::HardwareSpec& hw);
+Launch lower_row_gather(std::int64_t rows, double row_bytes, const TensorUse& in,
+                        const TensorUse& out, const hw::HardwareSpec& hw);
+Launch lower_index_scalars(std::int64_t n, bool put, const TensorUse& in, const TensorUse& out,
+                           const hw::HardwareSpec& hw);
+
+// ---- grouped_gemm_model.cpp: torch._grouped_mm (CUTLASS sm90 ptr-array grouped GEMM) ------
+
+// out[rows of expert e] = in[rows of e] @ W[e]^T for every expert with rows; W[e] is [N, K].
+// `rows_per_expert` lists the token count of each expert (0 for experts with no tokens).
+std::vector<Launch> lower_grouped_gemm(const std::vector<std::int64_t>& rows_per_expert,
+                                       std::int64_t N, std::int64_t K, hw::DType dtype,
+                                       const TensorUse& in, const TensorUse& weights,
+                                       const TensorUse& out, const hw::HardwareSpec& hw);
 
 }  // namespace gpusim::models

@@ -39,12 +39,41 @@ nlohmann::ordered_json kernel_json(const KernelReport& k) {
           {"bound", k.bound}};
 }
 
+std::string gigabytes(std::int64_t b) { return fmt::format("{:.2f} GB", static_cast<double>(b) / 1e9); }
+
+void write_model_summary(const RunReport& r, std::ostream& out) {
+  for (const auto& p : r.phases) {
+    out << fmt::format("phase {:<8} {:>5} step{}  total {:.2f} us   kernel time {:.2f} us   {} kernels\n",
+                       p.name, p.steps, p.steps == 1 ? " " : "s", p.total_us, p.kernel_time_us, p.kernels);
+  }
+  if (r.generation) {
+    const auto& g = *r.generation;
+    out << fmt::format("generate: TTFT {:.1f} us   TPOT {:.1f} us   {:.1f} tokens/s   total {:.1f} us\n",
+                       g.ttft_us, g.tpot_us, g.tokens_per_s, g.total_us);
+  }
+  if (r.memory) {
+    const auto& m = *r.memory;
+    out << fmt::format("memory: weights {}  KV cache {} ({} tokens/seq)  activations {}  total {} of {}  {}\n",
+                       gigabytes(m.weights_bytes), gigabytes(m.kv_cache_bytes), m.kv_cache_tokens,
+                       gigabytes(m.activation_peak_bytes), gigabytes(m.total_bytes),
+                       gigabytes(m.capacity_bytes), m.fits ? "fits" : "DOES NOT FIT");
+    if (!m.fits) {
+      out << fmt::format("WARNING: the real device would run out of memory ({} needed, {} available); "
+                         "the latency below assumes it did not.\n",
+                         gigabytes(m.total_bytes), gigabytes(m.capacity_bytes));
+    }
+  }
+  if (!r.kernels_scope.empty()) out << "kernels listed: " << r.kernels_scope << "\n";
+  if (!r.phases.empty()) out << "\n";
+}
+
 }  // namespace
 
 void write_table(const RunReport& r, std::ostream& out) {
   out << fmt::format("hw {}  |  workload {}  |  mode {}\n", r.hw, r.workload, r.mode);
   out << fmt::format("total {:.2f} us   kernel time {:.2f} us   {} kernels\n\n", r.total_us,
                      r.kernel_time_us, r.kernels.size());
+  write_model_summary(r, out);
   out << fmt::format("{:>3}  {:<22} {:<44} {:>13} {:>9} {:>10} {:>6} {:>6}  {}\n", "#", "op",
                      "kernel", "grid", "block", "time(us)", "SM%", "DRAM%", "bound");
   for (std::size_t i = 0; i < r.kernels.size(); ++i) {
@@ -62,6 +91,25 @@ void write_json(const RunReport& r, std::ostream& out) {
   j["mode"] = r.mode;
   j["total_us"] = r.total_us;
   j["kernel_time_us"] = r.kernel_time_us;
+  if (!r.phases.empty()) {
+    j["phases"] = nlohmann::ordered_json::array();
+    for (const auto& p : r.phases) {
+      j["phases"].push_back({{"name", p.name}, {"steps", p.steps}, {"total_us", p.total_us},
+                             {"kernel_time_us", p.kernel_time_us}, {"kernels", p.kernels}});
+    }
+  }
+  if (r.generation) {
+    const auto& g = *r.generation;
+    j["generation"] = {{"output_tokens", g.output_tokens}, {"ttft_us", g.ttft_us}, {"tpot_us", g.tpot_us},
+                       {"tokens_per_s", g.tokens_per_s}, {"total_us", g.total_us}};
+  }
+  if (r.memory) {
+    const auto& m = *r.memory;
+    j["memory"] = {{"weights_bytes", m.weights_bytes}, {"kv_cache_bytes", m.kv_cache_bytes},
+                   {"kv_cache_tokens", m.kv_cache_tokens}, {"activation_peak_bytes", m.activation_peak_bytes},
+                   {"total_bytes", m.total_bytes}, {"capacity_bytes", m.capacity_bytes}, {"fits", m.fits}};
+  }
+  if (!r.kernels_scope.empty()) j["kernels_scope"] = r.kernels_scope;
   j["kernels"] = nlohmann::ordered_json::array();
   for (const auto& k : r.kernels) j["kernels"].push_back(kernel_json(k));
   j["simulation"] = {{"events", r.events}};

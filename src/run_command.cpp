@@ -1,7 +1,6 @@
 // `gpusim run WORKLOAD.yaml --hw NAME|FILE`: loads and validates both files (with `--set`
 // overrides), lowers an op-level workload to kernels, simulates them and writes the results.
-// Model-level workloads (transformer phases) are validated and described; simulating them
-// comes with the workload generators.
+// Model-level workloads (transformer phases) are lowered step by step to kernel DAGs.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -17,8 +16,8 @@
 #include "src/options.h"
 #include "src/report_writers.h"
 #include "src/run_report.h"
+#include "workloads/model_run.h"
 #include "workloads/op_lowering.h"
-#include "workloads/plan_summary.h"
 #include "workloads/workload.h"
 
 namespace gpusim::cli {
@@ -32,10 +31,15 @@ std::vector<workloads::WorkloadOverride> workload_overrides(const std::vector<Ov
   return out;
 }
 
-std::string hardware_line(const hw::HardwareSpec& s) {
-  return fmt::format("{} SMs at {:.2f} GHz, {} MiB L2, {} {:.2f} TB/s, {:.0f} GB", s.sm_count,
-                     s.clocks.boost_hz / 1e9, s.l2.size / (1024 * 1024), s.dram.kind,
-                     s.dram.bandwidth / 1e12, static_cast<double>(s.dram.capacity) / 1e9);
+// A dtype the chip has no tensor-core rate for (fp8 before Hopper/Ada) is bad input.
+void check_model_dtype(const workloads::ModelWorkload& w, const hw::HardwareSpec& s,
+                       const std::string& file) {
+  const bool tensor_only = w.dtype == hw::DType::kFp8 || w.dtype == hw::DType::kTf32;
+  if (tensor_only && s.tensor_flops_per_cycle(w.dtype) <= 0) {
+    throw ConfigError(file, 0, "dtype",
+                      fmt::format("{} has no {} tensor cores (hardware key throughput.tensor_{} is 0)",
+                                  s.name, hw::name(w.dtype), hw::name(w.dtype)));
+  }
 }
 
 // Writes `text` to `path` through a temporary file, so a failure leaves no half-written file.
@@ -97,25 +101,24 @@ int run_command(const Args& args, const Environment& env, std::ostream& out) {
   const workloads::Workload workload = workloads::load_workload(
       workload_file, workload_overrides(overrides), env.config_dir / "models");
 
-  const auto* ops = std::get_if<workloads::OpWorkload>(&workload);
-  if (ops == nullptr) {
-    out << "hardware: " << spec.name << " (" << hardware_line(spec) << ")\n";
-    out << "workload: " << workload_file << "\n";
-    out << workloads::describe_workload(workload);
-    out << "mode:     " << mode << "\n\n";
-    out << "Both files are valid. Not simulated: model-level workloads (transformer phases) need\n"
-           "the workload generators, which are not in this version yet.\n";
-    return 0;
-  }
   if (vm.count("out") && std::filesystem::exists(vm["out"].as<std::string>()) &&
       !std::filesystem::is_directory(vm["out"].as<std::string>())) {
     throw ConfigError("command line", 0, "--out", "'" + vm["out"].as<std::string>() + "' is not a folder");
   }
 
   const auto launch_mode = mode == "eager" ? hw::LaunchMode::kEager : hw::LaunchMode::kGraph;
-  const auto nodes = workloads::lower_ops(*ops, spec, models::default_kernel_models());
-  const hw::EngineResult result = hw::run_engine(spec, launch_mode, nodes);
-  const RunReport report = make_report(spec, ops->name, launch_mode, nodes, result);
+  const auto models = models::default_kernel_models();
+  RunReport report;
+  if (const auto* ops = std::get_if<workloads::OpWorkload>(&workload)) {
+    const auto nodes = workloads::lower_ops(*ops, spec, models);
+    const hw::EngineResult result = hw::run_engine(spec, launch_mode, nodes);
+    report = make_report(spec, ops->name, launch_mode, nodes, result);
+  } else {
+    const auto& model = std::get<workloads::ModelWorkload>(workload);
+    check_model_dtype(model, spec, workload_file);
+    report = make_model_report(spec, model, launch_mode,
+                               workloads::simulate_model(model, spec, launch_mode, models));
+  }
 
   // Everything is computed before anything is written.
   if (vm.count("out")) {

@@ -1,5 +1,7 @@
 #include "src/run_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace gpusim::cli {
@@ -67,6 +69,58 @@ RunReport make_report(const hw::HardwareSpec& hw, const std::string& workload, h
     out.bound = classify(out.sm_throughput_pct, out.dram_throughput_pct);
     r.kernel_time_us += out.duration_us;
     r.kernels.push_back(std::move(out));
+  }
+  return r;
+}
+
+RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWorkload& w,
+                            hw::LaunchMode mode, const workloads::ModelRun& run) {
+  RunReport r;
+  r.hw = hw.name;
+  r.workload = w.name;
+  r.mode = mode == hw::LaunchMode::kGraph ? "graph" : "eager";
+  r.memory = run.memory;
+  double clock = 0;
+  std::vector<std::string> listed;
+  std::int64_t decode_index = 0;
+  for (const auto& step : run.steps) {
+    if (r.phases.empty() || r.phases.back().name != step.phase) r.phases.push_back({step.phase});
+    PhaseReport& p = r.phases.back();
+    ++p.steps;
+    p.kernels += step.kernels;
+    p.total_us += step.total_us;
+    p.kernel_time_us += step.kernel_time_us;
+    const std::string label = step.phase == "decode" && run.steps.size() > 1
+                                  ? fmt::format("decode[{}]", decode_index)
+                                  : step.phase;
+    if (step.phase == "decode") ++decode_index;
+    if (step.detail) {
+      RunReport one = make_report(hw, w.name, mode, step.detail->nodes, step.detail->result);
+      for (auto& k : one.kernels) {
+        k.start_us += clock;
+        if (run.steps.size() > 1) k.op = label + " " + k.op;
+        r.kernels.push_back(std::move(k));
+      }
+      listed.push_back(label);
+    }
+    clock += step.total_us;
+    r.total_us += step.total_us;
+    r.kernel_time_us += step.kernel_time_us;
+    r.events += step.events;
+  }
+  if (listed.size() < run.steps.size()) {
+    std::string steps;
+    for (const auto& l : listed) steps += (steps.empty() ? "" : ", ") + l;
+    r.kernels_scope = fmt::format("kernels of steps {} of {} (totals cover every step)", steps, run.steps.size());
+  }
+  if (w.phase == workloads::Phase::kGenerate) {
+    GenerationReport g;
+    g.output_tokens = w.output_len.value_or(1);
+    g.total_us = r.total_us;
+    g.ttft_us = r.phases.front().total_us;
+    if (r.phases.size() > 1) g.tpot_us = r.phases.back().total_us / static_cast<double>(r.phases.back().steps);
+    g.tokens_per_s = static_cast<double>(w.batch * g.output_tokens) / (r.total_us * 1e-6);
+    r.generation = g;
   }
   return r;
 }

@@ -8,15 +8,16 @@
 namespace gpusim::workloads {
 namespace {
 
-// Bounds well above any published model, and low enough that parameter counts fit int64.
-constexpr std::int64_t kMaxLayers = 1024;
-constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;  // d_model, d_ff, expert widths
-constexpr std::int64_t kMaxHeads = 1024;
-constexpr std::int64_t kMaxHeadDim = 16384;
-constexpr std::int64_t kMaxVocab = std::int64_t{1} << 22;
-constexpr std::int64_t kMaxPositions = std::int64_t{1} << 24;
-constexpr std::int64_t kMaxExperts = 1024;
-constexpr std::int64_t kMaxSharedExperts = 64;
+using model_limits::kMaxExperts;
+using model_limits::kMaxHeadDim;
+using model_limits::kMaxHeads;
+using model_limits::kMaxLayers;
+using model_limits::kMaxNormEps;
+using model_limits::kMaxPositions;
+using model_limits::kMaxRopeTheta;
+using model_limits::kMaxSharedExperts;
+using model_limits::kMaxVocab;
+using model_limits::kMaxWidth;
 
 // Declaring every key first lets a misspelt key be reported as unknown rather than as a
 // missing required one.
@@ -99,13 +100,13 @@ ModelConfig read_model_config(const hw::YamlDocument& doc, const YAML::Node& nod
 
   m.norm =
       r.choice("norm", {"layernorm", "rmsnorm"}) == "layernorm" ? Norm::kLayerNorm : Norm::kRmsNorm;
-  m.norm_eps = optional_positive(r, "norm_eps", 1.0);
+  m.norm_eps = optional_positive(r, "norm_eps", kMaxNormEps);
   m.activation = r.choice("activation", {"gelu", "swiglu"}) == "gelu" ? Activation::kGelu
                                                                       : Activation::kSwiglu;
   m.positions = r.choice("positions", {"learned", "rope"}) == "learned" ? Positions::kLearned
                                                                         : Positions::kRope;
   m.max_positions = r.optional_integer("max_positions", 1, kMaxPositions);
-  m.rope_theta = optional_positive(r, "rope_theta", 1e12);
+  m.rope_theta = optional_positive(r, "rope_theta", kMaxRopeTheta);
   if (m.positions == Positions::kLearned) {
     if (!m.max_positions) r.fail("max_positions", "missing: learned positions need a table size");
     if (m.rope_theta) r.fail("rope_theta", "is for positions: rope only");

@@ -43,6 +43,22 @@
 
 namespace gpusim::workloads {
 
+// Bounds on model fields, shared by every reader of model configurations (model files and
+// Hugging Face config.json): well above any published model, and low enough that parameter
+// counts fit int64.
+namespace model_limits {
+inline constexpr std::int64_t kMaxLayers = 1024;
+inline constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;  // d_model, d_ff, expert widths
+inline constexpr std::int64_t kMaxHeads = 1024;
+inline constexpr std::int64_t kMaxHeadDim = 16384;
+inline constexpr std::int64_t kMaxVocab = std::int64_t{1} << 22;
+inline constexpr std::int64_t kMaxPositions = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxExperts = 1024;
+inline constexpr std::int64_t kMaxSharedExperts = 64;
+inline constexpr double kMaxNormEps = 1.0;
+inline constexpr double kMaxRopeTheta = 1e12;
+}  // namespace model_limits
+
 enum class Norm { kLayerNorm, kRmsNorm };
 enum class Activation { kGelu, kSwiglu };
 enum class Positions { kLearned, kRope };

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <system_error>
+
 #include "sim/error.h"
+#include "workloads/hf_config.h"
 #include "workloads/op_reader.h"
 
 namespace gpusim::workloads {
@@ -39,8 +42,32 @@ OpWorkload read_op_workload(const hw::YamlDocument& doc, hw::MappingReader& root
   return w;
 }
 
+// `hf_config: PATH`, relative to the workload file's folder.
+ModelConfig read_hf_model(const hw::YamlDocument& doc, hw::MappingReader& root) {
+  const std::filesystem::path named = root.text("hf_config");
+  const auto file = named.is_absolute() ? named : doc.path().parent_path() / named;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    root.fail("hf_config", fmt::format("no such file: {}", file.string()));
+  }
+  return load_hf_config(file);
+}
+
 ModelConfig read_model(const hw::YamlDocument& doc, hw::MappingReader& root,
                        const std::filesystem::path& models_dir) {
+  const bool has_model = root.has("model");
+  const bool has_hf_config = root.has("hf_config");
+  if (has_model && has_hf_config) {
+    root.fail("hf_config",
+              "a workload names its model once: model (a preset or inline fields) or hf_config "
+              "(a Hugging Face config.json), not both");
+  }
+  if (!has_model && !has_hf_config) {
+    root.fail("model",
+              "missing: name a preset or write inline fields (model:), or give a Hugging Face "
+              "config.json (hf_config:)");
+  }
+  if (has_hf_config) return read_hf_model(doc, root);
   const YAML::Node node = root.node("model");
   if (node.IsMap()) return read_model_config(doc, node, "model", "custom");
   if (!node.IsScalar()) {
@@ -92,11 +119,6 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
                                   const std::filesystem::path& models_dir) {
   declare_keys(root, {"name", "model", "hf_config", "phase", "batch", "seq_len", "output_len",
                       "dtype", "lowering", "attention"});
-  if (root.has("hf_config")) {
-    root.fail("hf_config",
-              "reading a Hugging Face config.json is not supported yet; name a preset "
-              "(model: NAME) or write the model's fields inline under model:");
-  }
   ModelWorkload w;
   w.name = root.optional_text("name").value_or(std::move(default_name));
   w.model = read_model(doc, root, models_dir);
@@ -138,7 +160,8 @@ Workload read_workload(const hw::YamlDocument& doc, const std::filesystem::path&
   if (has_ops) return read_op_workload(doc, root, default_name);
   if (has_model) return read_model_workload(doc, root, default_name, models_dir);
   doc.fail(doc.root(), "(document)",
-           "expected `ops:` (an op-level workload) or `model:` (a model-level workload)");
+           "expected `ops:` (an op-level workload), or `model:` or `hf_config:` (a model-level "
+           "workload)");
 }
 
 Workload read_with_overrides(const hw::YamlDocument& doc,

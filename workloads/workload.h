@@ -63,6 +63,9 @@ struct ModelWorkload {
   hw::DType dtype = hw::DType::kBf16;
   Lowering lowering = Lowering::kHfEager;
   Attention attention = Attention::kSdpa;
+  // MoE models: how the routed token-expert pairs split over experts, one weight per expert;
+  // empty means evenly (every expert gets the same share, as trained routers aim for).
+  std::vector<double> expert_weights;
 };
 
 using Workload = std::variant<OpWorkload, ModelWorkload>;

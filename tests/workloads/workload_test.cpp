@@ -248,7 +248,7 @@ TEST(WorkloadTest, ModelReferenceErrors) {
       "dtype: bf16\n");
   EXPECT_EQ(e.line(), 1);
   EXPECT_EQ(e.key(), "hf_config");
-  EXPECT_NE(e.detail().find("not supported yet"), std::string::npos);
+  EXPECT_NE(e.detail().find("no such file: llama/config.json"), std::string::npos);
 
   // An error inside a preset names the preset's file.
   e = parse_error("model: broken\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\n");

@@ -1,0 +1,450 @@
+// The kernels Hugging Face transformers 5.x launches for one forward step in eager mode
+// (attn_implementation="sdpa", DynamicCache, bf16), piece by piece as the modeling code runs:
+//   LlamaModel.forward: embedding, the attention-mask check (create_causal_mask reads the mask
+//     back to skip it), the rotary table (inv_freq @ positions, cat, cos, sin, scaling, casts);
+//   per layer: RMSNorm in fp32 (cast, pow, mean, +eps, rsqrt, mul, cast back, weight mul),
+//     q/k/v projections, RoPE (q*cos + rotate_half(q)*sin: mul, neg, cat, mul, add, for q and
+//     k), the DynamicCache torch.cat of K and V, F.scaled_dot_product_attention (cuDNN), o_proj,
+//     residual add; then the MLP (gate, SiLU, up, mul, down, residual add) or the MoE block
+//     (router, softmax, top-k, and the grouped_mm experts path of integrations/moe.py);
+//   the final norm and lm_head on the last position only (logits_to_keep=1, as generate does).
+// GPT-2 differs: learned positions, LayerNorm kernels, a fused QKV Conv1D (addmm with bias)
+// whose K/V views make the cache cat strided, and gelu_new written out as 8 pointwise kernels.
+// Checked against the calibration cases of validation/data/hf_models_h100.json.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/common.h"
+#include "sim/error.h"
+#include "workloads/step_emitter.h"
+
+namespace gpusim::workloads {
+namespace {
+using detail::StepEmitter;
+using hw::DType;
+using hw::TensorUse;
+using models::EwFunc;
+
+constexpr DType kF32 = DType::kFp32;
+
+// Strips the empty tag of launches lowered with tag "" (their names are program names).
+std::vector<hw::Launch> untagged(std::vector<hw::Launch> launches) {
+  for (auto& l : launches) {
+    for (auto* uses : {&l.reads, &l.writes}) {
+      for (auto& u : *uses) {
+        if (!u.tensor.empty() && u.tensor.front() == '.') u.tensor.erase(0, 1);
+      }
+    }
+  }
+  return launches;
+}
+
+bool is_gpt2_style(const ModelConfig& m) { return m.positions == Positions::kLearned; }
+
+// create_causal_mask checks whether the 2-D mask is all ones (then sdpa runs with is_causal and
+// no mask): two copies of the mask, a sum, a compare and a read-back to the host.
+void mask_check(StepEmitter& e) {
+  const std::int64_t n = e.s().batch * (e.s().past_tokens + e.s().new_tokens);
+  const TensorUse mask = e.b().state("attention_mask", static_cast<double>(n) * 8);
+  const TensorUse a = e.pointwise("mask_check.copy", EwFunc::kCast, n, DType::kBf16, kF32, {mask}, false);
+  const TensorUse c = e.pointwise("mask_check.copy", EwFunc::kCast, n, DType::kBf16, kF32, {a}, false);
+  const TensorUse sum = e.new_act("mask_check.sum", 1, kF32);
+  e.emit("mask_check.sum", {models::lower_reduce(1, n, kF32, kF32, true,
+                                                 "at::native::func_wrapper_t<long, at::native::sum_functor<long, long, long> >",
+                                                 c, sum, e.hw())});
+  const TensorUse eq = e.pointwise("mask_check.eq", EwFunc::kCompareScalar, 1, kF32, kF32, {sum}, false);
+  e.emit("mask_check.item", {models::detail::memcpy_launch(true, 1, eq, eq, e.hw())});
+}
+
+// LlamaRotaryEmbedding: inv_freq[B, D/2, 1] @ positions[B, 1, q] in fp32, then the table.
+std::pair<TensorUse, TensorUse> rotary_table(StepEmitter& e) {
+  const auto& s = e.s();
+  const std::int64_t half = e.m().head_dim / 2, T = e.tokens();
+  const TensorUse pos = e.b().state("position_ids", static_cast<double>(T) * 8);
+  const TensorUse posf = e.pointwise("rotary.positions", EwFunc::kCast, T, DType::kBf16, kF32, {pos}, false);
+  const TensorUse inv = e.b().state("rotary.inv_freq", static_cast<double>(half) * 4);
+  const TensorUse freqs = e.new_act("rotary.freqs", static_cast<double>(T * half), kF32);
+  models::GemmProblem g;
+  g.M = half;
+  g.N = s.new_tokens;
+  g.K = 1;
+  g.batch = s.batch;
+  g.dtype = kF32;
+  g.a = inv.tensor;
+  g.b = posf.tensor;
+  g.c = freqs.tensor;
+  e.emit("rotary.matmul", untagged(models::lower_gemm(g, e.hw(), "")));
+  const TensorUse emb = e.new_act("rotary.emb", static_cast<double>(T * 2 * half), kF32);
+  e.emit("rotary.cat", {models::lower_cat({T * half, T * half}, kF32, s.new_tokens == 1, {freqs, freqs}, emb, e.hw())});
+  const std::int64_t n = T * 2 * half;
+  const TensorUse cos = e.pointwise("rotary.cos", EwFunc::kCos, n, kF32, kF32, {emb}, false);
+  const TensorUse cs = e.pointwise("rotary.cos_scale", EwFunc::kMulScalar, n, kF32, kF32, {cos}, false);
+  const TensorUse sin = e.pointwise("rotary.sin", EwFunc::kSin, n, kF32, kF32, {emb}, false);
+  const TensorUse ss = e.pointwise("rotary.sin_scale", EwFunc::kMulScalar, n, kF32, kF32, {sin}, false);
+  return {e.cast("rotary.cos_cast", n, kF32, e.act(), cs), e.cast("rotary.sin_cast", n, kF32, e.act(), ss)};
+}
+
+// LlamaRMSNorm: computed in fp32 and cast back before the weight multiply.
+TensorUse rms_norm(StepEmitter& e, const std::string& label, const TensorUse& x) {
+  const std::int64_t T = e.tokens(), d = e.m().d_model, n = T * d;
+  const TensorUse w = e.weight(label + ".weight", static_cast<double>(d));
+  const TensorUse xf = e.cast(label + ".to_fp32", n, e.act(), kF32, x);
+  const TensorUse sq = e.pointwise(label + ".pow", EwFunc::kPowScalar, n, kF32, kF32, {xf}, false);
+  const TensorUse var = e.new_act(label + ".mean", static_cast<double>(T), kF32);
+  e.emit(label + ".mean", {models::lower_reduce(T, d, kF32, kF32, true,
+                                                "at::native::MeanOps<float, float, float, float>",
+                                                sq, var, e.hw())});
+  const TensorUse ve = e.pointwise(label + ".add_eps", EwFunc::kAddScalar, T, kF32, kF32, {var}, false);
+  const TensorUse r = e.pointwise(label + ".rsqrt", EwFunc::kRsqrt, T, kF32, kF32, {ve}, false);
+  const TensorUse xn = e.pointwise(label + ".scale", EwFunc::kMul, n, kF32, kF32, {xf, r}, true);
+  const TensorUse xb = e.cast(label + ".to_act", n, kF32, e.act(), xn);
+  // weight[d] * x[T, d]: a broadcast unless there is a single row.
+  return e.pointwise(label + ".weight_mul", EwFunc::kMul, n, e.act(), e.act(), {w, xb}, T > 1);
+}
+
+TensorUse layer_norm(StepEmitter& e, const std::string& label, const TensorUse& x) {
+  const std::int64_t T = e.tokens(), d = e.m().d_model;
+  const TensorUse y = e.new_act(label, static_cast<double>(T * d));
+  e.b().emit_op(label, models::Op(models::OpKind::kLayerNorm, e.act(), models::RowShape{T, d}),
+                {{"x", x}, {"y", y}, {"weight", e.weight(label + ".weight", 2.0 * static_cast<double>(d))}});
+  return y;
+}
+
+TensorUse norm(StepEmitter& e, const std::string& label, const TensorUse& x) {
+  return e.m().norm == Norm::kRmsNorm ? rms_norm(e, label, x) : layer_norm(e, label, x);
+}
+
+// apply_rotary_pos_emb for `heads` heads: x*cos + rotate_half(x)*sin. q and k are transposed
+// views of the projection ([B, S, H, D] memory), so with more than one token every kernel but
+// the neg takes the strided path; the final add is dense for a single token.
+TensorUse rope(StepEmitter& e, const std::string& label, const TensorUse& x, std::int64_t heads,
+               const TensorUse& cos, const TensorUse& sin) {
+  const std::int64_t n = e.tokens() * heads * e.m().head_dim;
+  const DType a = e.act();
+  const TensorUse xc = e.pointwise(label + ".mul_cos", EwFunc::kMul, n, a, a, {x, cos}, true);
+  const TensorUse ng = e.pointwise(label + ".neg", EwFunc::kNeg, n / 2, a, a, {x}, true);
+  const TensorUse rot = e.new_act(label + ".rotate_half", static_cast<double>(n));
+  e.emit(label + ".cat", {models::lower_cat({n / 2, n / 2}, a, false, {ng, x}, rot, e.hw())});
+  const TensorUse rs = e.pointwise(label + ".mul_sin", EwFunc::kMul, n, a, a, {rot, sin}, true);
+  return e.pointwise(label + ".add", EwFunc::kAdd, n, a, a, {xc, rs}, e.s().new_tokens > 1);
+}
+
+// DynamicCache.update: torch.cat([cache, new], dim=-2) allocates the grown cache.
+TensorUse cache_append(StepEmitter& e, const std::string& label, const std::string& which,
+                       const TensorUse& fresh, bool dense_inputs) {
+  const auto& s = e.s();
+  const std::int64_t per_token = s.batch * e.m().kv_heads * e.m().head_dim;
+  const double eb = e.act_bytes();
+  const TensorUse past = e.b().state(fmt::format("{}.{}.cache", label, which),
+                                     static_cast<double>(per_token * s.past_tokens) * eb);
+  const TensorUse grown = e.b().state(fmt::format("{}.{}.cache_new", label, which),
+                                      static_cast<double>(per_token * (s.past_tokens + s.new_tokens)) * eb);
+  // The first update concatenates onto an empty tensor: the strided kernel.
+  const bool vectorized = dense_inputs && s.past_tokens > 0 && s.new_tokens == 1;
+  e.emit(label + "." + which + "_cat",
+         {models::lower_cat({per_token * s.past_tokens, per_token * s.new_tokens}, e.act(), vectorized,
+                            {past, fresh}, grown, e.hw())});
+  return grown;
+}
+
+// Attention written out (CS336-style): scores = q k^T, scale, causal mask, softmax, @ v.
+TensorUse naive_attention(StepEmitter& e, const std::string& label, const TensorUse& q,
+                          const TensorUse& k, const TensorUse& v) {
+  const auto& s = e.s();
+  const auto& m = e.m();
+  const std::int64_t BH = s.batch * m.heads, Lq = s.new_tokens, Lk = s.past_tokens + s.new_tokens;
+  const TensorUse scores = e.new_act(label + ".scores", static_cast<double>(BH * Lq * Lk));
+  models::GemmProblem qk;
+  qk.M = Lq;
+  qk.N = Lk;
+  qk.K = m.head_dim;
+  qk.batch = BH;
+  qk.dtype = e.math();
+  qk.a = q.tensor;
+  qk.b = k.tensor;
+  qk.c = scores.tensor;
+  e.emit(label + ".qk", untagged(models::lower_gemm(qk, e.hw(), "")));
+  const std::int64_t n = BH * Lq * Lk;
+  TensorUse scaled = e.pointwise(label + ".scale", EwFunc::kMulScalar, n, e.act(), e.act(), {scores}, false);
+  if (Lq > 1) {
+    models::ElementwiseProblem p;
+    p.func = EwFunc::kMaskedFill;
+    p.n = n;
+    p.in = p.out = e.act();
+    p.mask_bytes = Lq * Lk;
+    p.inputs = {scaled.tensor};
+    const TensorUse masked = e.new_act(label + ".masked", static_cast<double>(n));
+    p.output = masked.tensor;
+    e.emit(label + ".mask", untagged(models::lower_elementwise(p, e.hw(), "")));
+    scaled = masked;
+  }
+  const TensorUse probs = e.new_act(label + ".probs", static_cast<double>(n));
+  e.emit(label + ".softmax",
+         untagged(models::lower_softmax(BH * Lq, Lk, e.act(), scaled.tensor, probs.tensor, e.hw(), "")));
+  // lower_softmax prefixes names with the tag: with the empty tag they start with '.', which
+  // untagged() strips.
+  const TensorUse out = e.new_act(label + ".out", static_cast<double>(BH * Lq * m.head_dim));
+  models::GemmProblem pv;
+  pv.M = Lq;
+  pv.N = m.head_dim;
+  pv.K = Lk;
+  pv.batch = BH;
+  pv.dtype = e.math();
+  pv.a = probs.tensor;
+  pv.b = v.tensor;
+  pv.c = out.tensor;
+  e.emit(label + ".pv", untagged(models::lower_gemm(pv, e.hw(), "")));
+  return out;
+}
+
+TensorUse attention_core(StepEmitter& e, const std::string& label, const TensorUse& q,
+                         const TensorUse& k, const TensorUse& v) {
+  const auto& s = e.s();
+  const auto& m = e.m();
+  if (s.past_tokens > 0 && s.new_tokens > 1) {
+    throw ModelError("attention: several new tokens against a filled cache (chunked prefill) is not modeled");
+  }
+  const TensorUse o = e.new_act(label + ".sdpa", static_cast<double>(e.tokens() * m.heads * m.head_dim));
+  const std::map<std::string, TensorUse> names{{"q", q}, {"k", k}, {"v", v}, {"o", o}};
+  if (s.past_tokens > 0) {
+    e.b().emit_op(label + ".sdpa",
+                  models::Op(models::OpKind::kSdpaDecode, e.act(),
+                             models::SdpaDecodeShape{s.batch, m.heads, m.kv_heads, s.past_tokens + 1, m.head_dim}),
+                  names);
+  } else {
+    e.b().emit_op(label + ".sdpa",
+                  models::Op(models::OpKind::kSdpa, e.act(),
+                             models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, true}),
+                  names);
+  }
+  return o;
+}
+
+// The dense MLP: SwiGLU (gate, SiLU, up, mul, down) or GPT-2's fc, gelu_new, proj.
+TensorUse mlp(StepEmitter& e, const std::string& label, const TensorUse& h, std::int64_t width) {
+  const auto& m = e.m();
+  const std::int64_t T = e.tokens(), d = m.d_model, n = T * width;
+  const DType a = e.act();
+  const double dw = static_cast<double>(d * width);
+  if (m.activation == Activation::kSwiglu) {
+    const TensorUse g = e.linear(label + ".gate_proj", T, width, d, m.mlp_bias, h, e.weight(label + ".gate_proj", dw));
+    const TensorUse sg = e.pointwise(label + ".act", EwFunc::kSilu, n, a, a, {g}, false);
+    const TensorUse u = e.linear(label + ".up_proj", T, width, d, m.mlp_bias, h, e.weight(label + ".up_proj", dw));
+    const TensorUse p = e.pointwise(label + ".mul", EwFunc::kMul, n, a, a, {sg, u}, false);
+    return e.linear(label + ".down_proj", T, d, width, m.mlp_bias, p, e.weight(label + ".down_proj", dw));
+  }
+  const TensorUse f = e.linear(label + ".c_fc", T, width, d, m.mlp_bias, h, e.weight(label + ".c_fc", dw));
+  // NewGELUActivation: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).
+  const TensorUse half = e.pointwise(label + ".gelu.half", EwFunc::kMulScalar, n, a, a, {f}, false);
+  const TensorUse cube = e.pointwise(label + ".gelu.pow", EwFunc::kPowScalar, n, a, a, {f}, false);
+  const TensorUse c3 = e.pointwise(label + ".gelu.mul", EwFunc::kMulScalar, n, a, a, {cube}, false);
+  const TensorUse inner = e.pointwise(label + ".gelu.add", EwFunc::kAdd, n, a, a, {f, c3}, false);
+  const TensorUse sc = e.pointwise(label + ".gelu.scale", EwFunc::kMulScalar, n, a, a, {inner}, false);
+  const TensorUse th = e.pointwise(label + ".gelu.tanh", EwFunc::kTanh, n, a, a, {sc}, false);
+  const TensorUse one = e.pointwise(label + ".gelu.add_one", EwFunc::kAddScalar, n, a, a, {th}, false);
+  const TensorUse act = e.pointwise(label + ".gelu.mul_out", EwFunc::kMul, n, a, a, {half, one}, false);
+  return e.linear(label + ".c_proj", T, d, width, m.mlp_bias, act, e.weight(label + ".c_proj", dw));
+}
+
+// MixtralSparseMoeBlock / DeepseekV2Moe with transformers' grouped_mm experts path.
+TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
+              const std::vector<double>& expert_weights) {
+  const auto& m = e.m();
+  const auto& cfg = *m.moe;
+  const std::int64_t T = e.tokens(), d = m.d_model, E = cfg.experts, k = cfg.top_k;
+  const std::int64_t S = T * k, F = cfg.expert_d_ff;
+  const DType a = e.act();
+  const auto& hw = e.hw();
+  // Router: logits in fp32, softmax, top-k, optional renormalization.
+  const TensorUse logits = e.linear(label + ".gate", T, E, d, false, h, e.weight(label + ".gate", static_cast<double>(E * d)));
+  const TensorUse lf = e.cast(label + ".router.to_fp32", T * E, a, kF32, logits);
+  const TensorUse probs = e.new_act(label + ".router.softmax", static_cast<double>(T * E), kF32);
+  e.emit(label + ".router.softmax", untagged(models::lower_softmax(T, E, kF32, lf.tensor, probs.tensor, hw, "")));
+  const TensorUse top = e.new_act(label + ".router.topk", static_cast<double>(S) * 12, DType::kFp8);
+  e.emit(label + ".router.topk", models::lower_topk(T, E, k, probs, top, hw));
+  TensorUse weights = top;
+  if (cfg.norm_topk_prob.value_or(false)) {
+    const TensorUse sum = e.new_act(label + ".router.sum", static_cast<double>(T), kF32);
+    e.emit(label + ".router.sum", {models::lower_reduce(T, k, kF32, kF32, true,
+                                                        "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> >",
+                                                        top, sum, hw)});
+    weights = e.pointwise(label + ".router.div", EwFunc::kDiv, S, kF32, kF32, {top, sum}, true);
+  }
+  // grouped_mm_experts_forward: sort the (token, expert) pairs by expert, gather the tokens,
+  // count tokens per expert (histc, cumsum), two grouped GEMMs around the gated activation,
+  // weight, scatter back and sum over the k slots.
+  const auto pair_bytes = static_cast<double>(S) * 8;
+  const TensorUse ids = e.new_act(label + ".experts.ids", pair_bytes, DType::kFp8);
+  e.emit(label + ".experts.sort_setup", {models::detail::memcpy_launch(false, pair_bytes, top, ids, hw),
+                                         models::lower_arange(S, ids, hw),
+                                         models::detail::memcpy_launch(false, pair_bytes, ids, ids, hw),
+                                         models::detail::memcpy_launch(false, pair_bytes, ids, ids, hw)});
+  e.emit(label + ".experts.sort", {models::lower_sort(S, ids, hw)});
+  e.pointwise(label + ".experts.token_index", EwFunc::kFloorDivide, S, kF32, kF32, {ids}, false);
+  const TensorUse xg = e.new_act(label + ".experts.gathered", static_cast<double>(S * d));
+  e.emit(label + ".experts.gather", {models::lower_row_gather(S, static_cast<double>(d) * e.act_bytes(), h, xg, hw)});
+  const TensorUse wg = e.new_act(label + ".experts.weights", static_cast<double>(S), kF32);
+  e.emit(label + ".experts.weight_gather", {models::lower_index_scalars(S, false, weights, wg, hw)});
+  const TensorUse ids32 = e.pointwise(label + ".experts.ids_int", EwFunc::kCast, S, DType::kBf16, kF32, {ids}, false);
+  const TensorUse counts = e.pointwise(label + ".experts.histc_zero", EwFunc::kFill, E, kF32, kF32, {}, false);
+  e.emit(label + ".experts.histc", {models::lower_histogram(S, E, ids32, counts, hw)});
+  const TensorUse offsets = e.new_act(label + ".experts.offsets", static_cast<double>(E), kF32);
+  e.emit(label + ".experts.cumsum", models::lower_cumsum(E, counts, offsets, hw));
+  e.pointwise(label + ".experts.sentinel", EwFunc::kCompareScalar, S, kF32, kF32, {ids}, false);
+  e.pointwise(label + ".experts.clamp", EwFunc::kClamp, S, kF32, kF32, {ids}, false);
+  const TensorUse xm = e.pointwise(label + ".experts.pre_mask", EwFunc::kMaskedFill, S * d, a, a, {xg}, true);
+  const auto rows = expert_rows(S, E, expert_weights);
+  const TensorUse up = e.new_act(label + ".experts.gate_up", static_cast<double>(S * 2 * F));
+  e.emit(label + ".experts.gate_up_proj",
+         models::lower_grouped_gemm(rows, 2 * F, d, e.math(), xm, e.weight(label + ".experts.gate_up_proj", static_cast<double>(E * 2 * F * d)), up, hw));
+  const double up_bytes = static_cast<double>(S * 2 * F) * e.act_bytes();
+  const TensorUse upc = e.new_act(label + ".experts.gate_up_clone", static_cast<double>(S * 2 * F));
+  e.emit(label + ".experts.post_mask", {models::detail::memcpy_launch(false, up_bytes, up, upc, hw)});
+  const TensorUse upm = e.pointwise(label + ".experts.post_mask", EwFunc::kMaskedFill, S * 2 * F, a, a, {upc}, true);
+  const TensorUse act = e.pointwise(label + ".experts.act", EwFunc::kSilu, S * F, a, a, {upm}, true);
+  const TensorUse gated = e.pointwise(label + ".experts.mul", EwFunc::kMul, S * F, a, a, {act, upm}, true);
+  const TensorUse down = e.new_act(label + ".experts.down", static_cast<double>(S * d));
+  e.emit(label + ".experts.down_proj",
+         models::lower_grouped_gemm(rows, d, F, e.math(), gated, e.weight(label + ".experts.down_proj", static_cast<double>(E * F * d)), down, hw));
+  const TensorUse dc = e.new_act(label + ".experts.down_clone", static_cast<double>(S * d));
+  e.emit(label + ".experts.down_mask", {models::detail::memcpy_launch(false, static_cast<double>(S * d) * e.act_bytes(), down, dc, hw)});
+  const TensorUse dm = e.pointwise(label + ".experts.down_mask", EwFunc::kMaskedFill, S * d, a, a, {dc}, true);
+  // proj_out * weights[:, None] promotes to fp32.
+  const TensorUse weighted = e.pointwise(label + ".experts.weighted", EwFunc::kMul, S * d, a, kF32, {dm, wg}, true);
+  const TensorUse order = e.new_act(label + ".experts.order", static_cast<double>(S) * 8, DType::kFp8);
+  e.emit(label + ".experts.unsort", {models::lower_arange(S, order, hw), models::lower_index_scalars(S, true, ids, order, hw)});
+  const TensorUse back = e.new_act(label + ".experts.restored", static_cast<double>(S * d), kF32);
+  e.emit(label + ".experts.restore", {models::lower_row_gather(S, static_cast<double>(d) * 4, weighted, back, hw)});
+  const TensorUse summed = e.new_act(label + ".experts.sum", static_cast<double>(T * d), kF32);
+  e.emit(label + ".experts.sum", {models::lower_reduce(T * d, k, kF32, kF32, false,
+                                                       "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> >",
+                                                       back, summed, hw)});
+  TensorUse out = e.cast(label + ".experts.to_act", T * d, kF32, a, summed);
+  if (cfg.shared_experts > 0) {
+    const TensorUse shared = mlp(e, label + ".shared_experts", h, cfg.shared_experts * cfg.shared_expert_d_ff);
+    out = e.pointwise(label + ".shared_add", EwFunc::kAdd, T * d, a, a, {out, shared}, false);
+  }
+  return out;
+}
+
+void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, TensorUse>& rot,
+           const std::vector<double>& expert_weights) {
+  const auto& m = e.m();
+  const std::string L = fmt::format("layers[{}]", i);
+  const std::int64_t T = e.tokens(), d = m.d_model, q_dim = m.heads * m.head_dim, kv_dim = m.kv_heads * m.head_dim;
+  const DType a = e.act();
+  const TensorUse h = norm(e, L + ".input_norm", x);
+  TensorUse q, k, v;
+  bool dense_kv = true;
+  if (is_gpt2_style(m)) {
+    // Conv1D c_attn: one addmm, then q, k, v are strided views of its output.
+    const TensorUse qkv = e.linear(L + ".attn.c_attn", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h,
+                                   e.weight(L + ".attn.c_attn", static_cast<double>(d * (q_dim + 2 * kv_dim))));
+    q = k = v = qkv;
+    dense_kv = false;
+  } else {
+    q = e.linear(L + ".attn.q_proj", T, q_dim, d, m.qkv_bias, h, e.weight(L + ".attn.q_proj", static_cast<double>(d * q_dim)));
+    k = e.linear(L + ".attn.k_proj", T, kv_dim, d, m.qkv_bias, h, e.weight(L + ".attn.k_proj", static_cast<double>(d * kv_dim)));
+    v = e.linear(L + ".attn.v_proj", T, kv_dim, d, m.qkv_bias, h, e.weight(L + ".attn.v_proj", static_cast<double>(d * kv_dim)));
+  }
+  if (m.positions == Positions::kRope) {
+    q = rope(e, L + ".attn.rope_q", q, m.heads, rot.first, rot.second);
+    k = rope(e, L + ".attn.rope_k", k, m.kv_heads, rot.first, rot.second);
+  }
+  const TensorUse kc = cache_append(e, L + ".attn", "k", k, dense_kv);
+  const TensorUse vc = cache_append(e, L + ".attn", "v", v, dense_kv);
+  const TensorUse att = e.workload().attention == Attention::kNaive ? naive_attention(e, L + ".attn", q, kc, vc)
+                                                                     : attention_core(e, L + ".attn", q, kc, vc);
+  const TensorUse proj = e.linear(L + (is_gpt2_style(m) ? ".attn.c_proj" : ".attn.o_proj"), T, d, q_dim, m.attn_out_bias,
+                                  att, e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
+  x = e.pointwise(L + ".residual_attn", EwFunc::kAdd, T * d, a, a, {x, proj}, false);
+  const TensorUse h2 = norm(e, L + ".post_attention_norm", x);
+  const bool dense = !m.moe || i < m.moe->dense_layers;
+  const TensorUse f = dense ? mlp(e, L + ".mlp", h2, m.d_ff) : moe(e, L + ".moe", h2, expert_weights);
+  x = e.pointwise(L + ".residual_mlp", EwFunc::kAdd, T * d, a, a, {x, f}, false);
+}
+
+}  // namespace
+
+void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
+  StepEmitter e(w, s, b);
+  const auto& m = w.model;
+  const std::int64_t T = e.tokens(), d = m.d_model;
+  const TensorUse ids = b.state("input_ids", static_cast<double>(T) * 8);
+  const TensorUse table = e.weight("embed_tokens", static_cast<double>(m.vocab * d));
+  TensorUse x = e.new_act("embed_tokens", static_cast<double>(T * d));
+  e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())});
+  (void)ids;
+  if (is_gpt2_style(m)) {
+    const TensorUse wpe = e.weight("embed_positions", static_cast<double>(*m.max_positions * d));
+    const TensorUse pos = e.new_act("embed_positions", static_cast<double>(T * d));
+    e.emit("embed_positions", {models::lower_embedding_lookup(T, d, e.act(), wpe, pos, e.hw())});
+    x = e.pointwise("embed_add", EwFunc::kAdd, T * d, e.act(), e.act(), {x, pos}, false);
+  }
+  mask_check(e);
+  std::pair<TensorUse, TensorUse> rot;
+  if (m.positions == Positions::kRope) rot = rotary_table(e);
+  for (int i = 0; i < static_cast<int>(m.layers); ++i) layer(e, i, x, rot, w.expert_weights);
+  const TensorUse h = norm(e, "final_norm", x);
+  // logits_to_keep=1: the head runs on each sequence's last position only.
+  const TensorUse head = m.tied_embeddings ? table : e.weight("lm_head", static_cast<double>(m.vocab * d));
+  e.linear("lm_head", s.batch, m.vocab, d, false, h, head);
+}
+
+void lower_hf_generate_bookkeeping(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
+  StepEmitter e(w, s, b);
+  const std::int64_t B = s.batch, V = w.model.vocab;
+  const DType a = e.act();
+  const TensorUse mask = b.state("attention_mask", static_cast<double>(B * (s.past_tokens + s.new_tokens)) * 8);
+  // Before the forward call: next positions, cache position, the grown attention mask.
+  if (s.past_tokens > 0) {
+    const TensorUse cp = e.pointwise("generate.cache_position", EwFunc::kAddScalar, 1, kF32, kF32, {mask}, false);
+    e.pointwise("generate.positions", EwFunc::kAdd, B, kF32, kF32, {cp, mask}, true);
+    e.pointwise("generate.positions", EwFunc::kAddScalar, B, kF32, kF32, {cp}, false);
+    const TensorUse grown = e.new_act("generate.mask", static_cast<double>(B * (s.past_tokens + 1)) * 8, DType::kFp8);
+    e.emit("generate.mask_cat", {models::lower_cat({B * s.past_tokens, B}, kF32, true, {mask}, grown, e.hw())});
+  }
+  // After it: the last logits in fp32, greedy argmax, append the token, stopping criteria.
+  const TensorUse logits = b.state("logits", static_cast<double>(B * V) * e.act_bytes());
+  const TensorUse lf = e.cast("generate.logits_to_fp32", B * V, a == kF32 ? DType::kBf16 : a, kF32, logits);
+  const TensorUse next = e.new_act("generate.argmax", static_cast<double>(B) * 8, DType::kFp8);
+  e.emit("generate.argmax", {models::lower_reduce(B, V, kF32, kF32, true, "at::native::ArgMaxOps<float>", lf, next, e.hw())});
+  const TensorUse ids = e.new_act("generate.input_ids", static_cast<double>(B) * 8, DType::kFp8);
+  e.emit("generate.append", {models::lower_cat({B * (s.past_tokens + s.new_tokens), B}, kF32, true, {next}, ids, e.hw())});
+  TensorUse flag = e.pointwise("generate.stop", EwFunc::kFill, B, kF32, kF32, {}, false);
+  for (const EwFunc f : {EwFunc::kFill, EwFunc::kAdd, EwFunc::kNeg, EwFunc::kMul}) {
+    flag = e.pointwise("generate.stop", f, B, kF32, kF32, {flag}, false);
+  }
+  const TensorUse done = e.new_act("generate.done", 8, kF32);
+  e.emit("generate.stop", {models::lower_reduce(1, B, kF32, kF32, true, "at::native::func_wrapper_t<long, at::native::MaxNanFunctor<long> >", flag, done, e.hw())});
+  const TensorUse eq = e.pointwise("generate.stop", EwFunc::kCompareScalar, 1, kF32, kF32, {done}, false);
+  e.emit("generate.stop", {models::detail::memcpy_launch(true, 1, eq, eq, e.hw())});
+}
+
+std::vector<std::int64_t> expert_rows(std::int64_t tokens, std::int64_t experts,
+                                      const std::vector<double>& weights) {
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(experts), 0);
+  if (weights.empty()) {
+    for (std::int64_t e = 0; e < experts; ++e) rows[static_cast<std::size_t>(e)] = tokens / experts + (e < tokens % experts ? 1 : 0);
+    return rows;
+  }
+  // Largest remainders: each expert gets floor(share), the leftovers go to the largest
+  // fractional parts (ties to the lower index), so the rows add up to `tokens` exactly.
+  double total = 0;
+  for (const double w : weights) total += w;
+  std::vector<std::pair<double, std::int64_t>> rest;
+  std::int64_t given = 0;
+  for (std::int64_t e = 0; e < experts; ++e) {
+    const double share = static_cast<double>(tokens) * weights[static_cast<std::size_t>(e)] / total;
+    rows[static_cast<std::size_t>(e)] = static_cast<std::int64_t>(std::floor(share));
+    given += rows[static_cast<std::size_t>(e)];
+    rest.push_back({share - std::floor(share), e});
+  }
+  std::stable_sort(rest.begin(), rest.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  for (std::int64_t i = 0; i < tokens - given; ++i) ++rows[static_cast<std::size_t>(rest[static_cast<std::size_t>(i)].second)];
+  return rows;
+}
+
+}  // namespace gpusim::workloads

@@ -1,0 +1,42 @@
+// The kernel DAG a transformer phase lowers to: vertices are kernel launches (with the
+// framework op they belong to), edges are data dependencies (producer -> consumer). It is a
+// Boost.Graph adjacency list; the engine schedules it through to_nodes().
+#pragma once
+
+#include <boost/graph/adjacency_list.hpp>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "hw/gpu_engine.h"
+#include "hw/launch.h"
+
+namespace gpusim::workloads {
+
+struct KernelVertex {
+  hw::Launch launch;
+  std::string op;  // the framework-level op, e.g. "layers[3].attn.q_proj"
+};
+
+class KernelDag {
+ public:
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, KernelVertex>;
+  using Vertex = Graph::vertex_descriptor;
+
+  // Adds a kernel that waits for `deps` (vertices already in the DAG, so the DAG stays acyclic
+  // and insertion order is a topological order).
+  Vertex add(hw::Launch launch, std::string op, const std::vector<Vertex>& deps);
+
+  std::size_t size() const { return boost::num_vertices(graph_); }
+  std::size_t edge_count() const { return boost::num_edges(graph_); }
+  const Graph& graph() const { return graph_; }
+
+  // The engine's input: one node per vertex in insertion order, on one stream (eager PyTorch
+  // launches everything on the current stream), with each vertex's producers as dependencies.
+  std::vector<hw::KernelNode> to_nodes() const;
+
+ private:
+  Graph graph_;
+};
+
+}  // namespace gpusim::workloads

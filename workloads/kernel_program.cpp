@@ -1,0 +1,88 @@
+#include "workloads/kernel_program.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace gpusim::workloads {
+
+hw::TensorUse ProgramBuilder::state(const std::string& name, double bytes) {
+  return hw::TensorUse{name, static_cast<std::int64_t>(bytes)};
+}
+
+hw::TensorUse ProgramBuilder::activation(const std::string& name, double bytes) {
+  const std::string unique = fmt::format("{}#{}", name, next_id_++);
+  activations_[unique].bytes = bytes;
+  return hw::TensorUse{unique, static_cast<std::int64_t>(bytes)};
+}
+
+void ProgramBuilder::emit(const std::string& label, std::vector<hw::Launch> launches) {
+  std::vector<KernelDag::Vertex> previous;
+  for (auto& launch : launches) {
+    std::vector<KernelDag::Vertex> deps = previous;
+    for (const auto& r : launch.reads) {
+      if (const auto it = producer_.find(r.tensor); it != producer_.end()) deps.push_back(it->second);
+    }
+    const auto reads = launch.reads;
+    const auto writes = launch.writes;
+    const KernelDag::Vertex v = dag_.add(std::move(launch), label, deps);
+    const auto at = static_cast<std::int64_t>(v);
+    for (const auto& r : reads) {
+      if (const auto it = activations_.find(r.tensor); it != activations_.end()) {
+        it->second.last = std::max(it->second.last, at);
+      }
+    }
+    for (const auto& w : writes) {
+      producer_[w.tensor] = v;
+      if (const auto it = activations_.find(w.tensor); it != activations_.end() && it->second.first < 0) {
+        it->second.first = at;
+      }
+    }
+    previous = {v};
+  }
+}
+
+void ProgramBuilder::emit_op(const std::string& label, const models::Op& op,
+                             const std::map<std::string, hw::TensorUse>& names) {
+  const std::string tag = new_tag();
+  emit_renamed(label, tag, models_.lower(op, hw_, tag), names);
+}
+
+void ProgramBuilder::emit_renamed(const std::string& label, const std::string& tag,
+                                  std::vector<hw::Launch> launches,
+                                  const std::map<std::string, hw::TensorUse>& names) {
+  const auto rename = [&](std::vector<hw::TensorUse>& uses) {
+    for (auto& u : uses) {
+      if (u.tensor.rfind(tag + ".", 0) != 0) continue;
+      if (const auto it = names.find(u.tensor.substr(tag.size() + 1)); it != names.end()) {
+        u.tensor = it->second.tensor;
+      }
+    }
+  };
+  for (auto& l : launches) {
+    rename(l.reads);
+    rename(l.writes);
+  }
+  emit(label, std::move(launches));
+}
+
+double ProgramBuilder::activation_peak_bytes() const {
+  // Sweep over vertices: a tensor is alive from its first writer to its last reader; one
+  // never read (the logits) stays alive to the end of the step.
+  const auto end = static_cast<std::int64_t>(dag_.size());
+  std::vector<double> delta(static_cast<std::size_t>(end) + 1, 0.0);
+  for (const auto& [name, t] : activations_) {
+    if (t.first < 0) continue;
+    const std::int64_t last = t.last < t.first ? end - 1 : t.last;
+    delta[static_cast<std::size_t>(t.first)] += t.bytes;
+    delta[static_cast<std::size_t>(last) + 1] -= t.bytes;
+  }
+  double live = 0, peak = 0;
+  for (const double d : delta) {
+    live += d;
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+}  // namespace gpusim::workloads

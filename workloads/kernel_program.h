@@ -1,0 +1,62 @@
+// Builds the kernel DAG of one transformer step from framework-level pieces, the way eager
+// PyTorch runs them: each piece is lowered to launches by the kernel cost models, and each
+// launch waits for the kernels that produced the tensors it reads. It also tracks activation
+// lifetimes, so the step's activation peak comes from the same program the engine runs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hw/hardware_spec.h"
+#include "hw/launch.h"
+#include "models/kernel_model.h"
+#include "models/op.h"
+#include "workloads/kernel_dag.h"
+
+namespace gpusim::workloads {
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const hw::HardwareSpec& hw, const models::KernelModelRegistry& models)
+      : hw_(hw), models_(models) {}
+
+  const hw::HardwareSpec& hw() const { return hw_; }
+
+  // A tensor that outlives the step (a weight, the KV cache): never counted as an activation.
+  hw::TensorUse state(const std::string& name, double bytes);
+  // A new activation of this step; the name is made unique ("x" -> "x#12").
+  hw::TensorUse activation(const std::string& name, double bytes);
+
+  // Appends `launches` as framework op `label`. A launch waits for the producers of what it
+  // reads and for the op's previous launch.
+  void emit(const std::string& label, std::vector<hw::Launch> launches);
+
+  // Lowers `op` with the cost models, renaming the model's tensors ("<tag>.<local>") to the
+  // program's tensors per `names` (local name -> tensor); unnamed locals stay private to the op.
+  void emit_op(const std::string& label, const models::Op& op,
+               const std::map<std::string, hw::TensorUse>& names);
+  // The same for launches a model lowered under `tag` (from new_tag()).
+  void emit_renamed(const std::string& label, const std::string& tag, std::vector<hw::Launch> launches,
+                    const std::map<std::string, hw::TensorUse>& names);
+  std::string new_tag() { return "k" + std::to_string(next_id_++); }
+
+  const KernelDag& dag() const { return dag_; }
+  // The largest total size of activations alive at once (produced and still to be read).
+  double activation_peak_bytes() const;
+
+ private:
+  struct Lifetime {
+    double bytes = 0;
+    std::int64_t first = -1, last = -1;  // vertices that write it first and read it last
+  };
+  const hw::HardwareSpec& hw_;
+  const models::KernelModelRegistry& models_;
+  KernelDag dag_;
+  std::map<std::string, KernelDag::Vertex> producer_;
+  std::map<std::string, Lifetime> activations_;
+  std::int64_t next_id_ = 0;
+};
+
+}  // namespace gpusim::workloads

@@ -1,0 +1,31 @@
+#include "workloads/memory_footprint.h"
+
+#include "workloads/parameter_count.h"
+
+namespace gpusim::workloads {
+
+MemoryFootprint memory_footprint(const ModelWorkload& w, double activation_peak_bytes,
+                                 const hw::HardwareSpec& hw) {
+  MemoryFootprint f;
+  const ModelConfig& m = w.model;
+  // tf32 is stored as fp32; fp8 keeps weights and the cache in 1 byte per element.
+  const auto bytes = static_cast<std::int64_t>(hw::bytes_per_element(w.dtype));
+  f.weights_bytes = parameter_count(m) * bytes;
+  // The cache holds the prompt plus every token fed back: decode ends with seq_len + 1 tokens,
+  // generate with seq_len + output_len - 1 (the last sampled token is never fed back).
+  switch (w.phase) {
+    case Phase::kPrefill: f.kv_cache_tokens = w.seq_len; break;
+    case Phase::kDecode: f.kv_cache_tokens = w.seq_len + 1; break;
+    case Phase::kGenerate: f.kv_cache_tokens = w.seq_len + w.output_len.value_or(1) - 1; break;
+  }
+  // The cache is stored like the activations: bf16 when the GEMMs run in fp8.
+  const std::int64_t cache_bytes = w.dtype == hw::DType::kFp8 ? 2 : bytes;
+  f.kv_cache_bytes = 2 * m.layers * w.batch * f.kv_cache_tokens * m.kv_heads * m.head_dim * cache_bytes;
+  f.activation_peak_bytes = static_cast<std::int64_t>(activation_peak_bytes);
+  f.total_bytes = f.weights_bytes + f.kv_cache_bytes + f.activation_peak_bytes;
+  f.capacity_bytes = hw.dram.capacity;
+  f.fits = f.total_bytes <= f.capacity_bytes;
+  return f;
+}
+
+}  // namespace gpusim::workloads

@@ -1,0 +1,43 @@
+// Simulating a model-level workload: every step's kernel DAG runs on the engine (each step
+// starts on an idle GPU, as consecutive steps of eager PyTorch are separated by host work);
+// per-step totals are kept for all steps, kernel-level results for the representative ones.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw/gpu_engine.h"
+#include "hw/hardware_spec.h"
+#include "models/kernel_model.h"
+#include "workloads/memory_footprint.h"
+#include "workloads/transformer_step.h"
+#include "workloads/workload.h"
+
+namespace gpusim::workloads {
+
+struct StepDetail {
+  std::vector<hw::KernelNode> nodes;
+  hw::EngineResult result;
+};
+
+struct StepRun {
+  std::string phase;  // "prefill" | "decode"
+  StepShape shape;
+  double total_us = 0;        // first launch to last kernel end
+  double kernel_time_us = 0;  // sum of kernel durations
+  std::int64_t kernels = 0;
+  std::uint64_t events = 0;
+  std::optional<StepDetail> detail;  // the first step of each phase and the last step
+};
+
+struct ModelRun {
+  std::vector<StepRun> steps;
+  MemoryFootprint memory;
+};
+
+ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::LaunchMode mode,
+                        const models::KernelModelRegistry& models);
+
+}  // namespace gpusim::workloads

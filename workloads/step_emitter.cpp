@@ -1,0 +1,63 @@
+#include "workloads/step_emitter.h"
+
+#include <fmt/format.h>
+
+namespace gpusim::workloads::detail {
+
+StepEmitter::StepEmitter(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b)
+    : w_(w), s_(s), b_(b) {
+  math_ = w.dtype;
+  // tf32 is fp32 in memory; fp8 GEMMs read fp8 weights and activations but the rest of the
+  // network (norms, attention, residuals) runs in bf16, as fp8 serving engines do.
+  act_ = w.dtype == hw::DType::kTf32 ? hw::DType::kFp32
+         : w.dtype == hw::DType::kFp8 ? hw::DType::kBf16
+                                      : w.dtype;
+}
+
+TensorUse StepEmitter::weight(const std::string& name, double elements) {
+  return b_.state("w." + name, elements * hw::bytes_per_element(w_.dtype == hw::DType::kTf32 ? hw::DType::kFp32 : w_.dtype));
+}
+
+TensorUse StepEmitter::new_act(const std::string& name, double elements, hw::DType dtype) {
+  return b_.activation(name, elements * hw::bytes_per_element(dtype));
+}
+
+TensorUse StepEmitter::linear(const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
+                              bool bias, const TensorUse& x, const TensorUse& w) {
+  const TensorUse y = new_act(label, static_cast<double>(M * N));
+  b_.emit_op(label, models::Op(models::OpKind::kLinear, math_, models::LinearShape{M, N, K, bias}),
+             {{"x", x}, {"w", w}, {"y", y}});
+  return y;
+}
+
+TensorUse StepEmitter::pointwise(const std::string& label, EwFunc f, std::int64_t n, hw::DType in,
+                                 hw::DType out, const std::vector<TensorUse>& inputs, bool strided) {
+  const TensorUse y = new_act(label, static_cast<double>(n), out);
+  models::ElementwiseProblem p;
+  p.func = f;
+  p.n = n;
+  p.in = in;
+  p.out = out;
+  p.strided = strided;
+  for (const auto& t : inputs) p.inputs.push_back(t.tensor);
+  p.output = y.tensor;
+  // The problem's names are already program names: lower under an empty tag and strip it.
+  auto launches = models::lower_elementwise(p, b_.hw(), "");
+  for (auto& l : launches) {
+    for (auto* uses : {&l.reads, &l.writes}) {
+      for (auto& u : *uses) {
+        if (!u.tensor.empty() && u.tensor.front() == '.') u.tensor.erase(0, 1);
+      }
+    }
+  }
+  b_.emit(label, std::move(launches));
+  return y;
+}
+
+TensorUse StepEmitter::cast(const std::string& label, std::int64_t n, hw::DType from, hw::DType to,
+                            const TensorUse& x) {
+  if (from == to) return x;
+  return pointwise(label, EwFunc::kCast, n, from, to, {x}, false);
+}
+
+}  // namespace gpusim::workloads::detail

@@ -1,0 +1,55 @@
+// Shared vocabulary of the step lowerings: framework-level pieces (a linear layer, an
+// elementwise op, a cat) emitted into a ProgramBuilder with named tensors. Internal to
+// workloads/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/families.h"
+#include "workloads/kernel_program.h"
+#include "workloads/transformer_step.h"
+
+namespace gpusim::workloads::detail {
+
+using hw::TensorUse;
+using models::EwFunc;
+
+class StepEmitter {
+ public:
+  StepEmitter(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
+
+  const ModelConfig& m() const { return w_.model; }
+  const ModelWorkload& workload() const { return w_; }
+  const StepShape& s() const { return s_; }
+  ProgramBuilder& b() { return b_; }
+  const hw::HardwareSpec& hw() const { return b_.hw(); }
+  std::int64_t tokens() const { return s_.batch * s_.new_tokens; }
+  hw::DType act() const { return act_; }    // activation storage type
+  hw::DType math() const { return math_; }  // GEMM type (tf32 for fp32 storage with tf32 math)
+  double act_bytes() const { return hw::bytes_per_element(act_); }
+
+  TensorUse weight(const std::string& name, double elements);
+  TensorUse new_act(const std::string& name, double elements, hw::DType dtype);
+  TensorUse new_act(const std::string& name, double elements) { return new_act(name, elements, act_); }
+
+  // y = x @ W^T (+ b): F.linear, lowered by the GEMM model.
+  TensorUse linear(const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
+                   bool bias, const TensorUse& x, const TensorUse& w);
+  // One elementwise kernel over n elements (see models::ElementwiseProblem).
+  TensorUse pointwise(const std::string& label, EwFunc f, std::int64_t n, hw::DType in,
+                      hw::DType out, const std::vector<TensorUse>& inputs, bool strided);
+  // x.to(to) when the types differ; returns x unchanged otherwise.
+  TensorUse cast(const std::string& label, std::int64_t n, hw::DType from, hw::DType to,
+                 const TensorUse& x);
+  void emit(const std::string& label, std::vector<hw::Launch> launches) { b_.emit(label, std::move(launches)); }
+
+ private:
+  const ModelWorkload& w_;
+  StepShape s_;
+  ProgramBuilder& b_;
+  hw::DType act_, math_;
+};
+
+}  // namespace gpusim::workloads::detail

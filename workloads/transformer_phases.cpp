@@ -1,0 +1,40 @@
+#include "workloads/transformer_phases.h"
+
+namespace gpusim::workloads {
+
+std::vector<std::pair<std::string, StepShape>> step_shapes(const ModelWorkload& w) {
+  std::vector<std::pair<std::string, StepShape>> steps;
+  switch (w.phase) {
+    case Phase::kPrefill:
+      steps.push_back({"prefill", {w.batch, w.seq_len, 0}});
+      break;
+    case Phase::kDecode:
+      steps.push_back({"decode", {w.batch, 1, w.seq_len}});
+      break;
+    case Phase::kGenerate:
+      steps.push_back({"prefill", {w.batch, w.seq_len, 0}});
+      for (std::int64_t i = 1; i < w.output_len.value_or(1); ++i) {
+        steps.push_back({"decode", {w.batch, 1, w.seq_len + i - 1}});
+      }
+      break;
+  }
+  return steps;
+}
+
+std::vector<StepProgram> build_steps(const ModelWorkload& w, const hw::HardwareSpec& hw,
+                                     const models::KernelModelRegistry& models) {
+  std::vector<StepProgram> out;
+  for (const auto& [phase, shape] : step_shapes(w)) {
+    ProgramBuilder b(hw, models);
+    if (w.lowering == Lowering::kFused) {
+      lower_fused_step(w, shape, b);
+    } else {
+      lower_hf_eager_step(w, shape, b);
+      if (w.phase == Phase::kGenerate) lower_hf_generate_bookkeeping(w, shape, b);
+    }
+    out.push_back({phase, shape, b.dag(), b.activation_peak_bytes()});
+  }
+  return out;
+}
+
+}  // namespace gpusim::workloads

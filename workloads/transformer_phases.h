@@ -1,0 +1,33 @@
+// A model-level workload as the sequence of forward steps it runs: prefill is one step over the
+// prompt, decode one step of one token against a cache of seq_len, and generate a prefill step
+// followed by output_len - 1 decode steps with a growing cache (greedy search: the last token
+// is sampled but never fed back). Each step is a kernel DAG in the workload's lowering.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hw/hardware_spec.h"
+#include "models/kernel_model.h"
+#include "workloads/kernel_dag.h"
+#include "workloads/transformer_step.h"
+#include "workloads/workload.h"
+
+namespace gpusim::workloads {
+
+struct StepProgram {
+  std::string phase;  // "prefill" or "decode"
+  StepShape shape;
+  KernelDag dag;
+  double activation_peak_bytes = 0;
+};
+
+// The steps of `w`, in order. Generate steps include what `generate` launches around each
+// forward call (hf-eager only; a serving engine fuses sampling into its step).
+std::vector<StepProgram> build_steps(const ModelWorkload& w, const hw::HardwareSpec& hw,
+                                     const models::KernelModelRegistry& models);
+
+// The step shapes alone (cheap): for reports and memory figures.
+std::vector<std::pair<std::string, StepShape>> step_shapes(const ModelWorkload& w);
+
+}  // namespace gpusim::workloads

@@ -1,0 +1,38 @@
+// One forward step of a decoder-only transformer as kernels: the lowerings (what a framework
+// launches for a step) and the shape of the step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "workloads/kernel_program.h"
+#include "workloads/workload.h"
+
+namespace gpusim::workloads {
+
+struct StepShape {
+  std::int64_t batch = 1;
+  std::int64_t new_tokens = 1;   // per sequence: the prompt (prefill) or 1 (decode)
+  std::int64_t past_tokens = 0;  // already in the KV cache
+};
+
+// Hugging Face transformers 5.x in eager mode (sdpa attention, DynamicCache): every small
+// kernel it launches (dtype casts of RMSNorm, RoPE's rotate_half, the KV-cache torch.cat, the
+// grouped_mm MoE dispatch), as measured in validation/data/hf_models_h100.json.
+void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
+
+// An idealized serving engine: fused QKV and gate/up projections, fused norms (with the
+// residual add) and activations, fused RoPE writing into a paged KV cache in place, flash
+// decoding, and a fused MoE (grouped GEMMs over the routed tokens).
+void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
+
+// What `generate` does around each forward call (greedy search): update the attention mask
+// and positions, cast the last logits to fp32, argmax, append the token, check stopping.
+void lower_hf_generate_bookkeeping(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
+
+// Tokens per expert when `tokens` token-expert pairs are routed over `experts` experts: evenly
+// (the default), or in proportion to `weights` (one per expert) when given.
+std::vector<std::int64_t> expert_rows(std::int64_t tokens, std::int64_t experts,
+                                      const std::vector<double>& weights);
+
+}  // namespace gpusim::workloads
