@@ -133,7 +133,9 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
   std::int64_t vec = std::max<std::int64_t>(1, 16 / static_cast<std::int64_t>(out_b));
   if (out_b < 2) vec = std::min<std::int64_t>(vec, 4);
   if (path == Path::kUnrolled) per_thread = 4;
-  if (path == Path::kLegacy) per_thread = out_b >= 4 ? 2 : 4;
+  // Legacy: vt = 2 for a 4-byte output computed in its own type, else 4 (also when the
+  // functor's inputs are cast, as bf16 x fp32 -> fp32 in MoE routing weights).
+  if (path == Path::kLegacy) per_thread = out_b >= 4 && p.in == p.out ? 2 : 4;
   constexpr std::int64_t kThreads = 128;
   const std::int64_t per_cta = kThreads * per_thread;
 
@@ -187,7 +189,7 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
       // so a thread's loads do not overlap: about 1.5 DRAM round trips per element on the
       // critical path (calibrated on the bf16 -> fp32 cast rows of the calibration set).
       w.critical_path = sim::Time::from_seconds(1.5 * mine * hw.dram.latency.seconds());
-    } else if (path == Path::kLegacy && p.func != EwFunc::kMaskedFill) {
+    } else if (path == Path::kLegacy && (p.func != EwFunc::kMaskedFill || p.strided)) {
       // The legacy loop computes each element's offsets and loads it inside the loop, so a
       // thread has one element per operand in flight and its vt elements are a dependent
       // chain (the strided RoPE and MoE kernels of validation/data/hf_models_h100.json).
