@@ -18,12 +18,14 @@
 #include "src/commands.h"
 #include "src/options.h"
 #include "validation/measured_suite.h"
+#include "validation/model_suite.h"
 
 namespace gpusim::cli {
 namespace {
 
 struct SuiteSpec {
   std::string name, hw, csv, description;
+  bool models = false;  // a model suite (hf_models_*.json) rather than single ops (ops*.csv)
 };
 
 const std::vector<SuiteSpec>& suites() {
@@ -36,6 +38,10 @@ const std::vector<SuiteSpec>& suites() {
        "a second set on the H100: more calibration shapes and fresh held-out shapes"},
       {"measured2-h200", "h200", "ops2_h200.csv",
        "the second set's fresh held-out shapes on the H200"},
+      {"measured-models-h100", "h100", "hf_models_h100.json",
+       "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
+       "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once)",
+       true},
   };
   return kSuites;
 }
@@ -125,8 +131,14 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
   for (const auto& s : suites()) {
     if (!chosen.empty() && std::find(chosen.begin(), chosen.end(), s.name) == chosen.end()) continue;
     const hw::HardwareSpec spec = hw::load_hardware(s.hw, catalog);
-    const auto measured = validation::read_measured_ops(data / s.csv);
-    const auto rows = validation::compare_measured(measured, spec, models);
+    std::vector<validation::MeasuredOp> measured;
+    std::vector<validation::Comparison> rows;
+    if (s.models) {
+      rows = validation::compare_measured_models(data / s.csv, spec, models);
+    } else {
+      measured = validation::read_measured_ops(data / s.csv);
+      rows = validation::compare_measured(measured, spec, models);
+    }
 
     out << fmt::format("== {} on {}: {}\n", s.name, spec.name, s.description);
     out << fmt::format("  {:<58} {:<11} {:>11} {:>11} {:>8}\n", "op", "split", "measured us",

@@ -355,8 +355,10 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
   }
   const TensorUse kc = cache_append(e, L + ".attn", "k", k, dense_kv);
   const TensorUse vc = cache_append(e, L + ".attn", "v", v, dense_kv);
-  const TensorUse att = e.workload().attention == Attention::kNaive ? naive_attention(e, L + ".attn", q, kc, vc)
-                                                                     : attention_core(e, L + ".attn", q, kc, vc);
+  // fp32 SDPA has no fused kernel modeled (PyTorch would run its mem-efficient kernel): it is
+  // charged as the math backend, the same kernels as written-out attention.
+  const bool naive = e.workload().attention == Attention::kNaive || e.act() == DType::kFp32;
+  const TensorUse att = naive ? naive_attention(e, L + ".attn", q, kc, vc) : attention_core(e, L + ".attn", q, kc, vc);
   const TensorUse proj = e.linear(L + (is_gpt2_style(m) ? ".attn.c_proj" : ".attn.o_proj"), T, d, q_dim, m.attn_out_bias,
                                   att, e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
   x = e.pointwise(L + ".residual_attn", EwFunc::kAdd, T * d, a, a, {x, proj}, false);

@@ -97,6 +97,27 @@ Enum read_choice(hw::MappingReader& r, std::string_view key,
   r.fail(key, "unhandled choice");
 }
 
+// `expert_weights: [w0, w1, ...]`: how routed tokens split over the experts (one non-negative
+// weight per expert, not all zero); absent means evenly.
+void read_expert_weights(const hw::YamlDocument& doc, hw::MappingReader& root, ModelWorkload& w) {
+  const auto node = root.optional_node("expert_weights");
+  if (!node) return;
+  if (!w.model.moe) root.fail("expert_weights", fmt::format("model {} has no experts", w.model.name));
+  if (!node->IsSequence()) root.fail("expert_weights", "expected a list of numbers, one per expert");
+  const auto experts = static_cast<std::size_t>(w.model.moe->experts);
+  if (node->size() != experts) {
+    root.fail("expert_weights", fmt::format("has {} weights; model {} has {} experts", node->size(),
+                                            w.model.name, experts));
+  }
+  double total = 0;
+  for (std::size_t i = 0; i < node->size(); ++i) {
+    const double v = hw::to_number(doc, (*node)[i], fmt::format("expert_weights[{}]", i), 0.0, 1e12);
+    w.expert_weights.push_back(v);
+    total += v;
+  }
+  if (total <= 0) root.fail("expert_weights", "all weights are 0");
+}
+
 // Learned position tables bound how many tokens a sequence can hold.
 void check_positions(hw::MappingReader& root, const ModelWorkload& w) {
   if (!w.model.max_positions) return;
@@ -118,7 +139,7 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
                                   std::string default_name,
                                   const std::filesystem::path& models_dir) {
   declare_keys(root, {"name", "model", "hf_config", "phase", "batch", "seq_len", "output_len",
-                      "dtype", "lowering", "attention"});
+                      "dtype", "lowering", "attention", "expert_weights"});
   ModelWorkload w;
   w.name = root.optional_text("name").value_or(std::move(default_name));
   w.model = read_model(doc, root, models_dir);
@@ -144,6 +165,16 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
                                        {{"sdpa", Attention::kSdpa}, {"naive", Attention::kNaive}},
                                        Attention::kSdpa);
   check_positions(root, w);
+  if (w.dtype == hw::DType::kFp8 && w.lowering == Lowering::kHfEager) {
+    root.fail("dtype",
+              "fp8 is not an hf-eager precision (transformers runs fp8 weights only through "
+              "quantization kernels); use lowering: fused, or bf16");
+  }
+  if (w.lowering == Lowering::kFused && (w.dtype == hw::DType::kFp32 || w.dtype == hw::DType::kTf32)) {
+    root.fail("dtype", "the fused lowering models 16-bit and fp8 serving engines; use bf16, fp16, "
+                       "fp8, or lowering: hf-eager");
+  }
+  read_expert_weights(doc, root, w);
   return w;
 }
 

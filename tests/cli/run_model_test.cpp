@@ -1,0 +1,171 @@
+// `gpusim run` on model-level workloads: the shipped jobs on every preset, generate figures,
+// memory, determinism, what-ifs through the mechanism, lowerings and bad input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/cli_runner.h"
+#include "tests/support/temp_files.h"
+
+namespace gpusim::cli {
+namespace {
+
+using gpusim::testing::config_dir;
+using gpusim::testing::TempDir;
+using Result = gpusim::testing::CliResult;
+
+Result run(const std::vector<std::string>& args) { return gpusim::testing::run_gpusim(args); }
+
+std::string job(const std::string& name) { return (config_dir() / "workloads" / (name + ".yaml")).string(); }
+
+nlohmann::json run_json(const std::string& workload, const std::string& hw,
+                        std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"run", workload, "--hw", hw, "--format", "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const Result r = run(args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return r.status == 0 ? nlohmann::json::parse(r.out) : nlohmann::json{};
+}
+
+TEST(RunModel, ShippedJobsRunOnEveryPreset) {
+  for (const std::string w : {"decode", "prefill", "deepseek-ocr-decode", "cs336-small-naive"}) {
+    for (const std::string hw : {"h100", "h200", "rtx5090", "a100"}) {
+      const auto j = run_json(job(w), hw);
+      ASSERT_FALSE(j.is_null()) << w << " on " << hw;
+      EXPECT_GT(j["kernel_time_us"].get<double>(), 0) << w << " on " << hw;
+      EXPECT_GE(j["total_us"].get<double>(), j["kernel_time_us"].get<double>());
+      EXPECT_GT(j["kernels"].size(), 100u);
+      EXPECT_EQ(j["phases"].size(), 1u);
+      EXPECT_GT(j["memory"]["weights_bytes"].get<std::int64_t>(), 0);
+    }
+  }
+}
+
+TEST(RunModel, DefaultDecodeJob) {
+  const auto j = run_json(job("decode"), "h100");
+  EXPECT_EQ(j["phases"][0]["name"], "decode");
+  EXPECT_EQ(j["memory"]["weights_bytes"], 16'060'522'496LL);
+  EXPECT_EQ(j["memory"]["kv_cache_bytes"], 2LL * 32 * 16 * 1025 * 8 * 128 * 2);
+  EXPECT_TRUE(j["memory"]["fits"].get<bool>());
+  // One step of Llama 3 8B: 32 layers of ~45 kernels plus embedding, rotary table, head.
+  EXPECT_GT(j["kernels"].size(), 1400u);
+  EXPECT_LT(j["kernels"].size(), 1600u);
+  // Decode is weight streaming: at least 16 GB at the H100's 3.35 TB/s peak.
+  EXPECT_GT(j["kernel_time_us"].get<double>(), 16.06e9 / 3.35e12 * 1e6);
+}
+
+TEST(RunModel, GenerateReportsTtftTpotAndThroughput) {
+  TempDir dir;
+  const auto w = dir.write("gen.yaml",
+                           "model: gpt2-small\nphase: generate\nbatch: 2\nseq_len: 64\noutput_len: 8\n"
+                           "dtype: bf16\n");
+  const auto j = run_json(w.string(), "h100");
+  ASSERT_EQ(j["phases"].size(), 2u);
+  EXPECT_EQ(j["phases"][0]["name"], "prefill");
+  EXPECT_EQ(j["phases"][0]["steps"], 1);
+  EXPECT_EQ(j["phases"][1]["name"], "decode");
+  EXPECT_EQ(j["phases"][1]["steps"], 7);  // the 8th token is sampled, never fed back
+  const auto& g = j["generation"];
+  EXPECT_NEAR(g["ttft_us"].get<double>(), j["phases"][0]["total_us"].get<double>(), 1e-9);
+  EXPECT_NEAR(g["tpot_us"].get<double>(), j["phases"][1]["total_us"].get<double>() / 7, 1e-9);
+  EXPECT_NEAR(g["tokens_per_s"].get<double>(), 2 * 8 / (j["total_us"].get<double>() * 1e-6), 1e-6);
+  EXPECT_NEAR(g["total_us"].get<double>(),
+              j["phases"][0]["total_us"].get<double>() + j["phases"][1]["total_us"].get<double>(), 1e-6);
+  EXPECT_EQ(j["memory"]["kv_cache_tokens"], 64 + 7);
+  EXPECT_TRUE(j.contains("kernels_scope"));  // only some steps' kernels are listed
+}
+
+TEST(RunModel, OutputIsByteIdenticalAcrossRuns) {
+  const Result a = run({"run", job("deepseek-ocr-decode"), "--hw", "h100", "--format", "json"});
+  const Result b = run({"run", job("deepseek-ocr-decode"), "--hw", "h100", "--format", "json"});
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(RunModel, WhatIfsChangeTheAnswerThroughTheMechanism) {
+  const double base = run_json(job("decode"), "h100")["kernel_time_us"];
+  const double slow = run_json(job("decode"), "h100", {"--set", "hw.dram.bandwidth=1.675TB/s"})["kernel_time_us"];
+  EXPECT_GT(slow, 1.5 * base);  // decode streams weights: half the bandwidth, much slower
+  const double bigger = run_json(job("decode"), "h100", {"--set", "workload.batch=64"})["kernel_time_us"];
+  EXPECT_GT(bigger, base);
+}
+
+TEST(RunModel, FusedLoweringLaunchesFewerKernelsAndIsFaster) {
+  const auto eager = run_json(job("decode"), "h100");
+  const auto fused = run_json(job("decode"), "h100", {"--set", "workload.lowering=fused"});
+  EXPECT_LT(fused["kernels"].size() * 3, eager["kernels"].size());
+  EXPECT_LT(fused["kernel_time_us"].get<double>(), eager["kernel_time_us"].get<double>());
+  EXPECT_EQ(fused["memory"]["weights_bytes"], eager["memory"]["weights_bytes"]);
+}
+
+TEST(RunModel, NaiveAttentionLaunchesSoftmaxKernels) {
+  const auto j = run_json(job("cs336-small-naive"), "h100");
+  int softmax = 0;
+  for (const auto& k : j["kernels"]) softmax += k["name"].get<std::string>().find("softmax") != std::string::npos;
+  EXPECT_EQ(softmax, 12);  // one per layer
+  const auto sdpa = run_json(job("cs336-small-naive"), "h100",
+                            {"--set", "workload.attention=sdpa", "--set", "workload.dtype=bf16"});
+  EXPECT_LT(sdpa["kernel_time_us"].get<double>(), j["kernel_time_us"].get<double>());
+}
+
+TEST(RunModel, ModelThatDoesNotFitStillReportsLatency) {
+  TempDir dir;
+  const auto w = dir.write("big.yaml", "model: llama3-70b\nphase: decode\nbatch: 8\nseq_len: 2048\ndtype: bf16\n");
+  const Result r = run({"run", w.string(), "--hw", "h100"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("DOES NOT FIT"), std::string::npos);
+  EXPECT_NE(r.out.find("would run out of memory"), std::string::npos);
+  const auto j = run_json(w.string(), "h100");
+  EXPECT_FALSE(j["memory"]["fits"].get<bool>());
+  EXPECT_GT(j["memory"]["total_bytes"].get<std::int64_t>(), j["memory"]["capacity_bytes"].get<std::int64_t>());
+  EXPECT_GT(j["kernel_time_us"].get<double>(), 0);
+}
+
+TEST(RunModel, ExpertWeightsSkewTheMoeLayers) {
+  TempDir dir;
+  std::string skew = "[";
+  for (int i = 0; i < 64; ++i) skew += (i ? ", " : "") + std::string(i < 6 ? "1" : "0");
+  skew += "]";
+  const auto even = dir.write("even.yaml", "model: deepseek-ocr-decoder\nphase: decode\nbatch: 32\nseq_len: 256\ndtype: bf16\n");
+  const auto hot = dir.write("hot.yaml", "model: deepseek-ocr-decoder\nphase: decode\nbatch: 32\nseq_len: 256\n"
+                                         "dtype: bf16\nexpert_weights: " + skew + "\n");
+  // 192 routed pairs over 6 experts instead of 64: far fewer expert weights to stream.
+  EXPECT_LT(run_json(hot.string(), "h100")["kernel_time_us"].get<double>(),
+            run_json(even.string(), "h100")["kernel_time_us"].get<double>());
+}
+
+TEST(RunModel, BadInputNamesTheKey) {
+  TempDir dir;
+  struct Case {
+    std::string yaml, key;
+  };
+  const std::vector<Case> cases = {
+      {"model: llama3-8b\nphase: decode\nbatch: 0\nseq_len: 8\ndtype: bf16\n", "batch"},
+      {"model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: -3\ndtype: bf16\n", "seq_len"},
+      {"model: llama3-8b\nphase: train\nbatch: 1\nseq_len: 8\ndtype: bf16\n", "phase"},
+      {"model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\nlowering: vllm\n", "lowering"},
+      {"model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: fp8\n", "dtype"},
+      {"model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\nexpert_weights: [1]\n", "expert_weights"},
+      {"model: mixtral-8x7b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\nexpert_weights: [1, 2]\n", "expert_weights"},
+      {"model: {layers: 2, d_model: 100, heads: 3, d_ff: 64, vocab: 10, norm: rmsnorm, activation: swiglu, "
+       "positions: rope}\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\n", "model.heads"},
+      {"model: {layers: 2, d_model: 96, heads: 4, kv_heads: 3, d_ff: 64, vocab: 10, norm: rmsnorm, "
+       "activation: swiglu, positions: rope}\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\n", "model.kv_heads"},
+  };
+  for (const auto& c : cases) {
+    const auto w = dir.write("bad.yaml", c.yaml);
+    const Result r = run({"run", w.string(), "--hw", "h100"});
+    EXPECT_EQ(r.status, 2) << c.yaml;
+    EXPECT_NE(r.err.find(c.key), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("bad.yaml"), std::string::npos) << r.err;
+  }
+  // fp8 on a chip without fp8 tensor cores, in the lowering that supports fp8.
+  const auto w = dir.write("fp8.yaml", "model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: fp8\nlowering: fused\n");
+  EXPECT_EQ(run({"run", w.string(), "--hw", "h100"}).status, 0);
+  const Result a100 = run({"run", w.string(), "--hw", "a100"});
+  EXPECT_EQ(a100.status, 2);
+  EXPECT_NE(a100.err.find("dtype"), std::string::npos) << a100.err;
+}
+
+}  // namespace
+}  // namespace gpusim::cli
