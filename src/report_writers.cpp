@@ -39,7 +39,10 @@ nlohmann::ordered_json kernel_json(const KernelReport& k) {
           {"bound", k.bound}};
 }
 
-std::string gigabytes(std::int64_t b) { return fmt::format("{:.2f} GB", static_cast<double>(b) / 1e9); }
+std::string gigabytes(std::int64_t b) {
+  const double v = static_cast<double>(b);
+  return v >= 1e9 ? fmt::format("{:.2f} GB", v / 1e9) : fmt::format("{:.1f} MB", v / 1e6);
+}
 
 void write_model_summary(const RunReport& r, std::ostream& out) {
   for (const auto& p : r.phases) {
@@ -73,6 +76,7 @@ void write_table(const RunReport& r, std::ostream& out) {
   out << fmt::format("hw {}  |  workload {}  |  mode {}\n", r.hw, r.workload, r.mode);
   out << fmt::format("total {:.2f} us   kernel time {:.2f} us   {} kernels\n\n", r.total_us,
                      r.kernel_time_us, r.kernels.size());
+  out << r.description;
   write_model_summary(r, out);
   out << fmt::format("{:>3}  {:<22} {:<44} {:>13} {:>9} {:>10} {:>6} {:>6}  {}\n", "#", "op",
                      "kernel", "grid", "block", "time(us)", "SM%", "DRAM%", "bound");

@@ -18,6 +18,7 @@
 #include "src/run_report.h"
 #include "workloads/model_run.h"
 #include "workloads/op_lowering.h"
+#include "workloads/plan_summary.h"
 #include "workloads/workload.h"
 
 namespace gpusim::cli {
@@ -118,6 +119,7 @@ int run_command(const Args& args, const Environment& env, std::ostream& out) {
     check_model_dtype(model, spec, workload_file);
     report = make_model_report(spec, model, launch_mode,
                                workloads::simulate_model(model, spec, launch_mode, models));
+    report.description = workloads::describe_workload(workload);
   }
 
   // Everything is computed before anything is written.

@@ -52,6 +52,7 @@ struct RunReport {
   double kernel_time_us = 0;  // sum of kernel durations
   std::vector<KernelReport> kernels;
   std::string kernels_scope;  // which steps `kernels` lists when not all (generate)
+  std::string description;    // the workload in words (model workloads), for the table
   std::uint64_t events = 0;
   std::vector<PhaseReport> phases;                // model workloads
   std::optional<workloads::MemoryFootprint> memory;
