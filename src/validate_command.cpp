@@ -42,6 +42,10 @@ const std::vector<SuiteSpec>& suites() {
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once)",
        true},
+      {"measured-models-h200", "h200", "hf_models_h200.json",
+       "the same 24 cases measured on an H200 SXM (nothing on the H200 was used to fit anything; "
+       "the split column repeats the H100's)",
+       true},
   };
   return kSuites;
 }
