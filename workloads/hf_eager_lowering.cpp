@@ -23,25 +23,30 @@
 namespace gpusim::workloads {
 namespace {
 using detail::StepEmitter;
+using detail::untagged;
 using hw::DType;
 using hw::TensorUse;
 using models::EwFunc;
 
 constexpr DType kF32 = DType::kFp32;
 
-// Strips the empty tag of launches lowered with tag "" (their names are program names).
-std::vector<hw::Launch> untagged(std::vector<hw::Launch> launches) {
-  for (auto& l : launches) {
-    for (auto* uses : {&l.reads, &l.writes}) {
-      for (auto& u : *uses) {
-        if (!u.tensor.empty() && u.tensor.front() == '.') u.tensor.erase(0, 1);
-      }
-    }
-  }
-  return launches;
-}
-
 bool is_gpt2_style(const ModelConfig& m) { return m.positions == Positions::kLearned; }
+
+// torch.matmul of `batch` [M, K] x [K, N] products (cuBLAS strided batched GEMM).
+void batched_gemm(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N,
+                  std::int64_t K, std::int64_t batch, DType dtype, const TensorUse& a,
+                  const TensorUse& b, const TensorUse& c) {
+  models::GemmProblem g;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.batch = batch;
+  g.dtype = dtype;
+  g.a = a.tensor;
+  g.b = b.tensor;
+  g.c = c.tensor;
+  e.emit(label, untagged(models::lower_gemm(g, e.hw(), "")));
+}
 
 // create_causal_mask checks whether the 2-D mask is all ones (then sdpa runs with is_causal and
 // no mask): two copies of the mask, a sum, a compare and a read-back to the host.
@@ -66,16 +71,7 @@ std::pair<TensorUse, TensorUse> rotary_table(StepEmitter& e) {
   const TensorUse posf = e.pointwise("rotary.positions", EwFunc::kCast, T, DType::kBf16, kF32, {pos}, false);
   const TensorUse inv = e.b().state("rotary.inv_freq", static_cast<double>(half) * 4);
   const TensorUse freqs = e.new_act("rotary.freqs", static_cast<double>(T * half), kF32);
-  models::GemmProblem g;
-  g.M = half;
-  g.N = s.new_tokens;
-  g.K = 1;
-  g.batch = s.batch;
-  g.dtype = kF32;
-  g.a = inv.tensor;
-  g.b = posf.tensor;
-  g.c = freqs.tensor;
-  e.emit("rotary.matmul", untagged(models::lower_gemm(g, e.hw(), "")));
+  batched_gemm(e, "rotary.matmul", half, s.new_tokens, 1, s.batch, kF32, inv, posf, freqs);
   const TensorUse emb = e.new_act("rotary.emb", static_cast<double>(T * 2 * half), kF32);
   e.emit("rotary.cat", {models::lower_cat({T * half, T * half}, kF32, s.new_tokens == 1, {freqs, freqs}, emb, e.hw())});
   const std::int64_t n = T * 2 * half;
@@ -156,16 +152,7 @@ TensorUse naive_attention(StepEmitter& e, const std::string& label, const Tensor
   const auto& m = e.m();
   const std::int64_t BH = s.batch * m.heads, Lq = s.new_tokens, Lk = s.past_tokens + s.new_tokens;
   const TensorUse scores = e.new_act(label + ".scores", static_cast<double>(BH * Lq * Lk));
-  models::GemmProblem qk;
-  qk.M = Lq;
-  qk.N = Lk;
-  qk.K = m.head_dim;
-  qk.batch = BH;
-  qk.dtype = e.math();
-  qk.a = q.tensor;
-  qk.b = k.tensor;
-  qk.c = scores.tensor;
-  e.emit(label + ".qk", untagged(models::lower_gemm(qk, e.hw(), "")));
+  batched_gemm(e, label + ".qk", Lq, Lk, m.head_dim, BH, e.math(), q, k, scores);
   const std::int64_t n = BH * Lq * Lk;
   TensorUse scaled = e.pointwise(label + ".scale", EwFunc::kMulScalar, n, e.act(), e.act(), {scores}, false);
   if (Lq > 1) {
@@ -186,16 +173,7 @@ TensorUse naive_attention(StepEmitter& e, const std::string& label, const Tensor
   // lower_softmax prefixes names with the tag: with the empty tag they start with '.', which
   // untagged() strips.
   const TensorUse out = e.new_act(label + ".out", static_cast<double>(BH * Lq * m.head_dim));
-  models::GemmProblem pv;
-  pv.M = Lq;
-  pv.N = m.head_dim;
-  pv.K = Lk;
-  pv.batch = BH;
-  pv.dtype = e.math();
-  pv.a = probs.tensor;
-  pv.b = v.tensor;
-  pv.c = out.tensor;
-  e.emit(label + ".pv", untagged(models::lower_gemm(pv, e.hw(), "")));
+  batched_gemm(e, label + ".pv", Lq, m.head_dim, Lk, BH, e.math(), probs, v, out);
   return out;
 }
 

@@ -4,6 +4,17 @@
 
 namespace gpusim::workloads::detail {
 
+std::vector<hw::Launch> untagged(std::vector<hw::Launch> launches) {
+  for (auto& l : launches) {
+    for (auto* uses : {&l.reads, &l.writes}) {
+      for (auto& u : *uses) {
+        if (!u.tensor.empty() && u.tensor.front() == '.') u.tensor.erase(0, 1);
+      }
+    }
+  }
+  return launches;
+}
+
 StepEmitter::StepEmitter(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b)
     : w_(w), s_(s), b_(b) {
   math_ = w.dtype;
@@ -42,15 +53,7 @@ TensorUse StepEmitter::pointwise(const std::string& label, EwFunc f, std::int64_
   for (const auto& t : inputs) p.inputs.push_back(t.tensor);
   p.output = y.tensor;
   // The problem's names are already program names: lower under an empty tag and strip it.
-  auto launches = models::lower_elementwise(p, b_.hw(), "");
-  for (auto& l : launches) {
-    for (auto* uses : {&l.reads, &l.writes}) {
-      for (auto& u : *uses) {
-        if (!u.tensor.empty() && u.tensor.front() == '.') u.tensor.erase(0, 1);
-      }
-    }
-  }
-  b_.emit(label, std::move(launches));
+  b_.emit(label, untagged(models::lower_elementwise(p, b_.hw(), "")));
   return y;
 }
 

@@ -16,6 +16,10 @@ namespace gpusim::workloads::detail {
 using hw::TensorUse;
 using models::EwFunc;
 
+// Launches lowered under the empty tag name their tensors ".<name>": strips the dot, so the
+// names are the program's own (the caller passed program names to the cost model).
+std::vector<hw::Launch> untagged(std::vector<hw::Launch> launches);
+
 class StepEmitter {
  public:
   StepEmitter(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);

@@ -19,14 +19,7 @@ using Result = gpusim::testing::CliResult;
 
 Result run(const std::vector<std::string>& args) { return gpusim::testing::run_gpusim(args); }
 
-nlohmann::json run_json(const std::string& workload, const std::string& hw,
-                        std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{"run", workload, "--hw", hw, "--format", "json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  const Result r = run(args);
-  EXPECT_EQ(r.status, 0) << r.err;
-  return nlohmann::json::parse(r.out);
-}
+using gpusim::testing::run_json;
 
 std::string ops_yaml() { return (config_dir() / "workloads" / "ops.yaml").string(); }
 

@@ -18,14 +18,7 @@ Result run(const std::vector<std::string>& args) { return gpusim::testing::run_g
 
 std::string job(const std::string& name) { return (config_dir() / "workloads" / (name + ".yaml")).string(); }
 
-nlohmann::json run_json(const std::string& workload, const std::string& hw,
-                        std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{"run", workload, "--hw", hw, "--format", "json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  const Result r = run(args);
-  EXPECT_EQ(r.status, 0) << r.err;
-  return r.status == 0 ? nlohmann::json::parse(r.out) : nlohmann::json{};
-}
+using gpusim::testing::run_json;
 
 TEST(RunModel, ShippedJobsRunOnEveryPreset) {
   for (const std::string w : {"decode", "prefill", "deepseek-ocr-decode", "cs336-small-naive"}) {
