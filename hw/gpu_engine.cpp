@@ -306,6 +306,16 @@ class Engine {
       room_[sm] = sms_[sm].capacity(k.footprint, most);
       rounds = std::max(rounds, room_[sm]);
     }
+    // Fast path: everything this pass places belongs to the current class (large grids refill
+    // freed SMs wave after wave), so each SM's count follows from the rounds alone.
+    std::int64_t total_room = 0;
+    for (const int r : room_) total_room += r;
+    const std::int64_t n = std::min(k.ctas_unplaced, total_room);
+    const auto& cls = k.node->launch.ctas[k.next_class];
+    if (n <= cls.count - k.next_in_class) {
+      place_rounds_of_one_class(k, n, rounds);
+      return;
+    }
     run_class_.assign(n_sms, -1);
     run_count_.assign(n_sms, 0);
     auto close_run = [this](std::size_t sm) {
@@ -325,6 +335,30 @@ class Engine {
       }
     }
     for (std::size_t sm = 0; sm < n_sms; ++sm) close_run(sm);
+  }
+
+  // Breadth-first placement of n CTAs of the current class: full rounds give every SM with
+  // room one more CTA; the last, partial round goes to the first SMs (in SM order) with room.
+  void place_rounds_of_one_class(KernelState& k, std::int64_t n, int rounds) {
+    const std::size_t n_sms = sms_.size();
+    std::int64_t left = n;
+    int full = 0;  // rounds completed
+    for (int r = 1; r <= rounds; ++r) {
+      std::int64_t takers = 0;
+      for (std::size_t sm = 0; sm < n_sms; ++sm) takers += room_[sm] >= r ? 1 : 0;
+      if (takers > left) break;
+      left -= takers;
+      full = r;
+    }
+    for (std::size_t sm = 0; sm < n_sms; ++sm) {
+      int count = std::min(room_[sm], full);
+      if (left > 0 && room_[sm] > full) {
+        ++count;
+        --left;
+      }
+      if (count > 0) runs_.push_back({static_cast<int>(k.next_class), count, static_cast<int>(sm)});
+    }
+    take_ctas(k, n);
   }
 
   // The same order on an idle GPU, where every SM has the same room: CTA j of this pass goes to

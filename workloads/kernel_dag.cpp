@@ -15,10 +15,11 @@ namespace gpusim::workloads {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 KernelDag::Vertex KernelDag::add(hw::Launch launch, std::string op, const std::vector<Vertex>& deps) {
-  const Vertex v = boost::add_vertex(KernelVertex{std::move(launch), std::move(op)}, graph_);
+  Graph& g = *graph_;
+  const Vertex v = boost::add_vertex(KernelVertex{std::move(launch), std::move(op)}, g);
   for (const Vertex d : deps) {
     if (d >= v) throw ModelError(fmt::format("kernel DAG: vertex {} depends on later vertex {}", v, d));
-    if (!boost::edge(d, v, graph_).second) boost::add_edge(d, v, graph_);
+    if (!boost::edge(d, v, g).second) boost::add_edge(d, v, g);
   }
   return v;
 }
@@ -26,18 +27,30 @@ KernelDag::Vertex KernelDag::add(hw::Launch launch, std::string op, const std::v
 #pragma GCC diagnostic pop
 #endif
 
-std::vector<hw::KernelNode> KernelDag::to_nodes() const {
+namespace {
+template <class Graph, class TakeLaunch>
+std::vector<hw::KernelNode> nodes_of(Graph& graph, TakeLaunch take) {
   std::vector<hw::KernelNode> nodes;
-  nodes.reserve(size());
-  for (Vertex v = 0; v < size(); ++v) {
-    hw::KernelNode node{graph_[v].launch, graph_[v].op, 0, {}};
-    for (auto [e, end] = boost::in_edges(v, graph_); e != end; ++e) {
-      node.deps.push_back(static_cast<int>(boost::source(*e, graph_)));
+  const auto n = boost::num_vertices(graph);
+  nodes.reserve(n);
+  for (KernelDag::Vertex v = 0; v < n; ++v) {
+    hw::KernelNode node{take(graph[v].launch), graph[v].op, 0, {}};
+    for (auto [e, end] = boost::in_edges(v, graph); e != end; ++e) {
+      node.deps.push_back(static_cast<int>(boost::source(*e, graph)));
     }
     std::sort(node.deps.begin(), node.deps.end());  // edge order is not part of the contract
     nodes.push_back(std::move(node));
   }
   return nodes;
+}
+}  // namespace
+
+std::vector<hw::KernelNode> KernelDag::to_nodes() const& {
+  return nodes_of(*graph_, [](const hw::Launch& l) { return l; });
+}
+
+std::vector<hw::KernelNode> KernelDag::to_nodes() && {
+  return nodes_of(*graph_, [](hw::Launch& l) { return std::move(l); });
 }
 
 }  // namespace gpusim::workloads

@@ -5,6 +5,7 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,16 +28,19 @@ class KernelDag {
   // and insertion order is a topological order).
   Vertex add(hw::Launch launch, std::string op, const std::vector<Vertex>& deps);
 
-  std::size_t size() const { return boost::num_vertices(graph_); }
-  std::size_t edge_count() const { return boost::num_edges(graph_); }
-  const Graph& graph() const { return graph_; }
+  std::size_t size() const { return boost::num_vertices(*graph_); }
+  std::size_t edge_count() const { return boost::num_edges(*graph_); }
+  const Graph& graph() const { return *graph_; }
 
   // The engine's input: one node per vertex in insertion order, on one stream (eager PyTorch
   // launches everything on the current stream), with each vertex's producers as dependencies.
-  std::vector<hw::KernelNode> to_nodes() const;
+  std::vector<hw::KernelNode> to_nodes() const&;
+  // The same, moving the launches out of a DAG that is not needed afterwards.
+  std::vector<hw::KernelNode> to_nodes() &&;
 
  private:
-  Graph graph_;
+  // Behind a pointer so that moving a DAG moves it (Boost's adjacency_list copies on move).
+  std::unique_ptr<Graph> graph_ = std::make_unique<Graph>();
 };
 
 }  // namespace gpusim::workloads

@@ -44,8 +44,19 @@ void ProgramBuilder::emit(const std::string& label, std::vector<hw::Launch> laun
 
 void ProgramBuilder::emit_op(const std::string& label, const models::Op& op,
                              const std::map<std::string, hw::TensorUse>& names) {
+  const std::string key = models::describe(op);
+  auto cached = lowered_.find(key);
+  if (cached == lowered_.end()) cached = lowered_.emplace(key, models_.lower(op, hw_, "#")).first;
   const std::string tag = new_tag();
-  emit_renamed(label, tag, models_.lower(op, hw_, tag), names);
+  std::vector<hw::Launch> launches = cached->second;
+  for (auto& l : launches) {
+    for (auto* uses : {&l.reads, &l.writes}) {
+      for (auto& u : *uses) {
+        if (u.tensor.rfind("#.", 0) == 0) u.tensor = tag + u.tensor.substr(1);
+      }
+    }
+  }
+  emit_renamed(label, tag, std::move(launches), names);
 }
 
 void ProgramBuilder::emit_renamed(const std::string& label, const std::string& tag,

@@ -43,6 +43,7 @@ class ProgramBuilder {
   std::string new_tag() { return "k" + std::to_string(next_id_++); }
 
   const KernelDag& dag() const { return dag_; }
+  KernelDag take_dag() { return std::move(dag_); }
   // The largest total size of activations alive at once (produced and still to be read).
   double activation_peak_bytes() const;
 
@@ -55,6 +56,9 @@ class ProgramBuilder {
   const models::KernelModelRegistry& models_;
   KernelDag dag_;
   std::map<std::string, KernelDag::Vertex> producer_;
+  // Launches per op (by models::describe), lowered once under the tag "#": the 32 layers of a
+  // model repeat the same ops, and GEMM tile choice is the costly part of lowering.
+  std::map<std::string, std::vector<hw::Launch>> lowered_;
   std::map<std::string, Lifetime> activations_;
   std::int64_t next_id_ = 0;
 };

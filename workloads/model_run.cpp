@@ -10,10 +10,10 @@ ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::
                         const models::KernelModelRegistry& models) {
   ModelRun run;
   double activation_peak = 0;
-  const auto steps = build_steps(w, hw, models);
+  auto steps = build_steps(w, hw, models);
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    const StepProgram& p = steps[i];
-    auto nodes = p.dag.to_nodes();
+    StepProgram& p = steps[i];
+    auto nodes = std::move(p.dag).to_nodes();
     hw::EngineResult result = hw::run_engine(hw, mode, nodes);
     StepRun s;
     s.phase = p.phase;

@@ -32,7 +32,8 @@ std::vector<StepProgram> build_steps(const ModelWorkload& w, const hw::HardwareS
       lower_hf_eager_step(w, shape, b);
       if (w.phase == Phase::kGenerate) lower_hf_generate_bookkeeping(w, shape, b);
     }
-    out.push_back({phase, shape, b.dag(), b.activation_peak_bytes()});
+    const double peak = b.activation_peak_bytes();
+    out.push_back({phase, shape, b.take_dag(), peak});
   }
   return out;
 }
