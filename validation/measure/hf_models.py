@@ -28,7 +28,8 @@ cache excluded).
 
 Usage (GPU machine, repository root):
   PYTHONUNBUFFERED=1 python3 validation/measure/hf_models.py --gpu h100 --out $OUT
-  options: --only REGEX, --split calibration|holdout, --deadline-s N, --show-holdout
+  options: --only REGEX, --split calibration|holdout, --deadline-s N, --show-holdout,
+           --set2 (the fresh held-out cases CASES2, written to hf_models2_<gpu>.json)
 Writes $OUT/hf_models_<gpu>.json (rewritten after every case), $OUT/hf_configs/<case>.json
 (the config.json of each case, as save_pretrained writes it), $OUT/hf_defaults.json
 (each config class's defaults) and $OUT/sources/ (the modeling files, for reading).
@@ -124,6 +125,36 @@ CASES = [
     case("deepseek-ocr_decode_b8_l512", "holdout", "deepseek_v2", DEEPSEEK_OCR, "decode", 8, 512),
     case("deepseek-ocr_prefill_b1_s1024", "holdout", "deepseek_v2", DEEPSEEK_OCR, "prefill", 1, 1024),
     case("qwen2-1.5b_generate_b4_s256_o32", "holdout", "qwen2", QWEN2_15B, "generate", 4, 256, 32),
+]
+
+
+# Set 2 (measured after gpusim's hf-eager lowering was final, for a clean evaluation): models and
+# shapes that appear nowhere in CASES. All held out.
+LLAMA32_1B = dict(LLAMA3_8B, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                  num_attention_heads=32, num_key_value_heads=8, head_dim=64, tie_word_embeddings=True)
+LLAMA32_3B = dict(LLAMA3_8B, hidden_size=3072, intermediate_size=8192, num_hidden_layers=28,
+                  num_attention_heads=24, num_key_value_heads=8, head_dim=128, tie_word_embeddings=True)
+QWEN2_7B = dict(QWEN2_15B, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
+                num_attention_heads=28, num_key_value_heads=4, vocab_size=152064,
+                tie_word_embeddings=False)
+GPT2_XL = dict(n_embd=1600, n_layer=48, n_head=25)
+
+CASES2 = [
+    case("llama3.2-1b_decode_b8_l2048", "holdout", "llama", LLAMA32_1B, "decode", 8, 2048),
+    case("llama3.2-1b_prefill_b2_s1024", "holdout", "llama", LLAMA32_1B, "prefill", 2, 1024),
+    case("llama3.2-3b_decode_b4_l1024", "holdout", "llama", LLAMA32_3B, "decode", 4, 1024),
+    case("llama3.2-3b_prefill_b1_s4096", "holdout", "llama", LLAMA32_3B, "prefill", 1, 4096),
+    case("qwen2-7b_decode_b2_l512", "holdout", "qwen2", QWEN2_7B, "decode", 2, 512),
+    case("qwen2-7b_prefill_b1_s1024", "holdout", "qwen2", QWEN2_7B, "prefill", 1, 1024),
+    case("gpt2-xl_decode_b8_l256", "holdout", "gpt2", GPT2_XL, "decode", 8, 256),
+    case("gpt2-xl_prefill_b4_s256", "holdout", "gpt2", GPT2_XL, "prefill", 4, 256),
+    case("mistral-7b_decode_b32_l512", "holdout", "mistral", MISTRAL_7B, "decode", 32, 512),
+    case("llama3-8b_decode_b64_l256", "holdout", "llama", LLAMA3_8B, "decode", 64, 256),
+    case("qwen2-1.5b_prefill_b1_s2048", "holdout", "qwen2", QWEN2_15B, "prefill", 1, 2048),
+    case("mixtral-small_prefill_b4_s512", "holdout", "mixtral", MIXTRAL_SMALL, "prefill", 4, 512),
+    case("mixtral-4l_decode_b4_l2048", "holdout", "mixtral", MIXTRAL_4L, "decode", 4, 2048),
+    case("mixtral-small_decode_b2_l1024", "holdout", "mixtral", MIXTRAL_SMALL, "decode", 2, 1024),
+    case("llama3.2-1b_generate_b8_s128_o16", "holdout", "llama", LLAMA32_1B, "generate", 8, 128, 16),
 ]
 
 
@@ -402,6 +433,7 @@ def main():
     ap.add_argument("--reps", type=int, default=8)
     ap.add_argument("--deadline-s", type=float, default=1e9)
     ap.add_argument("--show-holdout", action="store_true")
+    ap.add_argument("--set2", action="store_true", help="measure CASES2 (fresh holdout) instead")
     args = ap.parse_args()
     start = time.time()
     os.makedirs(os.path.join(args.out, "hf_configs"), exist_ok=True)
@@ -409,8 +441,8 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     dump_reference(args.out)
     result = {"provenance": provenance(args.gpu), "method": __doc__, "cases": [], "errors": []}
-    out_json = os.path.join(args.out, f"hf_models_{args.gpu}.json")
-    for c in CASES:
+    out_json = os.path.join(args.out, f"hf_models{'2' if args.set2 else ''}_{args.gpu}.json")
+    for c in (CASES2 if args.set2 else CASES):
         if args.only and not re.search(args.only, c["id"]):
             continue
         if args.split and c["split"] != args.split:
