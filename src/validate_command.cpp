@@ -44,6 +44,14 @@ const std::vector<SuiteSpec>& suites() {
        "held-out 8.9% at the first look, one fix made after it (grouped GEMM kernel choice, "
        "docs/workloads.md)",
        true},
+      {"measured-models2-h100", "h100", "hf_models2_h100.json",
+       "a fresh set of 15 HF model cases (Llama-3.2 1B/3B, Qwen2-7B, GPT-2 XL, more Mistral, "
+       "Llama-3-8B and Mixtral shapes), measured after the hf-eager lowering was final and "
+       "evaluated once",
+       true},
+      {"measured-models2-h200", "h200", "hf_models2_h200.json",
+       "the fresh set on an H200, evaluated once",
+       true},
       {"measured-models-h200", "h200", "hf_models_h200.json",
        "the same 24 cases measured on an H200 SXM (nothing on the H200 was used to fit anything; "
        "the split column repeats the H100's)",
