@@ -341,13 +341,14 @@ class Engine {
   // room one more CTA; the last, partial round goes to the first SMs (in SM order) with room.
   void place_rounds_of_one_class(KernelState& k, std::int64_t n, int rounds) {
     const std::size_t n_sms = sms_.size();
+    // SMs with room for at least r CTAs take part in round r: a suffix sum over room values.
+    with_room_.assign(static_cast<std::size_t>(rounds) + 2, 0);
+    for (std::size_t sm = 0; sm < n_sms; ++sm) ++with_room_[static_cast<std::size_t>(room_[sm])];
+    for (int r = rounds - 1; r >= 0; --r) with_room_[r] += with_room_[r + 1];
     std::int64_t left = n;
     int full = 0;  // rounds completed
-    for (int r = 1; r <= rounds; ++r) {
-      std::int64_t takers = 0;
-      for (std::size_t sm = 0; sm < n_sms; ++sm) takers += room_[sm] >= r ? 1 : 0;
-      if (takers > left) break;
-      left -= takers;
+    for (int r = 1; r <= rounds && with_room_[r] <= left; ++r) {
+      left -= with_room_[r];
       full = r;
     }
     for (std::size_t sm = 0; sm < n_sms; ++sm) {
@@ -629,6 +630,7 @@ class Engine {
   std::vector<int> dispatching_;  // kernels with CTAs left to place
   std::vector<int> live_;         // kernels started and not finished
   std::vector<int> room_;          // scratch for place_ctas: CTAs each SM can still take
+  std::vector<std::int64_t> with_room_;  // scratch: SMs with room for at least r CTAs
   struct Run {  // CTAs of one class given to one SM in one dispatch pass
     int cls, count, sm;
     bool operator<(const Run& o) const { return std::tie(cls, count, sm) < std::tie(o.cls, o.count, o.sm); }

@@ -107,10 +107,12 @@ void expect_same_model(const ModelConfig& a, const ModelConfig& b) {
 // The config.json of each measured case (written by transformers 5.17's save_pretrained) against
 // the parameter count PyTorch reported for the model built from it.
 TEST(HfConfigTest, MeasuredConfigsGiveThePyTorchParameterCounts) {
-  const auto measured = nlohmann::json::parse(read_text(kMeasured / "hf_models_h100.json"));
   std::map<std::string, std::int64_t> n_params;
-  for (const auto& c : measured.at("cases")) {
-    n_params[c.at("id").get<std::string>()] = c.at("n_params").get<std::int64_t>();
+  for (const char* file : {"hf_models_h100.json", "hf_models2_h100.json"}) {  // sets 1 and 2
+    const auto measured = nlohmann::json::parse(read_text(kMeasured / file));
+    for (const auto& c : measured.at("cases")) {
+      n_params[c.at("id").get<std::string>()] = c.at("n_params").get<std::int64_t>();
+    }
   }
   int checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kMeasured / "hf_configs")) {
