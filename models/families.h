@@ -27,6 +27,16 @@ struct GemmProblem {
 std::vector<Launch> lower_gemm(const GemmProblem& p, const hw::HardwareSpec& hw,
                                const std::string& tag, bool linear = false);
 
+// The tiling lower_gemm chooses for a problem (read-only; the same choice, no side effects):
+// tile_m x tile_n output tiles, K sliced `tile_k` deep, `split` K slices of k_per_split each
+// (k_per_split = round_up(ceil(K / split), tile_k); the last slice may be shorter). For the
+// gemv kernel (one-row products off Hopper) tile_m = 1, tile_n = 4 (outputs per CTA), tile_k = 1.
+struct GemmTiling {
+  std::int64_t tile_m = 0, tile_n = 0, tile_k = 0, split = 1;
+  std::int64_t k_per_split = 0;
+};
+GemmTiling gemm_tiling(const GemmProblem& p, const hw::HardwareSpec& hw, bool linear = false);
+
 class GemmModel final : public KernelModel {
  public:
   std::vector<Launch> lower(const Op& op, const hw::HardwareSpec& hw,

@@ -650,6 +650,26 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   return out;
 }
 
+GemmTiling gemm_tiling(const GemmProblem& gp, const hw::HardwareSpec& hw, bool linear) {
+  if (gp.M <= 0 || gp.N <= 0 || gp.K <= 0 || gp.batch <= 0) {
+    throw ModelError("gemm: M, N, K and batch must be positive");
+  }
+  const Problem p{gp.M, gp.N, gp.K, gp.batch, gp.dtype};
+  // The same branches as lower_gemm.
+  Choice ch;
+  if (gp.dtype == hw::DType::kFp32) {
+    ch = p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0};
+  } else if (!detail::is_hopper(hw) && p.M == 1 && p.batch == 1) {
+    return GemmTiling{1, 4, 1, 1, gp.K};
+  } else {
+    const auto candidates =
+        detail::is_hopper(hw) ? hopper_candidates(hw, p) : mma_sync_candidates(hw, p);
+    ch = choose(hw, p, candidates, /*max_split=*/16);
+  }
+  return GemmTiling{ch.cfg.tile_m, ch.cfg.tile_n, ch.cfg.tile_k, ch.split,
+                    k_per_split(p, ch.cfg, ch.split)};
+}
+
 std::vector<Launch> GemmModel::lower(const Op& op, const hw::HardwareSpec& hw,
                                      const std::string& tag) const {
   GemmProblem p;

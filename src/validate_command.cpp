@@ -17,8 +17,11 @@
 #include "sim/error.h"
 #include "src/commands.h"
 #include "src/options.h"
+#include "src/run_report.h"
 #include "validation/measured_suite.h"
 #include "validation/model_suite.h"
+#include "validation/functional/functional_checks.h"
+#include "validation/seed_suites.h"
 
 namespace gpusim::cli {
 namespace {
@@ -26,10 +29,15 @@ namespace {
 struct SuiteSpec {
   std::string name, hw, csv, description;
   bool models = false;  // a model suite (hf_models_*.json) rather than single ops (ops*.csv)
+  int seed = 0;  // 1, 2, 3: a seed suite (validation/seed_suites.h); csv lists its files, ", "-separated
 };
 
 const std::vector<SuiteSpec>& suites() {
   static const std::vector<SuiteSpec> kSuites{
+      {"functional", "h100", "",
+       "functional CPU kernels (validation/functional/, TBB) running the cost models' "
+       "decompositions CTA by CTA: numerics against double references, FLOPs and bytes against "
+       "what the cost models charge"},
       {"measured-h100", "h100", "ops_h100.csv",
        "kernel times of single ops on an H100 SXM5 (PyTorch profiler, L2 flushed, median of 20)"},
       {"measured-h200", "h200", "ops_h200.csv",
@@ -56,6 +64,20 @@ const std::vector<SuiteSpec>& suites() {
        "the same 24 cases measured on an H200 SXM (nothing on the H200 was used to fit anything; "
        "the split column repeats the H100's)",
        true},
+      {"seed001", "h100", "seed001_sdpa_h100.csv, ops_h100.csv",
+       "seed 001's H100 SDPA baseline (PyTorch 2.4.1, B=16 S=512 D=64 fp16, H=8..128): per-head "
+       "kernel time against the reported figures and against our own H100 measurement of the "
+       "same shapes",
+       false, 1},
+      {"seed002", "rtx5090", "seed002_forward_rtx5090.csv, seed002_attention_a800.csv",
+       "seed 002 (CS336): fp32 forward steps of the CS336 models on an RTX 5090 (eager, Python "
+       "wall time) and out-of-memory status; naive fp32 attention forward measured on an 80 GB "
+       "A800, simulated on the a100 preset",
+       false, 2},
+      {"seed003", "rtx5090", "seed003_deepseek_ocr_rtx5090.csv",
+       "seed 003: DeepSeek-OCR decode on an RTX 5090, kernel-time shares by category, bound "
+       "classes of the 20 costliest kernels and their mean achieved occupancy",
+       false, 3},
   };
   return kSuites;
 }
@@ -94,6 +116,86 @@ std::string family_table(const std::vector<validation::Comparison>& rows, bool m
     out << fmt::format(fmt::runtime(fmt_row), fam, n, cell(fam, 0), cell(fam, 1), cell(fam, 2));
   }
   return out.str();
+}
+
+// The functional suite: every check's numerics and counts; fails when a check fails.
+bool functional_section(const hw::HardwareSpec& spec, const std::string& description,
+                        std::ostream& out, std::ostream& md) {
+  const auto checks = functional::run_functional_checks(spec);
+  out << fmt::format("== functional on {}: {}\n", spec.name, description);
+  out << fmt::format("  {:<66} {:>10} {:>9} {:>14} {:>14} {:>14} {:>14} {}\n", "check", "rel error",
+                     "bound", "FLOPs run", "FLOPs charged", "bytes run", "bytes charged", "result");
+  md << fmt::format("\n## functional ({})\n\n{}.\n\n", spec.name, description);
+  md << "| check | relative error | bound | FLOPs run | FLOPs charged | bytes run | bytes charged | "
+        "result | note |\n|---|---:|---:|---:|---:|---:|---:|---|---|\n";
+  int passed = 0;
+  for (const auto& c : checks) {
+    passed += c.passed ? 1 : 0;
+    out << fmt::format("  {:<66} {:>10.2e} {:>9.0e} {:>14.0f} {:>14.0f} {:>14.0f} {:>14.0f} {}\n",
+                       c.name, c.relative_error, c.error_bound, c.flops_functional, c.flops_model,
+                       c.bytes_functional, c.bytes_model, c.passed ? "ok" : "FAILED");
+    md << fmt::format("| {} | {:.2e} | {:.0e} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {} | {} |\n", c.name,
+                      c.relative_error, c.error_bound, c.flops_functional, c.flops_model,
+                      c.bytes_functional, c.bytes_model, c.passed ? "ok" : "FAILED", c.note);
+  }
+  out << fmt::format("  functional: {} of {} checks pass\n\n", passed, checks.size());
+  md << fmt::format("\n**functional: {} of {} checks pass.**\n", passed, checks.size());
+  return passed == static_cast<int>(checks.size());
+}
+
+// The comparisons of a seed suite, and how many of its reference rows it cannot simulate.
+std::vector<validation::Comparison> run_seed_suite(const SuiteSpec& s, const std::filesystem::path& data,
+                                                   const std::filesystem::path& config_dir,
+                                                   const hw::PresetCatalog& catalog,
+                                                   const hw::HardwareSpec& spec,
+                                                   const models::KernelModelRegistry& models,
+                                                   int& not_compared) {
+  switch (s.seed) {
+    case 1:
+      not_compared = validation::seed_rows_not_compared(data / "seed001_sdpa_h100.csv");
+      return validation::compare_seed001(data, spec, models);
+    case 2: {
+      // The attention table ran on an 80 GB A800: the A100 80 GB preset stands in for it.
+      const hw::HardwareSpec a100 = hw::load_hardware("a100", catalog);
+      not_compared = validation::seed_rows_not_compared(data / "seed002_forward_rtx5090.csv") +
+                     validation::seed_rows_not_compared(data / "seed002_attention_a800.csv");
+      auto rows = validation::compare_seed002_forward(data / "seed002_forward_rtx5090.csv",
+                                                      config_dir / "models", spec, models);
+      auto attention = validation::compare_seed002_attention(data / "seed002_attention_a800.csv", a100, models);
+      rows.insert(rows.end(), std::make_move_iterator(attention.begin()), std::make_move_iterator(attention.end()));
+      return rows;
+    }
+    case 3: {
+      not_compared = validation::seed_rows_not_compared(data / "seed003_deepseek_ocr_rtx5090.csv");
+      const validation::BoundClassifier classify = [](const hw::HardwareSpec& hw,
+                                                      const std::vector<hw::KernelNode>& nodes,
+                                                      const hw::EngineResult& result) {
+        std::vector<std::string> bounds;
+        for (const auto& k : make_report(hw, "", hw::LaunchMode::kGraph, nodes, result).kernels) {
+          bounds.push_back(k.bound);
+        }
+        return bounds;
+      };
+      return validation::compare_seed003(data / "seed003_deepseek_ocr_rtx5090.csv",
+                                         config_dir / "workloads" / "deepseek-ocr-decode.yaml",
+                                         config_dir / "models", spec, models, classify);
+    }
+  }
+  throw ConfigError("validate", 0, "suite", "unknown seed suite " + s.name);
+}
+
+// "`validation/data/a.csv`, `validation/data/b.csv`" for a ", "-separated list of files.
+std::string data_files(const std::string& csv) {
+  std::string out;
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t comma = csv.find(", ", from);
+    out += fmt::format("`validation/data/{}`", csv.substr(from, comma - from));
+    if (comma == std::string::npos) break;
+    out += ", ";
+    from = comma + 2;
+  }
+  return out;
 }
 
 std::map<std::string, double> read_thresholds(const std::filesystem::path& file) {
@@ -142,12 +244,20 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
         "(simulated - measured) / measured. *Calibration* rows were used to choose parameters "
         "and launch shapes; *held-out* rows never were.\n";
   std::vector<SuiteOutcome> outcomes;
+  bool functional_failed = false;
   for (const auto& s : suites()) {
     if (!chosen.empty() && std::find(chosen.begin(), chosen.end(), s.name) == chosen.end()) continue;
     const hw::HardwareSpec spec = hw::load_hardware(s.hw, catalog);
+    if (s.name == "functional") {
+      functional_failed = !functional_section(spec, s.description, out, md);
+      continue;
+    }
     std::vector<validation::MeasuredOp> measured;
     std::vector<validation::Comparison> rows;
-    if (s.models) {
+    int not_compared = 0;
+    if (s.seed != 0) {
+      rows = run_seed_suite(s, data, env.config_dir, catalog, spec, models, not_compared);
+    } else if (s.models) {
       rows = validation::compare_measured_models(data / s.csv, spec, models);
     } else {
       measured = validation::read_measured_ops(data / s.csv);
@@ -157,8 +267,8 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
     out << fmt::format("== {} on {}: {}\n", s.name, spec.name, s.description);
     out << fmt::format("  {:<58} {:<11} {:>11} {:>11} {:>8}\n", "op", "split", "measured us",
                        "simulated", "error");
-    md << fmt::format("\n## {} ({})\n\n{}. Data: `validation/data/{}`.\n\n", s.name, spec.name,
-                      s.description, s.csv);
+    md << fmt::format("\n## {} ({})\n\n{}. Data: {}.\n\n", s.name, spec.name, s.description,
+                      data_files(s.csv));
     md << "| op | split | measured (us) | simulated (us) | error | kernels measured / simulated |\n"
           "|---|---|---:|---:|---:|---|\n";
     for (const auto& r : rows) {
@@ -168,21 +278,25 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
                         split_name(r), r.reference.measured_us, r.simulated_us, r.error_pct,
                         r.reference.measured_kernels.size(), r.simulated_kernels.size());
     }
-    int skipped = 0;
+    int skipped = not_compared;
     for (const auto& m : measured) skipped += m.op ? 0 : 1;
+    const std::string skipped_text =
+        s.seed != 0 ? fmt::format("{} reported figures not simulated", skipped)
+                    : fmt::format("{} measured variants not modeled", skipped);
+    const std::string skipped_md =
+        s.seed != 0 ? fmt::format("{} reported figures not simulated: validation/data/README-seeds.md says why", skipped)
+                    : fmt::format("{} measured variants, such as forced SDPA backends, not modeled", skipped);
     SuiteOutcome o;
     o.name = s.name;
     o.calibration_mape = validation::mape(rows, [](const auto& r) { return !r.reference.held_out; });
     o.held_out_mape = validation::mape(rows, [](const auto& r) { return r.reference.held_out; });
     const double all = validation::mape(rows, [](const auto&) { return true; });
     out << "\n  MAPE by op family:\n" << family_table(rows, false);
-    out << fmt::format("  {}: MAPE calibration {:.1f}%, held-out {:.1f}%, all {:.1f}% ({} ops; {} "
-                       "measured variants not modeled)\n",
-                       s.name, o.calibration_mape, o.held_out_mape, all, rows.size(), skipped);
+    out << fmt::format("  {}: MAPE calibration {:.1f}%, held-out {:.1f}%, all {:.1f}% ({} ops; {})\n",
+                       s.name, o.calibration_mape, o.held_out_mape, all, rows.size(), skipped_text);
     md << "\n" << family_table(rows, true);
-    md << fmt::format("\n**{}: MAPE calibration {:.1f}%, held-out {:.1f}%, all {:.1f}%** ({} ops; "
-                      "{} measured variants, such as forced SDPA backends, not modeled).\n",
-                      s.name, o.calibration_mape, o.held_out_mape, all, rows.size(), skipped);
+    md << fmt::format("\n**{}: MAPE calibration {:.1f}%, held-out {:.1f}%, all {:.1f}%** ({} ops; {}).\n",
+                      s.name, o.calibration_mape, o.held_out_mape, all, rows.size(), skipped_md);
     if (const auto t = thresholds.find(s.name); t != thresholds.end()) {
       o.threshold = t->second;
       o.failed = o.held_out_mape > t->second;
@@ -201,7 +315,8 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
   }
   std::filesystem::rename(doc.string() + ".tmp", doc);
   out << "wrote " << doc.string() << "\n";
-  const bool failed = std::any_of(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.failed; });
+  const bool failed = functional_failed ||
+                      std::any_of(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.failed; });
   return failed ? 1 : 0;
 }
 
