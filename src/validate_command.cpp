@@ -210,6 +210,19 @@ std::map<std::string, double> read_thresholds(const std::filesystem::path& file)
   return out;
 }
 
+// validation/discrepancies.yaml: a paragraph per suite on its large discrepancies.
+std::map<std::string, std::string> read_discrepancies(const std::filesystem::path& file) {
+  std::map<std::string, std::string> out;
+  if (!std::filesystem::exists(file)) return out;
+  const hw::YamlDocument doc = hw::YamlDocument::from_file(file);
+  hw::MappingReader root(doc, doc.root(), "");
+  for (const auto& s : suites()) {
+    if (auto text = root.optional_text(s.name)) out[s.name] = *text;
+  }
+  root.reject_unknown();
+  return out;
+}
+
 }  // namespace
 
 int validate_command(const Args& args, const Environment& env, std::ostream& out) {
@@ -236,6 +249,11 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
   const std::filesystem::path root = env.config_dir.parent_path();
   const std::filesystem::path data = root / "validation" / "data";
   const auto thresholds = read_thresholds(root / "validation" / "thresholds.yaml");
+  const auto discrepancies = read_discrepancies(root / "validation" / "discrepancies.yaml");
+  const auto notes = [&](const std::string& suite) {
+    const auto it = discrepancies.find(suite);
+    return it == discrepancies.end() ? std::string() : "\n**Large discrepancies.** " + it->second + "\n";
+  };
   const hw::PresetCatalog catalog(env.config_dir / "hw");
   const auto models = models::default_kernel_models();
 
@@ -250,6 +268,7 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
     const hw::HardwareSpec spec = hw::load_hardware(s.hw, catalog);
     if (s.name == "functional") {
       functional_failed = !functional_section(spec, s.description, out, md);
+      md << notes(s.name);
       continue;
     }
     std::vector<validation::MeasuredOp> measured;
@@ -297,6 +316,7 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
     md << "\n" << family_table(rows, true);
     md << fmt::format("\n**{}: MAPE calibration {:.1f}%, held-out {:.1f}%, all {:.1f}%** ({} ops; {}).\n",
                       s.name, o.calibration_mape, o.held_out_mape, all, rows.size(), skipped_md);
+    md << notes(s.name);
     if (const auto t = thresholds.find(s.name); t != thresholds.end()) {
       o.threshold = t->second;
       o.failed = o.held_out_mape > t->second;
