@@ -27,6 +27,10 @@ using detail::untagged;
 using hw::DType;
 using hw::TensorUse;
 using models::EwFunc;
+using Sem = KernelSemantics;
+
+// The semantics of an elementwise op with a scalar operand (its function is filled in).
+Sem with_scalar(double v) { return Sem{"", {}, "", {}, v}; }
 
 constexpr DType kF32 = DType::kFp32;
 
@@ -35,7 +39,7 @@ bool is_gpt2_style(const ModelConfig& m) { return m.positions == Positions::kLea
 // torch.matmul of `batch` [M, K] x [K, N] products (cuBLAS strided batched GEMM).
 void batched_gemm(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N,
                   std::int64_t K, std::int64_t batch, DType dtype, const TensorUse& a,
-                  const TensorUse& b, const TensorUse& c) {
+                  const TensorUse& b, const TensorUse& c, Sem sem) {
   models::GemmProblem g;
   g.M = M;
   g.N = N;
@@ -45,7 +49,7 @@ void batched_gemm(StepEmitter& e, const std::string& label, std::int64_t M, std:
   g.a = a.tensor;
   g.b = b.tensor;
   g.c = c.tensor;
-  e.emit(label, untagged(models::lower_gemm(g, e.hw(), "")));
+  e.emit(label, untagged(models::lower_gemm(g, e.hw(), "")), std::move(sem));
 }
 
 // create_causal_mask checks whether the 2-D mask is all ones (then sdpa runs with is_causal and
@@ -68,17 +72,21 @@ std::pair<TensorUse, TensorUse> rotary_table(StepEmitter& e) {
   const auto& s = e.s();
   const std::int64_t half = e.m().head_dim / 2, T = e.tokens();
   const TensorUse pos = e.b().state("position_ids", static_cast<double>(T) * 8);
-  const TensorUse posf = e.pointwise("rotary.positions", EwFunc::kCast, T, DType::kBf16, kF32, {pos}, false);
+  const TensorUse posf = e.pointwise("rotary.positions", EwFunc::kCast, T, DType::kBf16, kF32, {pos}, false,
+                                     Sem{"positions", {}, "", {s.batch, s.new_tokens, s.past_tokens}});
   const TensorUse inv = e.b().state("rotary.inv_freq", static_cast<double>(half) * 4);
   const TensorUse freqs = e.new_act("rotary.freqs", static_cast<double>(T * half), kF32);
-  batched_gemm(e, "rotary.matmul", half, s.new_tokens, 1, s.batch, kF32, inv, posf, freqs);
+  batched_gemm(e, "rotary.matmul", half, s.new_tokens, 1, s.batch, kF32, inv, posf, freqs,
+               Sem{"rope_freqs", {posf.tensor}, freqs.tensor, {T, half}, e.m().rope_theta.value_or(10000.0)});
   const TensorUse emb = e.new_act("rotary.emb", static_cast<double>(T * 2 * half), kF32);
-  e.emit("rotary.cat", {models::lower_cat({T * half, T * half}, kF32, s.new_tokens == 1, {freqs, freqs}, emb, e.hw())});
+  e.emit("rotary.cat", {models::lower_cat({T * half, T * half}, kF32, s.new_tokens == 1, {freqs, freqs}, emb, e.hw())},
+         Sem{"cat_last", {freqs.tensor, freqs.tensor}, emb.tensor, {T, 1, 2 * half}});
   const std::int64_t n = T * 2 * half;
   const TensorUse cos = e.pointwise("rotary.cos", EwFunc::kCos, n, kF32, kF32, {emb}, false);
-  const TensorUse cs = e.pointwise("rotary.cos_scale", EwFunc::kMulScalar, n, kF32, kF32, {cos}, false);
+  // attention_scaling is 1 for the default rope type.
+  const TensorUse cs = e.pointwise("rotary.cos_scale", EwFunc::kMulScalar, n, kF32, kF32, {cos}, false, with_scalar(1.0));
   const TensorUse sin = e.pointwise("rotary.sin", EwFunc::kSin, n, kF32, kF32, {emb}, false);
-  const TensorUse ss = e.pointwise("rotary.sin_scale", EwFunc::kMulScalar, n, kF32, kF32, {sin}, false);
+  const TensorUse ss = e.pointwise("rotary.sin_scale", EwFunc::kMulScalar, n, kF32, kF32, {sin}, false, with_scalar(1.0));
   return {e.cast("rotary.cos_cast", n, kF32, e.act(), cs), e.cast("rotary.sin_cast", n, kF32, e.act(), ss)};
 }
 
@@ -87,17 +95,19 @@ TensorUse rms_norm(StepEmitter& e, const std::string& label, const TensorUse& x)
   const std::int64_t T = e.tokens(), d = e.m().d_model, n = T * d;
   const TensorUse w = e.weight(label + ".weight", static_cast<double>(d));
   const TensorUse xf = e.cast(label + ".to_fp32", n, e.act(), kF32, x);
-  const TensorUse sq = e.pointwise(label + ".pow", EwFunc::kPowScalar, n, kF32, kF32, {xf}, false);
+  const TensorUse sq = e.pointwise(label + ".pow", EwFunc::kPowScalar, n, kF32, kF32, {xf}, false, with_scalar(2.0));
   const TensorUse var = e.new_act(label + ".mean", static_cast<double>(T), kF32);
   e.emit(label + ".mean", {models::lower_reduce(T, d, kF32, kF32, true,
                                                 "at::native::MeanOps<float, float, float, float>",
-                                                sq, var, e.hw())});
-  const TensorUse ve = e.pointwise(label + ".add_eps", EwFunc::kAddScalar, T, kF32, kF32, {var}, false);
+                                                sq, var, e.hw())},
+         Sem{"mean_last", {sq.tensor}, var.tensor, {T, 1}});
+  const TensorUse ve = e.pointwise(label + ".add_eps", EwFunc::kAddScalar, T, kF32, kF32, {var}, false,
+                                   with_scalar(e.m().norm_eps.value_or(1e-5)));
   const TensorUse r = e.pointwise(label + ".rsqrt", EwFunc::kRsqrt, T, kF32, kF32, {ve}, false);
   const TensorUse xn = e.pointwise(label + ".scale", EwFunc::kMul, n, kF32, kF32, {xf, r}, true);
   const TensorUse xb = e.cast(label + ".to_act", n, kF32, e.act(), xn);
   // weight[d] * x[T, d]: a broadcast unless there is a single row.
-  return e.pointwise(label + ".weight_mul", EwFunc::kMul, n, e.act(), e.act(), {w, xb}, T > 1);
+  return e.pointwise(label + ".weight_mul", EwFunc::kMul, n, e.act(), e.act(), {w, xb}, T > 1, Sem{"mul", {}, "", {d}});
 }
 
 TensorUse layer_norm(StepEmitter& e, const std::string& label, const TensorUse& x) {
@@ -119,10 +129,13 @@ TensorUse rope(StepEmitter& e, const std::string& label, const TensorUse& x, std
                const TensorUse& cos, const TensorUse& sin) {
   const std::int64_t n = e.tokens() * heads * e.m().head_dim;
   const DType a = e.act();
-  const TensorUse xc = e.pointwise(label + ".mul_cos", EwFunc::kMul, n, a, a, {x, cos}, true);
-  const TensorUse ng = e.pointwise(label + ".neg", EwFunc::kNeg, n / 2, a, a, {x}, true);
+  const std::vector<std::int64_t> shape{e.tokens(), heads, e.m().head_dim};
+  const TensorUse xc = e.pointwise(label + ".mul_cos", EwFunc::kMul, n, a, a, {x, cos}, true, Sem{"mul", {}, "", shape});
+  const TensorUse ng = e.pointwise(label + ".neg", EwFunc::kNeg, n / 2, a, a, {x}, true,
+                                   Sem{"neg_second_half", {}, "", shape});
   const TensorUse rot = e.new_act(label + ".rotate_half", static_cast<double>(n));
-  e.emit(label + ".cat", {models::lower_cat({n / 2, n / 2}, a, false, {ng, x}, rot, e.hw())});
+  e.emit(label + ".cat", {models::lower_cat({n / 2, n / 2}, a, false, {ng, x}, rot, e.hw())},
+         Sem{"rotate_half_cat", {ng.tensor, x.tensor}, rot.tensor, shape});
   const TensorUse rs = e.pointwise(label + ".mul_sin", EwFunc::kMul, n, a, a, {rot, sin}, true);
   return e.pointwise(label + ".add", EwFunc::kAdd, n, a, a, {xc, rs}, e.s().new_tokens > 1);
 }
@@ -141,7 +154,9 @@ TensorUse cache_append(StepEmitter& e, const std::string& label, const std::stri
   const bool vectorized = dense_inputs && s.past_tokens > 0 && s.new_tokens == 1;
   e.emit(label + "." + which + "_cat",
          {models::lower_cat({per_token * s.past_tokens, per_token * s.new_tokens}, e.act(), vectorized,
-                            {past, fresh}, grown, e.hw())});
+                            {past, fresh}, grown, e.hw())},
+         Sem{"kv_cat", {past.tensor, fresh.tensor}, grown.tensor,
+             {s.batch, e.m().kv_heads, s.past_tokens, s.new_tokens, e.m().head_dim}});
   return grown;
 }
 
@@ -151,10 +166,13 @@ TensorUse naive_attention(StepEmitter& e, const std::string& label, const Tensor
   const auto& s = e.s();
   const auto& m = e.m();
   const std::int64_t BH = s.batch * m.heads, Lq = s.new_tokens, Lk = s.past_tokens + s.new_tokens;
+  const std::vector<std::int64_t> dims{s.batch, m.heads, m.kv_heads, Lq, Lk, m.head_dim};
   const TensorUse scores = e.new_act(label + ".scores", static_cast<double>(BH * Lq * Lk));
-  batched_gemm(e, label + ".qk", Lq, Lk, m.head_dim, BH, e.math(), q, k, scores);
+  batched_gemm(e, label + ".qk", Lq, Lk, m.head_dim, BH, e.math(), q, k, scores,
+               Sem{"attn_scores", {q.tensor, k.tensor}, scores.tensor, dims});
   const std::int64_t n = BH * Lq * Lk;
-  TensorUse scaled = e.pointwise(label + ".scale", EwFunc::kMulScalar, n, e.act(), e.act(), {scores}, false);
+  TensorUse scaled = e.pointwise(label + ".scale", EwFunc::kMulScalar, n, e.act(), e.act(), {scores}, false,
+                                 with_scalar(1.0 / std::sqrt(static_cast<double>(m.head_dim))));
   if (Lq > 1) {
     models::ElementwiseProblem p;
     p.func = EwFunc::kMaskedFill;
@@ -164,16 +182,19 @@ TensorUse naive_attention(StepEmitter& e, const std::string& label, const Tensor
     p.inputs = {scaled.tensor};
     const TensorUse masked = e.new_act(label + ".masked", static_cast<double>(n));
     p.output = masked.tensor;
-    e.emit(label + ".mask", untagged(models::lower_elementwise(p, e.hw(), "")));
+    e.emit(label + ".mask", untagged(models::lower_elementwise(p, e.hw(), "")),
+           Sem{"causal_mask", {scaled.tensor}, masked.tensor, {s.batch, m.heads, Lq, Lk}});
     scaled = masked;
   }
   const TensorUse probs = e.new_act(label + ".probs", static_cast<double>(n));
   e.emit(label + ".softmax",
-         untagged(models::lower_softmax(BH * Lq, Lk, e.act(), scaled.tensor, probs.tensor, e.hw(), "")));
+         untagged(models::lower_softmax(BH * Lq, Lk, e.act(), scaled.tensor, probs.tensor, e.hw(), "")),
+         Sem{"softmax_last", {scaled.tensor}, probs.tensor, {}});
   // lower_softmax prefixes names with the tag: with the empty tag they start with '.', which
   // untagged() strips.
   const TensorUse out = e.new_act(label + ".out", static_cast<double>(BH * Lq * m.head_dim));
-  batched_gemm(e, label + ".pv", Lq, m.head_dim, Lk, BH, e.math(), probs, v, out);
+  batched_gemm(e, label + ".pv", Lq, m.head_dim, Lk, BH, e.math(), probs, v, out,
+               Sem{"attn_values", {probs.tensor, v.tensor}, out.tensor, dims});
   return out;
 }
 
@@ -186,16 +207,18 @@ TensorUse attention_core(StepEmitter& e, const std::string& label, const TensorU
   }
   const TensorUse o = e.new_act(label + ".sdpa", static_cast<double>(e.tokens() * m.heads * m.head_dim));
   const std::map<std::string, TensorUse> names{{"q", q}, {"k", k}, {"v", v}, {"o", o}};
+  const Sem sem{"sdpa", {q.tensor, k.tensor, v.tensor}, o.tensor,
+                {s.batch, m.heads, m.kv_heads, s.new_tokens, s.past_tokens + s.new_tokens, m.head_dim}};
   if (s.past_tokens > 0) {
     e.b().emit_op(label + ".sdpa",
                   models::Op(models::OpKind::kSdpaDecode, e.act(),
                              models::SdpaDecodeShape{s.batch, m.heads, m.kv_heads, s.past_tokens + 1, m.head_dim}),
-                  names);
+                  names, sem);
   } else {
     e.b().emit_op(label + ".sdpa",
                   models::Op(models::OpKind::kSdpa, e.act(),
                              models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, true}),
-                  names);
+                  names, sem);
   }
   return o;
 }
@@ -237,6 +260,8 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
   const auto& hw = e.hw();
   // Router: logits in fp32, softmax, top-k, optional renormalization.
   const TensorUse logits = e.linear(label + ".gate", T, E, d, false, h, e.weight(label + ".gate", static_cast<double>(E * d)));
+  const TensorUse w_gate_up = e.weight(label + ".experts.gate_up_proj", static_cast<double>(E * 2 * F * d));
+  const TensorUse w_down = e.weight(label + ".experts.down_proj", static_cast<double>(E * F * d));
   const TensorUse lf = e.cast(label + ".router.to_fp32", T * E, a, kF32, logits);
   const TensorUse probs = e.new_act(label + ".router.softmax", static_cast<double>(T * E), kF32);
   e.emit(label + ".router.softmax", untagged(models::lower_softmax(T, E, kF32, lf.tensor, probs.tensor, hw, "")));
@@ -276,7 +301,7 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
   const auto rows = expert_rows(S, E, expert_weights);
   const TensorUse up = e.new_act(label + ".experts.gate_up", static_cast<double>(S * 2 * F));
   e.emit(label + ".experts.gate_up_proj",
-         models::lower_grouped_gemm(rows, 2 * F, d, e.math(), xm, e.weight(label + ".experts.gate_up_proj", static_cast<double>(E * 2 * F * d)), up, hw));
+         models::lower_grouped_gemm(rows, 2 * F, d, e.math(), xm, w_gate_up, up, hw));
   const double up_bytes = static_cast<double>(S * 2 * F) * e.act_bytes();
   const TensorUse upc = e.new_act(label + ".experts.gate_up_clone", static_cast<double>(S * 2 * F));
   e.emit(label + ".experts.post_mask", {models::detail::memcpy_launch(false, up_bytes, up, upc, hw)});
@@ -285,7 +310,7 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
   const TensorUse gated = e.pointwise(label + ".experts.mul", EwFunc::kMul, S * F, a, a, {act, upm}, true);
   const TensorUse down = e.new_act(label + ".experts.down", static_cast<double>(S * d));
   e.emit(label + ".experts.down_proj",
-         models::lower_grouped_gemm(rows, d, F, e.math(), gated, e.weight(label + ".experts.down_proj", static_cast<double>(E * F * d)), down, hw));
+         models::lower_grouped_gemm(rows, d, F, e.math(), gated, w_down, down, hw));
   const TensorUse dc = e.new_act(label + ".experts.down_clone", static_cast<double>(S * d));
   e.emit(label + ".experts.down_mask", {models::detail::memcpy_launch(false, static_cast<double>(S * d) * e.act_bytes(), down, dc, hw)});
   const TensorUse dm = e.pointwise(label + ".experts.down_mask", EwFunc::kMaskedFill, S * d, a, a, {dc}, true);
@@ -298,7 +323,11 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
   const TensorUse summed = e.new_act(label + ".experts.sum", static_cast<double>(T * d), kF32);
   e.emit(label + ".experts.sum", {models::lower_reduce(T * d, k, kF32, kF32, false,
                                                        "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> >",
-                                                       back, summed, hw)});
+                                                       back, summed, hw)},
+         // The routed experts as one function of the block's input and router logits (its
+         // kernels sort, gather and scatter rows): see the interpreter's "moe_experts".
+         Sem{"moe_experts", {h.tensor, logits.tensor, w_gate_up.tensor, w_down.tensor}, summed.tensor,
+             {T, d, E, k, F}, cfg.norm_topk_prob.value_or(false) ? 1.0 : 0.0});
   TensorUse out = e.cast(label + ".experts.to_act", T * d, kF32, a, summed);
   if (cfg.shared_experts > 0) {
     const TensorUse shared = mlp(e, label + ".shared_experts", h, cfg.shared_experts * cfg.shared_expert_d_ff);
@@ -355,7 +384,8 @@ void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   const TensorUse ids = b.state("input_ids", static_cast<double>(T) * 8);
   const TensorUse table = e.weight("embed_tokens", static_cast<double>(m.vocab * d));
   TensorUse x = e.new_act("embed_tokens", static_cast<double>(T * d));
-  e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())});
+  e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())},
+         KernelSemantics{"embedding", {ids.tensor, table.tensor}, x.tensor, {s.batch, s.new_tokens, s.past_tokens, d, m.vocab}});
   (void)ids;
   if (is_gpt2_style(m)) {
     const TensorUse wpe = e.weight("embed_positions", static_cast<double>(*m.max_positions * d));

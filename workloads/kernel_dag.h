@@ -5,7 +5,9 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,9 +16,23 @@
 
 namespace gpusim::workloads {
 
+// What a framework op computes, at the level of the model code (not of its kernels): set on
+// the launch that produces the op's result, so the DAG can be run functionally
+// (validation/functional/dag_interpreter.h). `what` names the function ("linear", "add",
+// "mean_last", ...; the interpreter lists them), `inputs` and `output` are tensors of the
+// program, `dims` and `scalar` are its parameters (shapes, eps, scale).
+struct KernelSemantics {
+  std::string what;
+  std::vector<std::string> inputs;
+  std::string output;
+  std::vector<std::int64_t> dims;
+  double scalar = 0;
+};
+
 struct KernelVertex {
   hw::Launch launch;
   std::string op;  // the framework-level op, e.g. "layers[3].attn.q_proj"
+  std::optional<KernelSemantics> semantics;  // on the op's last launch only
 };
 
 class KernelDag {
@@ -26,7 +42,8 @@ class KernelDag {
 
   // Adds a kernel that waits for `deps` (vertices already in the DAG, so the DAG stays acyclic
   // and insertion order is a topological order).
-  Vertex add(hw::Launch launch, std::string op, const std::vector<Vertex>& deps);
+  Vertex add(hw::Launch launch, std::string op, const std::vector<Vertex>& deps,
+             std::optional<KernelSemantics> semantics = std::nullopt);
 
   std::size_t size() const { return boost::num_vertices(*graph_); }
   std::size_t edge_count() const { return boost::num_edges(*graph_); }

@@ -16,16 +16,20 @@ hw::TensorUse ProgramBuilder::activation(const std::string& name, double bytes) 
   return hw::TensorUse{unique, static_cast<std::int64_t>(bytes)};
 }
 
-void ProgramBuilder::emit(const std::string& label, std::vector<hw::Launch> launches) {
+void ProgramBuilder::emit(const std::string& label, std::vector<hw::Launch> launches,
+                          std::optional<KernelSemantics> semantics) {
   std::vector<KernelDag::Vertex> previous;
-  for (auto& launch : launches) {
+  for (std::size_t i = 0; i < launches.size(); ++i) {
+    auto& launch = launches[i];
     std::vector<KernelDag::Vertex> deps = previous;
     for (const auto& r : launch.reads) {
       if (const auto it = producer_.find(r.tensor); it != producer_.end()) deps.push_back(it->second);
     }
     const auto reads = launch.reads;
     const auto writes = launch.writes;
-    const KernelDag::Vertex v = dag_.add(std::move(launch), label, deps);
+    const bool last = i + 1 == launches.size();
+    const KernelDag::Vertex v =
+        dag_.add(std::move(launch), label, deps, last ? std::move(semantics) : std::nullopt);
     const auto at = static_cast<std::int64_t>(v);
     for (const auto& r : reads) {
       if (const auto it = activations_.find(r.tensor); it != activations_.end()) {
@@ -43,7 +47,8 @@ void ProgramBuilder::emit(const std::string& label, std::vector<hw::Launch> laun
 }
 
 void ProgramBuilder::emit_op(const std::string& label, const models::Op& op,
-                             const std::map<std::string, hw::TensorUse>& names) {
+                             const std::map<std::string, hw::TensorUse>& names,
+                             std::optional<KernelSemantics> semantics) {
   const std::string key = models::describe(op);
   auto cached = lowered_.find(key);
   if (cached == lowered_.end()) cached = lowered_.emplace(key, models_.lower(op, hw_, "#")).first;
@@ -56,12 +61,13 @@ void ProgramBuilder::emit_op(const std::string& label, const models::Op& op,
       }
     }
   }
-  emit_renamed(label, tag, std::move(launches), names);
+  emit_renamed(label, tag, std::move(launches), names, std::move(semantics));
 }
 
 void ProgramBuilder::emit_renamed(const std::string& label, const std::string& tag,
                                   std::vector<hw::Launch> launches,
-                                  const std::map<std::string, hw::TensorUse>& names) {
+                                  const std::map<std::string, hw::TensorUse>& names,
+                                  std::optional<KernelSemantics> semantics) {
   const auto rename = [&](std::vector<hw::TensorUse>& uses) {
     for (auto& u : uses) {
       if (u.tensor.rfind(tag + ".", 0) != 0) continue;
@@ -74,7 +80,7 @@ void ProgramBuilder::emit_renamed(const std::string& label, const std::string& t
     rename(l.reads);
     rename(l.writes);
   }
-  emit(label, std::move(launches));
+  emit(label, std::move(launches), std::move(semantics));
 }
 
 double ProgramBuilder::activation_peak_bytes() const {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,16 +31,19 @@ class ProgramBuilder {
   hw::TensorUse activation(const std::string& name, double bytes);
 
   // Appends `launches` as framework op `label`. A launch waits for the producers of what it
-  // reads and for the op's previous launch.
-  void emit(const std::string& label, std::vector<hw::Launch> launches);
+  // reads and for the op's previous launch. `semantics` (what the op computes) goes on the last.
+  void emit(const std::string& label, std::vector<hw::Launch> launches,
+            std::optional<KernelSemantics> semantics = std::nullopt);
 
   // Lowers `op` with the cost models, renaming the model's tensors ("<tag>.<local>") to the
   // program's tensors per `names` (local name -> tensor); unnamed locals stay private to the op.
   void emit_op(const std::string& label, const models::Op& op,
-               const std::map<std::string, hw::TensorUse>& names);
+               const std::map<std::string, hw::TensorUse>& names,
+               std::optional<KernelSemantics> semantics = std::nullopt);
   // The same for launches a model lowered under `tag` (from new_tag()).
   void emit_renamed(const std::string& label, const std::string& tag, std::vector<hw::Launch> launches,
-                    const std::map<std::string, hw::TensorUse>& names);
+                    const std::map<std::string, hw::TensorUse>& names,
+                    std::optional<KernelSemantics> semantics = std::nullopt);
   std::string new_tag() { return "k" + std::to_string(next_id_++); }
 
   const KernelDag& dag() const { return dag_; }

@@ -15,6 +15,32 @@ std::vector<hw::Launch> untagged(std::vector<hw::Launch> launches) {
   return launches;
 }
 
+std::string ew_name(EwFunc f) {
+  switch (f) {
+    case EwFunc::kAdd: return "add";
+    case EwFunc::kMul: return "mul";
+    case EwFunc::kMulScalar: return "mul_scalar";
+    case EwFunc::kSilu: return "silu";
+    case EwFunc::kGelu: return "gelu";
+    case EwFunc::kCast: return "cast";
+    case EwFunc::kMaskedFill: return "masked_fill";
+    case EwFunc::kNeg: return "neg";
+    case EwFunc::kPowScalar: return "pow_scalar";
+    case EwFunc::kAddScalar: return "add_scalar";
+    case EwFunc::kRsqrt: return "rsqrt";
+    case EwFunc::kCos: return "cos";
+    case EwFunc::kSin: return "sin";
+    case EwFunc::kDiv: return "div";
+    case EwFunc::kCopy: return "copy";
+    case EwFunc::kCompareScalar: return "compare_scalar";
+    case EwFunc::kFill: return "fill";
+    case EwFunc::kClamp: return "clamp";
+    case EwFunc::kFloorDivide: return "floor_divide";
+    case EwFunc::kTanh: return "tanh";
+  }
+  return "?";
+}
+
 StepEmitter::StepEmitter(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b)
     : w_(w), s_(s), b_(b) {
   math_ = w.dtype;
@@ -37,12 +63,14 @@ TensorUse StepEmitter::linear(const std::string& label, std::int64_t M, std::int
                               bool bias, const TensorUse& x, const TensorUse& w) {
   const TensorUse y = new_act(label, static_cast<double>(M * N));
   b_.emit_op(label, models::Op(models::OpKind::kLinear, math_, models::LinearShape{M, N, K, bias}),
-             {{"x", x}, {"w", w}, {"y", y}});
+             {{"x", x}, {"w", w}, {"y", y}},
+             KernelSemantics{"linear", {x.tensor, w.tensor}, y.tensor, {M, N, K}, bias ? 1.0 : 0.0});
   return y;
 }
 
 TensorUse StepEmitter::pointwise(const std::string& label, EwFunc f, std::int64_t n, hw::DType in,
-                                 hw::DType out, const std::vector<TensorUse>& inputs, bool strided) {
+                                 hw::DType out, const std::vector<TensorUse>& inputs, bool strided,
+                                 KernelSemantics sem) {
   const TensorUse y = new_act(label, static_cast<double>(n), out);
   models::ElementwiseProblem p;
   p.func = f;
@@ -53,7 +81,10 @@ TensorUse StepEmitter::pointwise(const std::string& label, EwFunc f, std::int64_
   for (const auto& t : inputs) p.inputs.push_back(t.tensor);
   p.output = y.tensor;
   // The problem's names are already program names: lower under an empty tag and strip it.
-  b_.emit(label, untagged(models::lower_elementwise(p, b_.hw(), "")));
+  if (sem.what.empty()) sem.what = ew_name(f);
+  if (sem.inputs.empty()) sem.inputs = p.inputs;
+  sem.output = y.tensor;
+  b_.emit(label, untagged(models::lower_elementwise(p, b_.hw(), "")), std::move(sem));
   return y;
 }
 

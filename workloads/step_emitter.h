@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ using models::EwFunc;
 // Launches lowered under the empty tag name their tensors ".<name>": strips the dot, so the
 // names are the program's own (the caller passed program names to the cost model).
 std::vector<hw::Launch> untagged(std::vector<hw::Launch> launches);
+
+// The semantics name of an elementwise function: "add", "mul", "mul_scalar", "silu", "cast", ...
+std::string ew_name(EwFunc f);
 
 class StepEmitter {
  public:
@@ -38,16 +42,23 @@ class StepEmitter {
   TensorUse new_act(const std::string& name, double elements, hw::DType dtype);
   TensorUse new_act(const std::string& name, double elements) { return new_act(name, elements, act_); }
 
-  // y = x @ W^T (+ b): F.linear, lowered by the GEMM model.
+  // y = x @ W^T (+ b): F.linear, lowered by the GEMM model. Its semantics: "linear", dims
+  // {M, N, K}, scalar 1 with a bias.
   TensorUse linear(const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
                    bool bias, const TensorUse& x, const TensorUse& w);
-  // One elementwise kernel over n elements (see models::ElementwiseProblem).
+  // One elementwise kernel over n elements (see models::ElementwiseProblem). Its semantics is
+  // `sem` completed: `what` defaults to the function's name (ew_name), `inputs` to `inputs`,
+  // and `output` is the result.
   TensorUse pointwise(const std::string& label, EwFunc f, std::int64_t n, hw::DType in,
-                      hw::DType out, const std::vector<TensorUse>& inputs, bool strided);
+                      hw::DType out, const std::vector<TensorUse>& inputs, bool strided,
+                      KernelSemantics sem = {});
   // x.to(to) when the types differ; returns x unchanged otherwise.
   TensorUse cast(const std::string& label, std::int64_t n, hw::DType from, hw::DType to,
                  const TensorUse& x);
-  void emit(const std::string& label, std::vector<hw::Launch> launches) { b_.emit(label, std::move(launches)); }
+  void emit(const std::string& label, std::vector<hw::Launch> launches,
+            std::optional<KernelSemantics> sem = std::nullopt) {
+    b_.emit(label, std::move(launches), std::move(sem));
+  }
 
  private:
   const ModelWorkload& w_;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 
 namespace gpusim::testing {
 
@@ -16,8 +17,11 @@ class TempDir {
  public:
   TempDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    // The process id keeps two test binaries (normal and sanitizer builds) that run the same
+    // test at once from sharing a folder.
     path_ = std::filesystem::temp_directory_path() /
-            (std::string("gpusim_") + info->test_suite_name() + "_" + info->name());
+            (std::string("gpusim_") + info->test_suite_name() + "_" + info->name() + "_" +
+             std::to_string(::getpid()));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
