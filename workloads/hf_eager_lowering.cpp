@@ -386,7 +386,6 @@ void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   TensorUse x = e.new_act("embed_tokens", static_cast<double>(T * d));
   e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())},
          KernelSemantics{"embedding", {ids.tensor, table.tensor}, x.tensor, {s.batch, s.new_tokens, s.past_tokens, d, m.vocab}});
-  (void)ids;
   if (is_gpt2_style(m)) {
     const TensorUse wpe = e.weight("embed_positions", static_cast<double>(*m.max_positions * d));
     const TensorUse pos = e.new_act("embed_positions", static_cast<double>(T * d));
