@@ -29,6 +29,7 @@ int sm_version(const hw::HardwareSpec& hw) {
 bool is_hopper(const hw::HardwareSpec& hw) { return sm_version(hw) / 10 == 9; }
 
 hw::TensorUse tensor(const std::string& tag, std::string_view name, double bytes) {
+  if (tag.empty()) return hw::TensorUse{std::string(name), static_cast<std::int64_t>(bytes)};
   return hw::TensorUse{fmt::format("{}.{}", tag, name), static_cast<std::int64_t>(bytes)};
 }
 

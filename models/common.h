@@ -24,7 +24,8 @@ int sm_version(const hw::HardwareSpec& hw);
 // Hopper (sm_90): wgmma/TMA kernels, the only arch here where cuBLAS runs persistent kernels.
 bool is_hopper(const hw::HardwareSpec& hw);
 
-// A tensor of the op `tag`, named "<tag>.<name>" so kernels of one op share it through L2.
+// A tensor of the op `tag`, named "<tag>.<name>" so kernels of one op share it through L2. An
+// empty tag means `name` is already unique (a caller that names the tensors itself).
 hw::TensorUse tensor(const std::string& tag, std::string_view name, double bytes);
 
 // Splits `items` work items over `ctas` CTAs as the blockIdx-ordered schedule does: the first

@@ -47,7 +47,7 @@ TensorUse fused_moe(StepEmitter& e, const std::string& label, const TensorUse& h
   const std::int64_t T = e.tokens(), d = m.d_model, E = cfg.experts, k = cfg.top_k, S = T * k;
   const std::int64_t F = cfg.expert_d_ff;
   const TensorUse logits = e.linear(label + ".gate", T, E, d, false, h, e.weight(label + ".gate", static_cast<double>(E * d)));
-  const TensorUse top = e.new_act(label + ".topk_softmax", static_cast<double>(S) * 8, DType::kFp8);
+  const TensorUse top = e.new_bytes(label + ".topk_softmax", static_cast<double>(S) * 8);
   e.emit(label + ".topk_softmax", {models::lower_topk(T, E, k, logits, top, e.hw()).front()});
   const auto rows = expert_rows(S, E, expert_weights);
   const TensorUse up = e.new_act(label + ".experts.gate_up", static_cast<double>(S * 2 * F));

@@ -23,7 +23,6 @@
 namespace gpusim::workloads {
 namespace {
 using detail::StepEmitter;
-using detail::untagged;
 using hw::DType;
 using hw::TensorUse;
 using models::EwFunc;
@@ -49,7 +48,7 @@ void batched_gemm(StepEmitter& e, const std::string& label, std::int64_t M, std:
   g.a = a.tensor;
   g.b = b.tensor;
   g.c = c.tensor;
-  e.emit(label, untagged(models::lower_gemm(g, e.hw(), "")), std::move(sem));
+  e.emit(label, models::lower_gemm(g, e.hw(), ""), std::move(sem));
 }
 
 // create_causal_mask checks whether the 2-D mask is all ones (then sdpa runs with is_causal and
@@ -182,16 +181,14 @@ TensorUse naive_attention(StepEmitter& e, const std::string& label, const Tensor
     p.inputs = {scaled.tensor};
     const TensorUse masked = e.new_act(label + ".masked", static_cast<double>(n));
     p.output = masked.tensor;
-    e.emit(label + ".mask", untagged(models::lower_elementwise(p, e.hw(), "")),
+    e.emit(label + ".mask", models::lower_elementwise(p, e.hw(), ""),
            Sem{"causal_mask", {scaled.tensor}, masked.tensor, {s.batch, m.heads, Lq, Lk}});
     scaled = masked;
   }
   const TensorUse probs = e.new_act(label + ".probs", static_cast<double>(n));
   e.emit(label + ".softmax",
-         untagged(models::lower_softmax(BH * Lq, Lk, e.act(), scaled.tensor, probs.tensor, e.hw(), "")),
+         models::lower_softmax(BH * Lq, Lk, e.act(), scaled.tensor, probs.tensor, e.hw(), ""),
          Sem{"softmax_last", {scaled.tensor}, probs.tensor, {}});
-  // lower_softmax prefixes names with the tag: with the empty tag they start with '.', which
-  // untagged() strips.
   const TensorUse out = e.new_act(label + ".out", static_cast<double>(BH * Lq * m.head_dim));
   batched_gemm(e, label + ".pv", Lq, m.head_dim, Lk, BH, e.math(), probs, v, out,
                Sem{"attn_values", {probs.tensor, v.tensor}, out.tensor, dims});
@@ -264,8 +261,8 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
   const TensorUse w_down = e.weight(label + ".experts.down_proj", static_cast<double>(E * F * d));
   const TensorUse lf = e.cast(label + ".router.to_fp32", T * E, a, kF32, logits);
   const TensorUse probs = e.new_act(label + ".router.softmax", static_cast<double>(T * E), kF32);
-  e.emit(label + ".router.softmax", untagged(models::lower_softmax(T, E, kF32, lf.tensor, probs.tensor, hw, "")));
-  const TensorUse top = e.new_act(label + ".router.topk", static_cast<double>(S) * 12, DType::kFp8);
+  e.emit(label + ".router.softmax", models::lower_softmax(T, E, kF32, lf.tensor, probs.tensor, hw, ""));
+  const TensorUse top = e.new_bytes(label + ".router.topk", static_cast<double>(S) * 12);
   e.emit(label + ".router.topk", models::lower_topk(T, E, k, probs, top, hw));
   TensorUse weights = top;
   if (cfg.norm_topk_prob.value_or(false)) {
@@ -279,7 +276,7 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
   // count tokens per expert (histc, cumsum), two grouped GEMMs around the gated activation,
   // weight, scatter back and sum over the k slots.
   const auto pair_bytes = static_cast<double>(S) * 8;
-  const TensorUse ids = e.new_act(label + ".experts.ids", pair_bytes, DType::kFp8);
+  const TensorUse ids = e.new_bytes(label + ".experts.ids", pair_bytes);
   e.emit(label + ".experts.sort_setup", {models::detail::memcpy_launch(false, pair_bytes, top, ids, hw),
                                          models::lower_arange(S, ids, hw),
                                          models::detail::memcpy_launch(false, pair_bytes, ids, ids, hw),
@@ -316,7 +313,7 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
   const TensorUse dm = e.pointwise(label + ".experts.down_mask", EwFunc::kMaskedFill, S * d, a, a, {dc}, true);
   // proj_out * weights[:, None] promotes to fp32.
   const TensorUse weighted = e.pointwise(label + ".experts.weighted", EwFunc::kMul, S * d, a, kF32, {dm, wg}, true);
-  const TensorUse order = e.new_act(label + ".experts.order", static_cast<double>(S) * 8, DType::kFp8);
+  const TensorUse order = e.new_bytes(label + ".experts.order", static_cast<double>(S) * 8);
   e.emit(label + ".experts.unsort", {models::lower_arange(S, order, hw), models::lower_index_scalars(S, true, ids, order, hw)});
   const TensorUse back = e.new_act(label + ".experts.restored", static_cast<double>(S * d), kF32);
   e.emit(label + ".experts.restore", {models::lower_row_gather(S, static_cast<double>(d) * 4, weighted, back, hw)});
@@ -412,15 +409,15 @@ void lower_hf_generate_bookkeeping(const ModelWorkload& w, const StepShape& s, P
     const TensorUse cp = e.pointwise("generate.cache_position", EwFunc::kAddScalar, 1, kF32, kF32, {mask}, false);
     e.pointwise("generate.positions", EwFunc::kAdd, B, kF32, kF32, {cp, mask}, true);
     e.pointwise("generate.positions", EwFunc::kAddScalar, B, kF32, kF32, {cp}, false);
-    const TensorUse grown = e.new_act("generate.mask", static_cast<double>(B * (s.past_tokens + 1)) * 8, DType::kFp8);
+    const TensorUse grown = e.new_bytes("generate.mask", static_cast<double>(B * (s.past_tokens + 1)) * 8);
     e.emit("generate.mask_cat", {models::lower_cat({B * s.past_tokens, B}, kF32, true, {mask}, grown, e.hw())});
   }
   // After it: the last logits in fp32, greedy argmax, append the token, stopping criteria.
   const TensorUse logits = b.state("logits", static_cast<double>(B * V) * e.act_bytes());
   const TensorUse lf = e.cast("generate.logits_to_fp32", B * V, a == kF32 ? DType::kBf16 : a, kF32, logits);
-  const TensorUse next = e.new_act("generate.argmax", static_cast<double>(B) * 8, DType::kFp8);
+  const TensorUse next = e.new_bytes("generate.argmax", static_cast<double>(B) * 8);
   e.emit("generate.argmax", {models::lower_reduce(B, V, kF32, kF32, true, "at::native::ArgMaxOps<float>", lf, next, e.hw())});
-  const TensorUse ids = e.new_act("generate.input_ids", static_cast<double>(B) * 8, DType::kFp8);
+  const TensorUse ids = e.new_bytes("generate.input_ids", static_cast<double>(B) * 8);
   e.emit("generate.append", {models::lower_cat({B * (s.past_tokens + s.new_tokens), B}, kF32, true, {next}, ids, e.hw())});
   TensorUse flag = e.pointwise("generate.stop", EwFunc::kFill, B, kF32, kF32, {}, false);
   for (const EwFunc f : {EwFunc::kFill, EwFunc::kAdd, EwFunc::kNeg, EwFunc::kMul}) {

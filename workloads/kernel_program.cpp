@@ -25,18 +25,17 @@ void ProgramBuilder::emit(const std::string& label, std::vector<hw::Launch> laun
     for (const auto& r : launch.reads) {
       if (const auto it = producer_.find(r.tensor); it != producer_.end()) deps.push_back(it->second);
     }
-    const auto reads = launch.reads;
-    const auto writes = launch.writes;
     const bool last = i + 1 == launches.size();
     const KernelDag::Vertex v =
         dag_.add(std::move(launch), label, deps, last ? std::move(semantics) : std::nullopt);
     const auto at = static_cast<std::int64_t>(v);
-    for (const auto& r : reads) {
+    const hw::Launch& added = dag_.graph()[v].launch;  // the launch now lives in the DAG
+    for (const auto& r : added.reads) {
       if (const auto it = activations_.find(r.tensor); it != activations_.end()) {
         it->second.last = std::max(it->second.last, at);
       }
     }
-    for (const auto& w : writes) {
+    for (const auto& w : added.writes) {
       producer_[w.tensor] = v;
       if (const auto it = activations_.find(w.tensor); it != activations_.end() && it->second.first < 0) {
         it->second.first = at;

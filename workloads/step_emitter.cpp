@@ -4,17 +4,6 @@
 
 namespace gpusim::workloads::detail {
 
-std::vector<hw::Launch> untagged(std::vector<hw::Launch> launches) {
-  for (auto& l : launches) {
-    for (auto* uses : {&l.reads, &l.writes}) {
-      for (auto& u : *uses) {
-        if (!u.tensor.empty() && u.tensor.front() == '.') u.tensor.erase(0, 1);
-      }
-    }
-  }
-  return launches;
-}
-
 std::string ew_name(EwFunc f) {
   switch (f) {
     case EwFunc::kAdd: return "add";
@@ -80,11 +69,11 @@ TensorUse StepEmitter::pointwise(const std::string& label, EwFunc f, std::int64_
   p.strided = strided;
   for (const auto& t : inputs) p.inputs.push_back(t.tensor);
   p.output = y.tensor;
-  // The problem's names are already program names: lower under an empty tag and strip it.
+  // The problem's names are already program names: lower under the empty tag.
   if (sem.what.empty()) sem.what = ew_name(f);
   if (sem.inputs.empty()) sem.inputs = p.inputs;
   sem.output = y.tensor;
-  b_.emit(label, untagged(models::lower_elementwise(p, b_.hw(), "")), std::move(sem));
+  b_.emit(label, models::lower_elementwise(p, b_.hw(), ""), std::move(sem));
   return y;
 }
 

@@ -17,10 +17,6 @@ namespace gpusim::workloads::detail {
 using hw::TensorUse;
 using models::EwFunc;
 
-// Launches lowered under the empty tag name their tensors ".<name>": strips the dot, so the
-// names are the program's own (the caller passed program names to the cost model).
-std::vector<hw::Launch> untagged(std::vector<hw::Launch> launches);
-
 // The semantics name of an elementwise function: "add", "mul", "mul_scalar", "silu", "cast", ...
 std::string ew_name(EwFunc f);
 
@@ -41,6 +37,8 @@ class StepEmitter {
   TensorUse weight(const std::string& name, double elements);
   TensorUse new_act(const std::string& name, double elements, hw::DType dtype);
   TensorUse new_act(const std::string& name, double elements) { return new_act(name, elements, act_); }
+  // An activation sized in bytes (index and routing tensors of no floating-point type).
+  TensorUse new_bytes(const std::string& name, double bytes) { return b_.activation(name, bytes); }
 
   // y = x @ W^T (+ b): F.linear, lowered by the GEMM model. Its semantics: "linear", dims
   // {M, N, K}, scalar 1 with a bias.
