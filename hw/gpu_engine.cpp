@@ -69,12 +69,13 @@ struct Cohort {
   double write_bytes = 0;  // part of dram_bytes: stores, which do not wait (no Little's law)
   double pipe_overlap = 1;
   double critical_path = 0;  // seconds
+  sim::Time placed;          // when its CTAs became resident
 };
 
 class Engine {
  public:
-  Engine(const HardwareSpec& hw, LaunchMode mode)
-      : hw_(hw), mode_(mode), l2_(hw.l2.size), clock_hz_(hw.clocks.sustained_other_hz) {
+  Engine(const HardwareSpec& hw, LaunchMode mode, EngineObserver* observer)
+      : hw_(hw), mode_(mode), observer_(observer), l2_(hw.l2.size), clock_hz_(hw.clocks.sustained_other_hz) {
     sms_.reserve(hw.sm_count);
     for (int i = 0; i < hw.sm_count; ++i) sms_.emplace_back(hw.sm);
     capacities_ = {hw.dram.achievable_bandwidth(), hw.l2.bandwidth};
@@ -416,6 +417,7 @@ class Engine {
     c.inflight = w.max_inflight_bytes;
     c.pipe_overlap = w.pipe_overlap;
     c.critical_path = w.critical_path.seconds();
+    c.placed = sim_.now();
     const int id = static_cast<int>(cohorts_.size());
     cohorts_.push_back(std::move(c));
     active_.push_back(id);
@@ -463,6 +465,18 @@ class Engine {
     dirty_ = false;
     recompute_rates();
     schedule_next_completion();
+    if (observer_) report_chip_state();
+  }
+
+  void report_chip_state() {
+    double dram = 0;
+    for (const int id : active_) {
+      const Cohort& c = cohorts_[id];
+      if (c.streaming && std::isfinite(c.rate)) dram += c.rate * c.count * c.dram_bytes;
+    }
+    std::int64_t warps = 0;
+    for (const int i : live_) warps += kernels_[i].resident_warps;
+    observer_->on_chip_state(sim_.now(), dram, warps);
   }
 
   void finish(int id) {
@@ -473,6 +487,7 @@ class Engine {
       taken_.assign(c.registers_taken.begin() + static_cast<std::ptrdiff_t>(m * parts),
                     c.registers_taken.begin() + static_cast<std::ptrdiff_t>((m + 1) * parts));
       sms_[c.sms[m]].release(k.footprint, c.per_sm, taken_);
+      if (observer_) observer_->on_ctas(c.kernel, c.sms[m], c.per_sm, c.placed, sim_.now());
     }
     k.resident_warps -= c.count * k.footprint.warps;
     k.ctas_running -= c.count;
@@ -621,6 +636,7 @@ class Engine {
 
   const HardwareSpec& hw_;
   LaunchMode mode_;
+  EngineObserver* observer_;  // may be null
   sim::Simulation sim_;
   std::vector<SmState> sms_;
   L2Residency l2_;
@@ -656,8 +672,8 @@ class Engine {
 }  // namespace
 
 EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
-                        const std::vector<KernelNode>& nodes) {
-  Engine engine(hw, mode);
+                        const std::vector<KernelNode>& nodes, EngineObserver* observer) {
+  Engine engine(hw, mode, observer);
   return engine.run(nodes);
 }
 

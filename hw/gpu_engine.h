@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "hw/engine_observer.h"
 #include "hw/hardware_spec.h"
 #include "hw/launch.h"
 #include "sim/time.h"
@@ -58,8 +59,9 @@ struct EngineResult {
 
 // Runs the nodes (dependencies must point to earlier nodes) on an idle GPU whose L2 holds none of
 // their tensors (as after a profiler's flush). Throws ModelError for a launch the chip cannot
-// run (a CTA that does not fit an SM, a tensor dtype without tensor cores).
+// run (a CTA that does not fit an SM, a tensor dtype without tensor cores). An observer, when
+// given, hears of every CTA group and chip-state change; it does not change the result.
 EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
-                        const std::vector<KernelNode>& nodes);
+                        const std::vector<KernelNode>& nodes, EngineObserver* observer = nullptr);
 
 }  // namespace gpusim::hw

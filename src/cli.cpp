@@ -46,7 +46,7 @@ int run_cli(const std::vector<std::string>& args, const Environment& env, std::o
     }
     const std::string& command = args[0];
     const Args rest(args.begin() + 1, args.end());
-    if (command == "run") return run_command(rest, env, out);
+    if (command == "run") return run_command(rest, env, out, err);
     if (command == "hw") return hw_command(rest, env, out);
     if (command == "occupancy") return occupancy_command(rest, env, out);
     if (command == "validate") return validate_command(rest, env, out);

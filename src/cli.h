@@ -11,6 +11,7 @@ namespace gpusim::cli {
 // Where the shipped configuration lives (configs/hw, configs/models, configs/workloads).
 struct Environment {
   std::filesystem::path config_dir;
+  bool progress = false;  // draw progress lines on `err` (main: when stderr is a terminal)
 };
 
 // Runs one command; `args` excludes the program name. Returns the exit status:

@@ -14,7 +14,7 @@ using Args = std::vector<std::string>;
 
 int hw_command(const Args& args, const Environment& env, std::ostream& out);
 int occupancy_command(const Args& args, const Environment& env, std::ostream& out);
-int run_command(const Args& args, const Environment& env, std::ostream& out);
+int run_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);
 int validate_command(const Args& args, const Environment& env, std::ostream& out);
 
 }  // namespace gpusim::cli

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "src/cli.h"
 
 namespace {
@@ -25,6 +27,6 @@ std::filesystem::path find_config_dir(const char* argv0) {
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
-  const gpusim::cli::Environment env{find_config_dir(argv[0])};
+  const gpusim::cli::Environment env{find_config_dir(argv[0]), isatty(STDERR_FILENO) == 1};
   return gpusim::cli::run_cli(args, env, std::cout, std::cerr);
 }

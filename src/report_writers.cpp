@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <tuple>
 
 namespace gpusim::cli {
 namespace {
@@ -15,28 +17,56 @@ std::string shorten(const std::string& name, std::size_t width) {
   return name.size() <= width ? name : name.substr(0, width - 3) + "...";
 }
 
+std::string bound_name(const KernelReport& k) { return std::string(hw::name(k.metrics.bound)); }
+
 nlohmann::ordered_json kernel_json(const KernelReport& k) {
+  const hw::KernelMetrics& m = k.metrics;
   return {{"name", k.name},
           {"op", k.op},
           {"family", k.family},
+          {"category", k.category},
+          {"stream", k.stream},
           {"start_us", k.start_us},
-          {"duration_us", k.duration_us},
+          {"duration_us", m.duration_us},
           {"grid", {k.grid.x, k.grid.y, k.grid.z}},
           {"block", {k.block.x, k.block.y, k.block.z}},
           {"regs", k.regs},
           {"smem", k.smem},
-          {"flops", k.flops},
-          {"dram_bytes", k.dram_bytes},
-          {"l2_bytes", k.l2_bytes},
-          {"waves", k.waves},
-          {"theoretical_occupancy", k.theoretical_occupancy},
-          {"achieved_occupancy", k.achieved_occupancy},
-          {"sm_throughput_pct", k.sm_throughput_pct},
-          {"dram_throughput_pct", k.dram_throughput_pct},
-          {"l2_hit_rate", k.l2_hit_rate},
-          {"l2_input_hit_rate", k.l2_input_hit_rate},
-          {"clock_mhz", k.clock_mhz},
-          {"bound", k.bound}};
+          {"flops", m.flops},
+          {"tensor_flops", m.tensor_flops},
+          {"dram_bytes", m.dram_bytes},
+          {"l2_bytes", m.l2_bytes},
+          {"arithmetic_intensity", m.arithmetic_intensity},
+          {"ridge_point", m.ridge_point},
+          {"flops_per_s", m.flops_per_s},
+          {"dram_bytes_per_s", m.dram_bytes_per_s},
+          {"ctas", m.ctas},
+          {"waves", m.waves},
+          {"theoretical_occupancy", m.theoretical_occupancy},
+          {"achieved_occupancy", m.achieved_occupancy},
+          {"achieved_warps_per_sm", m.achieved_warps_per_sm},
+          {"sm_throughput_pct", m.sm_throughput_pct},
+          {"dram_throughput_pct", m.dram_throughput_pct},
+          {"l2_hit_rate", m.l2_hit_rate},
+          {"l2_input_hit_rate", m.l2_input_hit_rate},
+          {"clock_mhz", m.clock_mhz},
+          {"bound", bound_name(k)}};
+}
+
+nlohmann::ordered_json groups_json(const std::vector<KernelGroup>& groups) {
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& g : groups) {
+    out.push_back({{"name", g.name},
+                   {"kernels", g.kernels},
+                   {"time_us", g.time_us},
+                   {"time_share_pct", g.time_share_pct},
+                   {"mean_duration_us", g.mean_duration_us},
+                   {"mean_sm_throughput_pct", g.mean_sm_throughput_pct},
+                   {"mean_dram_throughput_pct", g.mean_dram_throughput_pct},
+                   {"mean_achieved_occupancy", g.mean_achieved_occupancy},
+                   {"mean_l2_hit_rate", g.mean_l2_hit_rate}});
+  }
+  return out;
 }
 
 std::string gigabytes(std::int64_t b) {
@@ -70,22 +100,83 @@ void write_model_summary(const RunReport& r, std::ostream& out) {
   if (!r.phases.empty()) out << "\n";
 }
 
+void write_groups(const std::string& title, const std::vector<KernelGroup>& groups, std::ostream& out) {
+  out << title << "\n";
+  out << fmt::format("  {:<12} {:>7} {:>11} {:>6} {:>9} {:>6} {:>6} {:>6} {:>7}\n", "", "kernels",
+                     "time(us)", "share", "mean(us)", "SM%", "DRAM%", "occ%", "L2hit%");
+  for (const auto& g : groups) {
+    out << fmt::format("  {:<12} {:>7} {:>11.2f} {:>5.1f}% {:>9.2f} {:>6.1f} {:>6.1f} {:>6.1f} {:>7.1f}\n",
+                       g.name, g.kernels, g.time_us, g.time_share_pct, g.mean_duration_us,
+                       g.mean_sm_throughput_pct, g.mean_dram_throughput_pct,
+                       100 * g.mean_achieved_occupancy, 100 * g.mean_l2_hit_rate);
+  }
+  out << "\n";
+}
+
+// Identical launches (same kernel, grid and block) merged, costliest first.
+struct MergedKernels {
+  const KernelReport* first = nullptr;
+  std::int64_t launches = 0;
+  double time_us = 0;
+};
+
+std::vector<MergedKernels> merge_identical(const std::vector<KernelReport>& kernels) {
+  using Key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         std::int64_t, std::int64_t>;
+  std::map<Key, std::size_t> index;
+  std::vector<MergedKernels> out;
+  for (const auto& k : kernels) {
+    const Key key{k.name, k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z};
+    const auto [it, fresh] = index.try_emplace(key, out.size());
+    if (fresh) out.push_back({&k});
+    ++out[it->second].launches;
+    out[it->second].time_us += k.metrics.duration_us;
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const MergedKernels& a, const MergedKernels& b) { return a.time_us > b.time_us; });
+  return out;
+}
+
+void write_top_kernels(const RunReport& r, std::ostream& out, int top) {
+  const auto merged = merge_identical(r.kernels);
+  const std::size_t shown = top > 0 ? std::min<std::size_t>(merged.size(), static_cast<std::size_t>(top))
+                                    : merged.size();
+  out << fmt::format("Top {} of {} kernels by time (identical launches merged; csv/json list every launch)\n",
+                     shown, merged.size());
+  out << fmt::format("{:>3} {:>5} {:>10} {:>6} {:>9}  {:<8} {:>5} {:>5} {:>5} {:>5} {:>12} {:>9}  {}\n", "#",
+                     "runs", "time(us)", "share", "each(us)", "bound", "SM%", "DRAM%", "occ%", "L2%",
+                     "grid", "block", "kernel (first op)");
+  for (std::size_t i = 0; i < shown; ++i) {
+    const MergedKernels& g = merged[i];
+    const KernelReport& k = *g.first;
+    const auto& m = k.metrics;
+    out << fmt::format("{:>3} {:>5} {:>10.2f} {:>5.1f}% {:>9.2f}  {:<8} {:>5.1f} {:>5.1f} {:>5.1f} {:>5.1f} {:>12} {:>9}  {} ({})\n",
+                       i, g.launches, g.time_us, r.kernel_time_us > 0 ? 100 * g.time_us / r.kernel_time_us : 0,
+                       g.time_us / static_cast<double>(g.launches), bound_name(k), m.sm_throughput_pct,
+                       m.dram_throughput_pct, 100 * m.achieved_occupancy, 100 * m.l2_hit_rate, dims(k.grid),
+                       dims(k.block), shorten(k.name, 60), shorten(k.op, 40));
+  }
+}
+
+std::string csv_quoted(const std::string& s) {
+  std::string q = "\"";
+  for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
 }  // namespace
 
-void write_table(const RunReport& r, std::ostream& out) {
+void write_table(const RunReport& r, std::ostream& out, int top) {
   out << fmt::format("hw {}  |  workload {}  |  mode {}\n", r.hw, r.workload, r.mode);
   out << fmt::format("total {:.2f} us   kernel time {:.2f} us   {} kernels\n\n", r.total_us,
                      r.kernel_time_us, r.kernels.size());
   out << r.description;
   write_model_summary(r, out);
-  out << fmt::format("{:>3}  {:<22} {:<44} {:>13} {:>9} {:>10} {:>6} {:>6}  {}\n", "#", "op",
-                     "kernel", "grid", "block", "time(us)", "SM%", "DRAM%", "bound");
-  for (std::size_t i = 0; i < r.kernels.size(); ++i) {
-    const KernelReport& k = r.kernels[i];
-    out << fmt::format("{:>3}  {:<22} {:<44} {:>13} {:>9} {:>10.2f} {:>6.1f} {:>6.1f}  {}\n", i,
-                       shorten(k.op, 22), shorten(k.name, 44), dims(k.grid), dims(k.block),
-                       k.duration_us, k.sm_throughput_pct, k.dram_throughput_pct, k.bound);
-  }
+  write_groups("Kernel time by op category", r.by_category, out);
+  write_groups("Kernel time by bound class (memory / compute: intensity against the ridge point and the "
+               "busier roof; balanced: neither; latency: low use of both in a short or narrow kernel)",
+               r.by_bound, out);
+  write_top_kernels(r, out, top);
 }
 
 void write_json(const RunReport& r, std::ostream& out) {
@@ -114,6 +205,8 @@ void write_json(const RunReport& r, std::ostream& out) {
                    {"total_bytes", m.total_bytes}, {"capacity_bytes", m.capacity_bytes}, {"fits", m.fits}};
   }
   if (!r.kernels_scope.empty()) j["kernels_scope"] = r.kernels_scope;
+  j["by_category"] = groups_json(r.by_category);
+  j["by_bound"] = groups_json(r.by_bound);
   j["kernels"] = nlohmann::ordered_json::array();
   for (const auto& k : r.kernels) j["kernels"].push_back(kernel_json(k));
   j["simulation"] = {{"events", r.events}};
@@ -121,45 +214,25 @@ void write_json(const RunReport& r, std::ostream& out) {
 }
 
 void write_csv(const RunReport& r, std::ostream& out) {
-  out << "index,op,name,family,start_us,duration_us,grid_x,grid_y,grid_z,block_x,block_y,block_z,"
-         "regs,smem,flops,dram_bytes,l2_bytes,waves,theoretical_occupancy,achieved_occupancy,"
-         "sm_throughput_pct,dram_throughput_pct,l2_hit_rate,l2_input_hit_rate,clock_mhz,bound\n";
-  auto quoted = [](const std::string& s) {
-    std::string q = "\"";
-    for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  };
+  out << "index,op,name,family,category,stream,start_us,duration_us,grid_x,grid_y,grid_z,block_x,"
+         "block_y,block_z,regs,smem,flops,tensor_flops,dram_bytes,l2_bytes,arithmetic_intensity,"
+         "ridge_point,flops_per_s,dram_bytes_per_s,ctas,waves,theoretical_occupancy,achieved_occupancy,"
+         "achieved_warps_per_sm,sm_throughput_pct,dram_throughput_pct,l2_hit_rate,l2_input_hit_rate,"
+         "clock_mhz,bound\n";
   for (std::size_t i = 0; i < r.kernels.size(); ++i) {
     const KernelReport& k = r.kernels[i];
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i,
-                       quoted(k.op), quoted(k.name), k.family, k.start_us, k.duration_us, k.grid.x,
-                       k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z, k.regs, k.smem,
-                       k.flops, k.dram_bytes, k.l2_bytes, k.waves, k.theoretical_occupancy,
-                       k.achieved_occupancy, k.sm_throughput_pct, k.dram_throughput_pct,
-                       k.l2_hit_rate, k.l2_input_hit_rate, k.clock_mhz, k.bound);
+    const hw::KernelMetrics& m = k.metrics;
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},", i, csv_quoted(k.op),
+                       csv_quoted(k.name), k.family, csv_quoted(k.category), k.stream, k.start_us,
+                       m.duration_us, k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z,
+                       k.regs, k.smem);
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", m.flops,
+                       m.tensor_flops, m.dram_bytes, m.l2_bytes, m.arithmetic_intensity,
+                       m.ridge_point, m.flops_per_s, m.dram_bytes_per_s, m.ctas, m.waves,
+                       m.theoretical_occupancy, m.achieved_occupancy, m.achieved_warps_per_sm,
+                       m.sm_throughput_pct, m.dram_throughput_pct, m.l2_hit_rate,
+                       m.l2_input_hit_rate, m.clock_mhz, bound_name(k));
   }
-}
-
-void write_chrome_trace(const RunReport& r, std::ostream& out) {
-  nlohmann::ordered_json events = nlohmann::ordered_json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0},
-                    {"args", {{"name", r.hw + " (simulated)"}}}});
-  events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0},
-                    {"args", {{"name", "stream 0"}}}});
-  for (const auto& k : r.kernels) {
-    events.push_back({{"name", k.name},
-                      {"cat", k.family},
-                      {"ph", "X"},
-                      {"pid", 0},
-                      {"tid", 0},
-                      {"ts", k.start_us},
-                      {"dur", k.duration_us},
-                      {"args", kernel_json(k)}});
-  }
-  nlohmann::ordered_json j;
-  j["traceEvents"] = std::move(events);
-  j["displayTimeUnit"] = "ns";
-  out << j.dump() << "\n";
 }
 
 }  // namespace gpusim::cli

@@ -8,9 +8,12 @@
 
 namespace gpusim::cli {
 
-void write_table(const RunReport& report, std::ostream& out);
+// The table lists the `top` costliest kernels (identical launches merged); 0 lists them all.
+void write_table(const RunReport& report, std::ostream& out, int top = 15);
 void write_json(const RunReport& report, std::ostream& out);
 void write_csv(const RunReport& report, std::ostream& out);
+// Kernel spans on one track per stream, counter tracks for DRAM bandwidth and resident warps,
+// and CTA spans on one track per SM (lanes where CTA groups overlap) when the timeline has them.
 void write_chrome_trace(const RunReport& report, std::ostream& out);
 
 }  // namespace gpusim::cli

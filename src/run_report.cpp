@@ -3,36 +3,87 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 namespace gpusim::cli {
 namespace {
 
-// Seconds each pipe would need at full chip rate for the whole kernel.
-double busiest_pipe_seconds(const hw::HardwareSpec& hw, const hw::Launch& l, double clock_hz) {
-  double tensor = 0, fp32 = 0, sfu = 0;
-  const double chip = hw.sm_count * clock_hz;
-  for (const auto& c : l.ctas) {
-    const double n = static_cast<double>(c.count);
-    const double rate = hw.tensor_flops_per_cycle(c.work.tensor_dtype);
-    if (rate > 0) tensor += n * c.work.tensor_flops / (rate * chip);
-    fp32 += n * c.work.fp32_flops / (c.work.fp32_efficiency * hw.throughput.fp32 * chip);
-    sfu += n * c.work.sfu_ops / (hw.throughput.sfu * chip);
-  }
-  return std::max({tensor, fp32, sfu});
-}
+std::string by_category_key(const KernelReport& k) { return k.category; }
+std::string by_bound_key(const KernelReport& k) { return std::string(hw::name(k.metrics.bound)); }
 
-// Which limit the kernel sits against, from its utilization of compute and DRAM.
-std::string classify(double sm_pct, double dram_pct) {
-  if (std::max(sm_pct, dram_pct) < 30) return "latency";
-  if (dram_pct >= 1.25 * sm_pct) return "memory";
-  if (sm_pct >= 1.25 * dram_pct) return "compute";
-  return "balanced";
+void add_groups(RunReport& r) {
+  r.by_category = group_kernels(r.kernels, by_category_key);
+  r.by_bound = group_kernels(r.kernels, by_bound_key);
 }
 
 }  // namespace
 
+std::string kernel_category(const std::string& family) {
+  static const std::map<std::string, std::string> kCategory{
+      {"gemm", "gemm"},
+      {"gemm_splitk_reduce", "gemm"},
+      {"grouped_gemm", "gemm"},
+      {"gemv", "gemv"},
+      {"flash_fwd", "attention"},
+      {"flash_fwd_splitkv", "attention"},
+      {"flash_fwd_splitkv_combine", "attention"},
+      {"cudnn_sdpa_fwd", "attention"},
+      {"cudnn_sdpa_decode", "attention"},
+      {"cudnn_sdpa_reduce", "attention"},
+      {"elementwise", "elementwise"},
+      {"memcpy", "copy"},
+      {"memset", "copy"},
+      {"cat", "copy"},
+      {"index", "copy"},
+      {"rms_norm", "norm/reduce"},
+      {"layer_norm", "norm/reduce"},
+      {"softmax", "norm/reduce"},
+      {"reduce", "norm/reduce"},
+      {"topk", "routing"},
+      {"sort", "routing"},
+      {"histogram", "routing"},
+      {"scan", "routing"}};
+  const auto it = kCategory.find(family);
+  return it == kCategory.end() ? family : it->second;
+}
+
+std::vector<KernelGroup> group_kernels(const std::vector<KernelReport>& kernels,
+                                       std::string (*key)(const KernelReport&)) {
+  std::map<std::string, KernelGroup> groups;
+  double total = 0;
+  for (const auto& k : kernels) {
+    KernelGroup& g = groups[key(k)];
+    const auto& m = k.metrics;
+    ++g.kernels;
+    g.time_us += m.duration_us;
+    g.mean_sm_throughput_pct += m.sm_throughput_pct;
+    g.mean_dram_throughput_pct += m.dram_throughput_pct;
+    g.mean_achieved_occupancy += m.achieved_occupancy;
+    g.mean_l2_hit_rate += m.l2_hit_rate;
+    total += m.duration_us;
+  }
+  std::vector<KernelGroup> out;
+  for (auto& [name, g] : groups) {
+    const double n = static_cast<double>(g.kernels);
+    g.name = name;
+    g.time_share_pct = total > 0 ? 100 * g.time_us / total : 0;
+    g.mean_duration_us = g.time_us / n;
+    g.mean_sm_throughput_pct /= n;
+    g.mean_dram_throughput_pct /= n;
+    g.mean_achieved_occupancy /= n;
+    g.mean_l2_hit_rate /= n;
+    out.push_back(g);
+  }
+  // Costliest first; names break ties so the order never depends on the map's.
+  std::stable_sort(out.begin(), out.end(), [](const KernelGroup& a, const KernelGroup& b) {
+    return a.time_us > b.time_us;
+  });
+  return out;
+}
+
 RunReport make_report(const hw::HardwareSpec& hw, const std::string& workload, hw::LaunchMode mode,
-                      const std::vector<hw::KernelNode>& nodes, const hw::EngineResult& result) {
+                      const std::vector<hw::KernelNode>& nodes, const hw::EngineResult& result,
+                      std::optional<hw::Timeline> timeline) {
   RunReport r;
   r.hw = hw.name;
   r.workload = workload;
@@ -46,35 +97,24 @@ RunReport make_report(const hw::HardwareSpec& hw, const std::string& workload, h
     out.name = k.name;
     out.op = k.op;
     out.family = k.family;
+    out.category = kernel_category(k.family);
+    out.stream = nodes[i].stream;
     out.start_us = k.start.us();
-    out.duration_us = k.duration().us();
     out.grid = l.grid;
     out.block = l.block;
     out.regs = l.regs_per_thread;
     out.smem = l.smem_per_cta;
-    out.flops = k.tensor_flops + k.fp32_flops;
-    out.dram_bytes = k.dram_read_bytes + k.dram_write_bytes;
-    out.l2_bytes = k.l2_bytes;
-    out.achieved_occupancy = k.achieved_occupancy;
-    out.theoretical_occupancy = k.theoretical_occupancy;
-    out.waves = k.waves;
-    out.clock_mhz = k.clock_hz / 1e6;
-    const double seconds = k.duration().seconds();
-    if (seconds > 0) {
-      out.sm_throughput_pct = 100 * busiest_pipe_seconds(hw, l, k.clock_hz) / seconds;
-      out.dram_throughput_pct = 100 * out.dram_bytes / (hw.dram.bandwidth * seconds);
-    }
-    out.l2_hit_rate = k.l2_bytes > 0 ? std::clamp(1.0 - out.dram_bytes / k.l2_bytes, 0.0, 1.0) : 0.0;
-    out.l2_input_hit_rate = k.l2_read_hit_rate;
-    out.bound = classify(out.sm_throughput_pct, out.dram_throughput_pct);
-    r.kernel_time_us += out.duration_us;
+    out.metrics = hw::kernel_metrics(hw, l, k);
+    r.kernel_time_us += out.metrics.duration_us;
     r.kernels.push_back(std::move(out));
   }
+  if (timeline) r.timelines.push_back({0.0, 0, std::move(*timeline)});
+  add_groups(r);
   return r;
 }
 
 RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWorkload& w,
-                            hw::LaunchMode mode, const workloads::ModelRun& run) {
+                            hw::LaunchMode mode, workloads::ModelRun run) {
   RunReport r;
   r.hw = hw.name;
   r.workload = w.name;
@@ -83,7 +123,7 @@ RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWo
   double clock = 0;
   std::vector<std::string> listed;
   std::int64_t decode_index = 0;
-  for (const auto& step : run.steps) {
+  for (auto& step : run.steps) {
     if (r.phases.empty() || r.phases.back().name != step.phase) r.phases.push_back({step.phase});
     PhaseReport& p = r.phases.back();
     ++p.steps;
@@ -96,6 +136,9 @@ RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWo
     if (step.phase == "decode") ++decode_index;
     if (step.detail) {
       RunReport one = make_report(hw, w.name, mode, step.detail->nodes, step.detail->result);
+      if (step.detail->timeline) {
+        r.timelines.push_back({clock, r.kernels.size(), std::move(*step.detail->timeline)});
+      }
       for (auto& k : one.kernels) {
         k.start_us += clock;
         if (run.steps.size() > 1) k.op = label + " " + k.op;
@@ -122,6 +165,7 @@ RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWo
     g.tokens_per_s = static_cast<double>(w.batch * g.output_tokens) / (r.total_us * 1e-6);
     r.generation = g;
   }
+  add_groups(r);
   return r;
 }
 

@@ -1,35 +1,41 @@
-// A simulated run, summarized the way profilers report one: per kernel its span, launch shape,
-// work, throughput as a share of the chip's peaks, L2 hit rate and what bounds it.
+// A simulated run, summarized the way profilers report one: per kernel its span, launch shape
+// and Nsight-style metrics (hw/kernel_metrics.h), aggregates by op category and by bound class
+// (seed 003's tables), and for model workloads the phases, generation figures and memory.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include <optional>
-
 #include "hw/gpu_engine.h"
 #include "hw/hardware_spec.h"
+#include "hw/kernel_metrics.h"
+#include "hw/timeline_recorder.h"
 #include "workloads/model_run.h"
 
 namespace gpusim::cli {
 
 struct KernelReport {
   std::string name, op, family;
-  double start_us = 0, duration_us = 0;
+  std::string category;  // seed 003's op categories: gemm, gemv, attention, elementwise, ...
+  int stream = 0;
+  double start_us = 0;  // on the report's timeline (steps laid end to end)
   hw::Dim3 grid, block;
   int regs = 0;
   std::int64_t smem = 0;
-  double flops = 0;       // tensor + FP32
-  double dram_bytes = 0;  // read + write, after L2
-  double l2_bytes = 0;
-  double achieved_occupancy = 0, theoretical_occupancy = 0, waves = 0;
-  double sm_throughput_pct = 0;    // busiest pipe's share of its peak
-  double dram_throughput_pct = 0;  // of the datasheet peak
-  double l2_hit_rate = 0;        // 1 - DRAM bytes / L2 bytes: all requests, as Nsight counts
-  double l2_input_hit_rate = 0;  // share of the kernel's input bytes resident in L2 at its start
-  double clock_mhz = 0;
-  std::string bound;  // memory | compute | balanced | latency
+  hw::KernelMetrics metrics;
+};
+
+// Kernels grouped by op category or by bound class. Means are plain means over the kernels,
+// as seed 003 averages them; the share is of the listed kernels' summed duration.
+struct KernelGroup {
+  std::string name;
+  std::int64_t kernels = 0;
+  double time_us = 0, time_share_pct = 0;
+  double mean_duration_us = 0;
+  double mean_sm_throughput_pct = 0, mean_dram_throughput_pct = 0;
+  double mean_achieved_occupancy = 0, mean_l2_hit_rate = 0;
 };
 
 struct PhaseReport {
@@ -46,26 +52,43 @@ struct GenerationReport {
   double total_us = 0;
 };
 
+// One engine run's timeline placed on the report's: its kernel i is report kernel
+// first_kernel + i, and its times are shifted by offset_us.
+struct TimelineSegment {
+  double offset_us = 0;
+  std::size_t first_kernel = 0;
+  hw::Timeline timeline;
+};
+
 struct RunReport {
   std::string hw, workload, mode;
   double total_us = 0;        // first launch to last kernel end, gaps included
   double kernel_time_us = 0;  // sum of kernel durations
   std::vector<KernelReport> kernels;
+  std::vector<KernelGroup> by_category, by_bound;  // over `kernels`, costliest first
   std::string kernels_scope;  // which steps `kernels` lists when not all (generate)
   std::string description;    // the workload in words (model workloads), for the table
   std::uint64_t events = 0;
   std::vector<PhaseReport> phases;                // model workloads
   std::optional<workloads::MemoryFootprint> memory;
   std::optional<GenerationReport> generation;     // phase generate
+  std::vector<TimelineSegment> timelines;         // when the run recorded them (--trace)
 };
 
+// Seed 003's op category of a kernel, from its cost-model family.
+std::string kernel_category(const std::string& family);
+
+std::vector<KernelGroup> group_kernels(const std::vector<KernelReport>& kernels,
+                                       std::string (*key)(const KernelReport&));
+
 RunReport make_report(const hw::HardwareSpec& hw, const std::string& workload, hw::LaunchMode mode,
-                      const std::vector<hw::KernelNode>& nodes, const hw::EngineResult& result);
+                      const std::vector<hw::KernelNode>& nodes, const hw::EngineResult& result,
+                      std::optional<hw::Timeline> timeline = std::nullopt);
 
 // A model workload's report: phases, memory, generation figures, and the kernels of the steps
 // the run kept in detail (all of them for prefill and decode; for generate the prefill, the
 // first decode step and the last), laid end to end in time.
 RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWorkload& w,
-                            hw::LaunchMode mode, const workloads::ModelRun& run);
+                            hw::LaunchMode mode, workloads::ModelRun run);
 
 }  // namespace gpusim::cli

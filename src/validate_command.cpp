@@ -167,18 +167,9 @@ std::vector<validation::Comparison> run_seed_suite(const SuiteSpec& s, const std
     }
     case 3: {
       not_compared = validation::seed_rows_not_compared(data / "seed003_deepseek_ocr_rtx5090.csv");
-      const validation::BoundClassifier classify = [](const hw::HardwareSpec& hw,
-                                                      const std::vector<hw::KernelNode>& nodes,
-                                                      const hw::EngineResult& result) {
-        std::vector<std::string> bounds;
-        for (const auto& k : make_report(hw, "", hw::LaunchMode::kGraph, nodes, result).kernels) {
-          bounds.push_back(k.bound);
-        }
-        return bounds;
-      };
       return validation::compare_seed003(data / "seed003_deepseek_ocr_rtx5090.csv",
                                          config_dir / "workloads" / "deepseek-ocr-decode.yaml",
-                                         config_dir / "models", spec, models, classify);
+                                         config_dir / "models", spec, models);
     }
   }
   throw ConfigError("validate", 0, "suite", "unknown seed suite " + s.name);

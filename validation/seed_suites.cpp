@@ -9,6 +9,7 @@
 #include <optional>
 #include <variant>
 
+#include "hw/kernel_metrics.h"
 #include "sim/error.h"
 #include "validation/csv.h"
 #include "workloads/model_run.h"
@@ -273,8 +274,7 @@ std::vector<Comparison> compare_seed003(const std::filesystem::path& csv,
                                         const std::filesystem::path& workload,
                                         const std::filesystem::path& models_dir,
                                         const hw::HardwareSpec& rtx5090,
-                                        const models::KernelModelRegistry& models,
-                                        const BoundClassifier& classify) {
+                                        const models::KernelModelRegistry& models) {
   const CsvTable t = CsvTable::read(csv);
   const auto parsed = workloads::load_workload(workload, {}, models_dir);
   const auto* w = std::get_if<workloads::ModelWorkload>(&parsed);
@@ -287,10 +287,6 @@ std::vector<Comparison> compare_seed003(const std::filesystem::path& csv,
     throw ModelError("seed 003: expected one decode step with its kernels");
   }
   const auto& detail = *run.steps.front().detail;
-  const std::vector<std::string> bounds = classify(rtx5090, detail.nodes, detail.result);
-  if (bounds.size() != detail.result.kernels.size()) {
-    throw ModelError("seed 003: the classifier returned a class per kernel of another run");
-  }
 
   // Memcpy and memset activities are left out of the total as well as the categories.
   struct PerName {
@@ -313,7 +309,8 @@ std::vector<Comparison> compare_seed003(const std::filesystem::path& csv,
     ++p.launches;
     // The seed's three classes: "balanced" is low use of both compute and memory, which is what
     // gpusim calls latency-bound too.
-    p.us_by_class[bounds[i] == "latency" ? "balanced" : bounds[i]] += us;
+    const hw::BoundClass bound = hw::kernel_metrics(rtx5090, detail.nodes[i].launch, k).bound;
+    p.us_by_class[std::string(bound == hw::BoundClass::kLatency ? "balanced" : hw::name(bound))] += us;
   }
   if (total <= 0) throw ModelError("seed 003: the decode step ran no kernels");
 

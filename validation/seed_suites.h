@@ -10,7 +10,6 @@
 #pragma once
 
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,23 +47,17 @@ std::vector<Comparison> compare_seed002_attention(const std::filesystem::path& c
                                                   const hw::HardwareSpec& a100,
                                                   const models::KernelModelRegistry& models);
 
-// The bound class of each kernel of an engine run, in node order: "memory", "compute",
-// "balanced" or "latency", by the rule `gpusim run` reports (src/run_report.cpp). Passed in so
-// that the rule stays in one place (the CLI library, which depends on this one).
-using BoundClassifier = std::function<std::vector<std::string>(
-    const hw::HardwareSpec&, const std::vector<hw::KernelNode>&, const hw::EngineResult&)>;
-
 // Seed 003 (DeepSeek-OCR decode on an RTX 5090, seed003_deepseek_ocr_rtx5090.csv): `workload`
 // (configs/workloads/deepseek-ocr-decode.yaml) simulated in graph mode; shares of the decode
 // step's kernel time by category (family "seed003-shares", percent), the bound classes of its 20
-// costliest kernel names (family "seed003-classes", counts) and their mean achieved occupancy
+// costliest kernel names by the rule `gpusim run` reports (hw/kernel_metrics.h; family
+// "seed003-classes", counts) and their mean achieved occupancy
 // (family "seed003-occupancy", percent, plain mean over the 20 as the seed averages).
 std::vector<Comparison> compare_seed003(const std::filesystem::path& csv,
                                         const std::filesystem::path& workload,
                                         const std::filesystem::path& models_dir,
                                         const hw::HardwareSpec& rtx5090,
-                                        const models::KernelModelRegistry& models,
-                                        const BoundClassifier& classify);
+                                        const models::KernelModelRegistry& models);
 
 // Seed 003's kernel categories, from a simulated kernel name: "gemv" (GEMV and GEMM kernels),
 // "flash_attention" (any attention kernel), "memory_ops" (copy and cast kernels, memcpy),

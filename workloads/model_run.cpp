@@ -7,14 +7,18 @@
 namespace gpusim::workloads {
 
 ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::LaunchMode mode,
-                        const models::KernelModelRegistry& models) {
+                        const models::KernelModelRegistry& models, const SimulateOptions& options) {
   ModelRun run;
   double activation_peak = 0;
   auto steps = build_steps(w, hw, models);
   for (std::size_t i = 0; i < steps.size(); ++i) {
     StepProgram& p = steps[i];
     auto nodes = std::move(p.dag).to_nodes();
-    hw::EngineResult result = hw::run_engine(hw, mode, nodes);
+    const bool first_of_phase = i == 0 || steps[i - 1].phase != p.phase;
+    const bool detailed = first_of_phase || i + 1 == steps.size();
+    std::optional<hw::TimelineRecorder> recorder;
+    if (detailed && options.record_timeline) recorder.emplace(options.record_ctas);
+    hw::EngineResult result = hw::run_engine(hw, mode, nodes, recorder ? &*recorder : nullptr);
     StepRun s;
     s.phase = p.phase;
     s.shape = p.shape;
@@ -22,10 +26,13 @@ ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::
     s.kernels = static_cast<std::int64_t>(nodes.size());
     s.events = result.events;
     for (const auto& k : result.kernels) s.kernel_time_us += k.duration().us();
-    const bool first_of_phase = i == 0 || steps[i - 1].phase != p.phase;
-    if (first_of_phase || i + 1 == steps.size()) s.detail = StepDetail{std::move(nodes), std::move(result)};
+    if (detailed) {
+      s.detail = StepDetail{std::move(nodes), std::move(result), std::nullopt};
+      if (recorder) s.detail->timeline = recorder->take();
+    }
     activation_peak = std::max(activation_peak, p.activation_peak_bytes);
     run.steps.push_back(std::move(s));
+    if (options.on_step) options.on_step(i + 1, steps.size());
   }
   run.memory = memory_footprint(w, activation_peak, hw);
   return run;

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "hw/gpu_engine.h"
 #include "hw/hardware_spec.h"
+#include "hw/timeline_recorder.h"
 #include "models/kernel_model.h"
 #include "workloads/memory_footprint.h"
 #include "workloads/transformer_step.h"
@@ -20,6 +22,7 @@ namespace gpusim::workloads {
 struct StepDetail {
   std::vector<hw::KernelNode> nodes;
   hw::EngineResult result;
+  std::optional<hw::Timeline> timeline;  // when SimulateOptions asked for one
 };
 
 struct StepRun {
@@ -37,7 +40,14 @@ struct ModelRun {
   MemoryFootprint memory;
 };
 
+struct SimulateOptions {
+  bool record_timeline = false;  // the detailed steps keep their timeline (counters)...
+  bool record_ctas = false;      // ...and, with this too, every CTA group on every SM
+  // Called after each step with the steps done and the steps in all (for progress displays).
+  std::function<void(std::size_t done, std::size_t total)> on_step;
+};
+
 ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::LaunchMode mode,
-                        const models::KernelModelRegistry& models);
+                        const models::KernelModelRegistry& models, const SimulateOptions& options = {});
 
 }  // namespace gpusim::workloads

@@ -9,7 +9,6 @@
 #include <set>
 
 #include "hw/hardware_loader.h"
-#include "src/run_report.h"
 #include "tests/support/cli_runner.h"
 #include "validation/csv.h"
 
@@ -40,19 +39,6 @@ int compared_rows(const std::string& file) {
   int n = 0;
   for (std::size_t row = 0; row < t.rows(); ++row) n += t.at(row, "compare") != "none" ? 1 : 0;
   return n;
-}
-
-const BoundClassifier& classifier() {
-  static const BoundClassifier kClassify = [](const hw::HardwareSpec& hw,
-                                              const std::vector<hw::KernelNode>& nodes,
-                                              const hw::EngineResult& result) {
-    std::vector<std::string> bounds;
-    for (const auto& k : cli::make_report(hw, "", hw::LaunchMode::kGraph, nodes, result).kernels) {
-      bounds.push_back(k.bound);
-    }
-    return bounds;
-  };
-  return kClassify;
 }
 
 void expect_positive_and_finite(const std::vector<Comparison>& rows) {
@@ -227,7 +213,7 @@ TEST(SeedSuites, Seed003SharesClassesAndOccupancy) {
   const auto rows = compare_seed003(data_dir() / "seed003_deepseek_ocr_rtx5090.csv",
                                     config_dir() / "workloads" / "deepseek-ocr-decode.yaml",
                                     config_dir() / "models", preset("rtx5090"),
-                                    models::default_kernel_models(), classifier());
+                                    models::default_kernel_models());
   ASSERT_EQ(rows.size(), static_cast<std::size_t>(compared_rows("seed003_deepseek_ocr_rtx5090.csv")));
   expect_positive_and_finite(rows);
   double shares = 0, count = 0;

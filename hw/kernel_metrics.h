@@ -1,0 +1,58 @@
+// Profiler-style metrics of one simulated kernel, named as Nsight Compute reports them, and the
+// bound class seed 003's roofline rule gives it. Computed from the launch (what the kernel asks
+// for) and the engine's result (how it ran), so reports and validation share one definition.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "hw/gpu_engine.h"
+#include "hw/hardware_spec.h"
+#include "hw/launch.h"
+
+namespace gpusim::hw {
+
+// What limits a kernel (seed 003, "Classification rule", plus a latency class for kernels too
+// short to load either roof).
+enum class BoundClass {
+  kMemory,    // intensity below the ridge point and DRAM meaningfully busier than the SM
+  kCompute,   // intensity at or above the ridge point and the SM meaningfully busier than DRAM
+  kBalanced,  // neither: low on both, or both comparable
+  kLatency,   // low on both, and too short or too narrow to hide latency: launch and first-load
+              // latency dominate, or fewer CTAs than SMs leave dependent chains exposed
+};
+std::string_view name(BoundClass b);
+
+struct KernelMetrics {
+  double duration_us = 0;
+  double flops = 0;         // tensor + FP32 FLOPs (an FMA counts 2)
+  double tensor_flops = 0;  // of which on tensor cores
+  double dram_bytes = 0;    // read + written, after L2 hits
+  double l2_bytes = 0;      // requests between the SMs and L2
+  // FLOPs per DRAM byte; with no DRAM traffic, FLOPs per byte (as if one byte moved).
+  double arithmetic_intensity = 0;
+  // FLOPs per byte where the roof of the pipe doing the kernel's math (tensor cores at its dtype,
+  // else FP32) meets achievable DRAM bandwidth, both at the kernel's clock.
+  double ridge_point = 0;
+  double flops_per_s = 0;            // achieved over the kernel's duration
+  double dram_bytes_per_s = 0;       // achieved over the kernel's duration
+  double theoretical_occupancy = 0;  // resident warps / warp slots when alone on an SM
+  double achieved_occupancy = 0;     // time-averaged resident warps / warp slots, all SMs
+  double achieved_warps_per_sm = 0;  // achieved_occupancy x max warps per SM
+  std::int64_t ctas = 0;             // grid size
+  double waves = 0;                  // CTAs / (CTAs per SM x SMs)
+  double sm_throughput_pct = 0;      // busiest pipe (tensor, FP32, SFU) against its peak
+  double dram_throughput_pct = 0;    // DRAM bytes per second against the datasheet peak
+  double l2_hit_rate = 0;            // 1 - DRAM bytes / L2 bytes: all requests, as Nsight counts
+  double l2_input_hit_rate = 0;      // share of the kernel's input bytes resident at its start
+  double clock_mhz = 0;              // SM clock at the kernel's start
+  BoundClass bound = BoundClass::kBalanced;
+};
+
+KernelMetrics kernel_metrics(const HardwareSpec& hw, const Launch& launch, const KernelResult& result);
+
+// The classification rule, on metrics computed above; `floor_us` is the shortest a kernel
+// that touches DRAM can be on the chip (kernel overhead plus one DRAM round trip).
+BoundClass classify(const KernelMetrics& m, double floor_us, int sm_count);
+
+}  // namespace gpusim::hw

@@ -1,0 +1,132 @@
+// The Chrome trace event format (the JSON object form), which Perfetto and chrome://tracing
+// open: complete events ("X") for kernel and CTA spans, counter events ("C") for the chip's
+// DRAM bandwidth and resident warps, metadata events ("M") naming processes and tracks.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <set>
+
+#include "src/report_writers.h"
+
+namespace gpusim::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr int kKernelProcess = 0, kSmProcess = 1;
+constexpr int kLanesPerSm = 1000;  // CTA track ids: SM x kLanesPerSm + lane
+
+Json metadata(const std::string& what, int pid, int tid, const Json& args) {
+  Json e = {{"name", what}, {"ph", "M"}, {"pid", pid}};
+  if (tid >= 0) e["tid"] = tid;
+  e["args"] = args;
+  return e;
+}
+
+Json kernel_args(const KernelReport& k) {
+  const hw::KernelMetrics& m = k.metrics;
+  return {{"op", k.op},
+          {"category", k.category},
+          {"grid", fmt::format("{}x{}x{}", k.grid.x, k.grid.y, k.grid.z)},
+          {"block", fmt::format("{}x{}x{}", k.block.x, k.block.y, k.block.z)},
+          {"regs", k.regs},
+          {"smem", k.smem},
+          {"flops", m.flops},
+          {"dram_bytes", m.dram_bytes},
+          {"arithmetic_intensity", m.arithmetic_intensity},
+          {"waves", m.waves},
+          {"theoretical_occupancy", m.theoretical_occupancy},
+          {"achieved_occupancy", m.achieved_occupancy},
+          {"sm_throughput_pct", m.sm_throughput_pct},
+          {"dram_throughput_pct", m.dram_throughput_pct},
+          {"l2_hit_rate", m.l2_hit_rate},
+          {"bound", std::string(hw::name(m.bound))}};
+}
+
+void add_kernel_spans(const RunReport& r, Json& events) {
+  std::set<int> streams;
+  for (const auto& k : r.kernels) streams.insert(k.stream);
+  for (const int s : streams) {
+    events.push_back(metadata("thread_name", kKernelProcess, s, {{"name", fmt::format("stream {}", s)}}));
+  }
+  for (const auto& k : r.kernels) {
+    events.push_back({{"name", k.name},
+                      {"cat", k.family},
+                      {"ph", "X"},
+                      {"pid", kKernelProcess},
+                      {"tid", k.stream},
+                      {"ts", k.start_us},
+                      {"dur", k.metrics.duration_us},
+                      {"args", kernel_args(k)}});
+  }
+}
+
+void add_counters(const TimelineSegment& seg, Json& events) {
+  for (const auto& s : seg.timeline.samples) {
+    const double ts = seg.offset_us + s.at.us();
+    events.push_back({{"name", "DRAM bandwidth"}, {"ph", "C"}, {"pid", kKernelProcess}, {"ts", ts},
+                      {"args", {{"GB/s", s.dram_bytes_per_s / 1e9}}}});
+    events.push_back({{"name", "resident warps"}, {"ph", "C"}, {"pid", kKernelProcess}, {"ts", ts},
+                      {"args", {{"warps", s.resident_warps}}}});
+  }
+}
+
+// CTA groups on one track per SM; groups that overlap in time on one SM go to extra lanes, so
+// every track holds spans that never overlap.
+void add_cta_spans(const RunReport& r, Json& events) {
+  std::map<int, std::vector<double>> lane_ends;  // per SM: when each lane frees up
+  std::set<int> used_tracks;
+  for (const auto& seg : r.timelines) {
+    std::vector<hw::CtaSpan> spans = seg.timeline.ctas;
+    std::sort(spans.begin(), spans.end(), [](const hw::CtaSpan& a, const hw::CtaSpan& b) {
+      return std::tie(a.start, a.sm, a.kernel, a.end) < std::tie(b.start, b.sm, b.kernel, b.end);
+    });
+    for (const auto& s : spans) {
+      const double start = seg.offset_us + s.start.us(), end = seg.offset_us + s.end.us();
+      auto& ends = lane_ends[s.sm];
+      std::size_t lane = 0;
+      while (lane < ends.size() && ends[lane] > start) ++lane;
+      if (lane == ends.size()) ends.push_back(end);
+      ends[lane] = end;
+      const int tid = s.sm * kLanesPerSm + static_cast<int>(lane);
+      used_tracks.insert(tid);
+      const KernelReport& k = r.kernels.at(seg.first_kernel + static_cast<std::size_t>(s.kernel));
+      events.push_back({{"name", k.op},
+                        {"cat", k.family},
+                        {"ph", "X"},
+                        {"pid", kSmProcess},
+                        {"tid", tid},
+                        {"ts", start},
+                        {"dur", end - start},
+                        {"args", {{"kernel", k.name}, {"ctas", s.count}}}});
+    }
+  }
+  if (used_tracks.empty()) return;
+  events.push_back(metadata("process_name", kSmProcess, -1, {{"name", "SMs (CTA groups)"}}));
+  for (const int tid : used_tracks) {
+    const int sm = tid / kLanesPerSm, lane = tid % kLanesPerSm;
+    events.push_back(metadata("thread_name", kSmProcess, tid,
+                              {{"name", lane == 0 ? fmt::format("SM {}", sm) : fmt::format("SM {} +{}", sm, lane)}}));
+    events.push_back(metadata("thread_sort_index", kSmProcess, tid, {{"sort_index", tid}}));
+  }
+}
+
+}  // namespace
+
+void write_chrome_trace(const RunReport& r, std::ostream& out) {
+  Json events = Json::array();
+  events.push_back(metadata("process_name", kKernelProcess, -1, {{"name", r.hw + " (simulated)"}}));
+  add_kernel_spans(r, events);
+  for (const auto& seg : r.timelines) add_counters(seg, events);
+  add_cta_spans(r, events);
+  Json j;
+  j["traceEvents"] = std::move(events);
+  j["displayTimeUnit"] = "ns";
+  j["otherData"] = {{"workload", r.workload}, {"hw", r.hw}, {"mode", r.mode}};
+  out << j.dump() << "\n";
+}
+
+}  // namespace gpusim::cli
