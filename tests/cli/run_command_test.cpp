@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "src/cli.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/temp_files.h"
@@ -117,7 +119,7 @@ TEST(RunCommand, OutWritesEveryFormatAndTraceIsChromeFormat) {
   const Result r = run({"run", ops_yaml(), "--hw", "h100", "--out", out.string(), "--trace",
                         trace.string()});
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const char* f : {"summary.txt", "result.json", "kernels.csv"}) {
+  for (const char* f : {"summary.txt", "result.json", "kernels.csv", "trace.json"}) {
     EXPECT_TRUE(std::filesystem::exists(out / f)) << f;
   }
   const auto result = nlohmann::json::parse(read(out / "result.json"));
@@ -145,6 +147,54 @@ TEST(RunCommand, BadOptionsAreBadInput) {
   EXPECT_EQ(run({"run", ops_yaml(), "--hw", "h100", "--format", "xml"}).status, 2);
   EXPECT_EQ(run({"run", ops_yaml()}).status, 2);
   EXPECT_EQ(run({"run", "/nonexistent.yaml", "--hw", "h100"}).status, 2);
+  EXPECT_EQ(run({"run", ops_yaml(), "--hw", "h100", "--top", "-1"}).status, 2);
+  const Result ctas = run({"run", ops_yaml(), "--hw", "h100", "--trace-ctas"});
+  EXPECT_EQ(ctas.status, 2);
+  EXPECT_NE(ctas.err.find("--trace"), std::string::npos) << ctas.err;
+}
+
+TEST(RunCommand, JsonAggregatesByCategoryAndBoundClass) {
+  const auto j = run_json(ops_yaml(), "h100");
+  for (const char* key : {"by_category", "by_bound"}) {
+    double share = 0, time = 0;
+    std::int64_t kernels = 0;
+    for (const auto& g : j[key]) {
+      share += g["time_share_pct"].get<double>();
+      time += g["time_us"].get<double>();
+      kernels += g["kernels"].get<std::int64_t>();
+    }
+    EXPECT_NEAR(share, 100.0, 1e-6) << key;
+    EXPECT_NEAR(time, j["kernel_time_us"].get<double>(), 1e-6) << key;
+    EXPECT_EQ(kernels, static_cast<std::int64_t>(j["kernels"].size())) << key;
+  }
+  // The 2048^3 GEMM is compute-bound, the 1 x 11008 x 4096 GEMV memory-bound.
+  for (const auto& k : j["kernels"]) {
+    if (k["op"].get<std::string>().rfind("matmul", 0) == 0 && k["family"] == "gemm") {
+      EXPECT_EQ(k["bound"], "compute");
+    }
+    if (k["op"].get<std::string>().rfind("linear", 0) == 0 && (k["family"] == "gemm" || k["family"] == "gemv")) {
+      EXPECT_EQ(k["bound"], "memory") << k.dump();
+    }
+    const double ai = k["arithmetic_intensity"], ridge = k["ridge_point"];
+    EXPECT_GT(ridge, 0);
+    if (k["bound"] == "memory") {
+      EXPECT_LT(ai, ridge);
+    } else if (k["bound"] == "compute") {
+      EXPECT_GE(ai, ridge);
+    }
+  }
+}
+
+TEST(RunCommand, TableSummarizesTheCostliestKernels) {
+  const Result r = run({"run", ops_yaml(), "--hw", "h100", "--top", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Kernel time by op category"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Kernel time by bound class"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Top 3 of"), std::string::npos) << r.out;
+  const Result all = run({"run", ops_yaml(), "--hw", "h100", "--top", "0"});
+  const auto j = run_json(ops_yaml(), "h100");
+  // --top 0: every distinct launch; ops.yaml launches no two identical kernels.
+  EXPECT_NE(all.out.find(fmt::format("Top {0} of {0}", j["kernels"].size())), std::string::npos) << all.out;
 }
 
 }  // namespace

@@ -68,6 +68,21 @@ TEST(RunModel, GenerateReportsTtftTpotAndThroughput) {
   EXPECT_TRUE(j.contains("kernels_scope"));  // only some steps' kernels are listed
 }
 
+TEST(RunModel, ProgressGoesToStderrOnlyWhenAsked) {
+  TempDir dir;
+  const auto w = dir.write("gen.yaml",
+                           "model: gpt2-small\nphase: generate\nbatch: 2\nseq_len: 64\noutput_len: 8\n"
+                           "dtype: bf16\n");
+  std::ostringstream out, err, quiet_out, quiet_err;
+  const std::vector<std::string> args{"run", w.string(), "--hw", "h100", "--format", "json"};
+  ASSERT_EQ(cli::run_cli(args, cli::Environment{config_dir(), true}, out, err), 0) << err.str();
+  EXPECT_NE(err.str().find("simulating steps"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("8/8 (100%)"), std::string::npos) << err.str();
+  ASSERT_EQ(cli::run_cli(args, cli::Environment{config_dir(), false}, quiet_out, quiet_err), 0);
+  EXPECT_EQ(quiet_err.str(), "");
+  EXPECT_EQ(out.str(), quiet_out.str());  // results do not depend on the display
+}
+
 TEST(RunModel, OutputIsByteIdenticalAcrossRuns) {
   const Result a = run({"run", job("deepseek-ocr-decode"), "--hw", "h100", "--format", "json"});
   const Result b = run({"run", job("deepseek-ocr-decode"), "--hw", "h100", "--format", "json"});
