@@ -80,6 +80,7 @@ KernelMetrics kernel_metrics(const HardwareSpec& hw, const Launch& launch, const
   m.achieved_occupancy = k.achieved_occupancy;
   m.achieved_warps_per_sm = k.achieved_occupancy * hw.sm.max_warps;
   m.ctas = launch.cta_count();
+  m.ctas_per_sm = k.ctas_per_sm;
   m.waves = k.waves;
   m.clock_mhz = k.clock_hz / 1e6;
   if (seconds > 0) {

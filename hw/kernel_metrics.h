@@ -40,6 +40,7 @@ struct KernelMetrics {
   double achieved_occupancy = 0;     // time-averaged resident warps / warp slots, all SMs
   double achieved_warps_per_sm = 0;  // achieved_occupancy x max warps per SM
   std::int64_t ctas = 0;             // grid size
+  int ctas_per_sm = 0;               // resident CTAs an SM holds when alone (occupancy limit)
   double waves = 0;                  // CTAs / (CTAs per SM x SMs)
   double sm_throughput_pct = 0;      // busiest pipe (tensor, FP32, SFU) against its peak
   double dram_throughput_pct = 0;    // DRAM bytes per second against the datasheet peak

@@ -40,7 +40,25 @@ void apply_one(YAML::Node root, const WorkloadOverride& o) {
   std::string walked = "workload";
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
     walked += "." + parts[i];
-    const auto next = child(mapping, parts[i]);
+    // "ops[2]": an item of a list written in the file.
+    const auto bracket = parts[i].find('[');
+    const std::string name = parts[i].substr(0, bracket);
+    auto next = child(mapping, name);
+    if (next && bracket != std::string::npos) {
+      const std::string digits = parts[i].substr(bracket + 1, parts[i].size() - bracket - 2);
+      const bool index_ok = parts[i].back() == ']' && !digits.empty() &&
+                            digits.find_first_not_of("0123456789") == std::string::npos;
+      if (!index_ok || !next->IsSequence() || std::stoul(digits) >= next->size()) {
+        throw ConfigError(kCommandLine, 0, full_key,
+                          fmt::format("the workload file has no list item {}", walked));
+      }
+      // Copy-construct the item's handle: assigning one YAML::Node to another would overwrite
+      // the tree (hence reset + emplace, never operator=).
+      const YAML::Node list = *next;
+      const YAML::Node item = list[std::stoul(digits)];
+      next.reset();
+      next.emplace(item);
+    }
     if (!next) {
       throw ConfigError(kCommandLine, 0, full_key,
                         fmt::format("the workload file has no {} to set a key in", walked));

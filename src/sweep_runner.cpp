@@ -1,0 +1,293 @@
+#include "src/sweep_runner.h"
+
+#include <fmt/format.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+#include "hw/hardware_loader.h"
+#include "sim/error.h"
+#include "src/output_files.h"
+#include "src/progress.h"
+#include "src/simulate_workload.h"
+
+namespace gpusim::cli {
+namespace {
+
+constexpr const char* kJournal = "journal.csv";
+constexpr const char* kResults = "results.csv";
+
+// A point ready to simulate.
+struct ResolvedPoint {
+  hw::HardwareSpec hw;
+  workloads::Workload workload;
+  std::string workload_file;
+};
+
+std::string setting_of(const StudyPoint& p, const std::string& key) {
+  for (const auto& s : p.settings) {
+    if (s.key == key) return s.value;
+  }
+  return "";
+}
+
+const StudySetting* find_setting(const StudyPoint& p, const std::string& key) {
+  for (const auto& s : p.settings) {
+    if (s.key == key) return &s;
+  }
+  return nullptr;
+}
+
+ResolvedPoint resolve(const Study& study, const StudyPoint& p, const Environment& env,
+                      const hw::PresetCatalog& catalog) {
+  std::vector<hw::HardwareOverride> hw_overrides;
+  std::vector<workloads::WorkloadOverride> workload_overrides;
+  std::string hw_name = study.hw, workload_file = study.workload.string();
+  for (const auto& s : p.settings) {
+    if (s.key == "hw") hw_name = s.value;
+    if (s.key == "workload") workload_file = s.value;
+    if (s.key.rfind("hw.", 0) == 0) hw_overrides.push_back({s.key.substr(3), s.value});
+    if (s.key.rfind("workload.", 0) == 0) workload_overrides.push_back({s.key.substr(9), s.value});
+  }
+  try {
+    return {hw::load_hardware(hw_name, catalog, hw_overrides),
+            workloads::load_workload(workload_file, workload_overrides, env.config_dir / "models"),
+            workload_file};
+  } catch (const ConfigError& e) {
+    // An override's value is the point's: name the study's line for it.
+    if (e.file() != "command line") throw;
+    const StudySetting* s = find_setting(p, e.key());
+    throw ConfigError(study.file.string(), s ? s->line : 0, e.key(),
+                      fmt::format("{} (point '{}')", e.detail(), p.name));
+  }
+}
+
+// A fingerprint of everything that decides the results, so a journal is reused only for the
+// same study (FNV-1a, stable across runs and machines).
+std::string fingerprint(const Study& study) {
+  std::string text = fmt::format("{}|{}|{}|{}", GPUSIM_VERSION, study.workload.string(), study.hw,
+                                 study.mode == hw::LaunchMode::kEager ? "eager" : "graph");
+  for (const auto& m : study.metrics) text += "|" + m;
+  for (const auto& p : study.points) {
+    text += "|" + p.name;
+    for (const auto& s : p.settings) text += ";" + s.key + "=" + s.value;
+  }
+  std::uint64_t h = 1469598103934665603ull;
+  for (const unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return fmt::format("{:016x}", h);
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string csv_line(const std::vector<std::string>& fields) {
+  std::string line;
+  for (std::size_t i = 0; i < fields.size(); ++i) line += (i ? "," : "") + csv_field(fields[i]);
+  return line;
+}
+
+// The fields of one CSV line as csv_line writes them; nullopt for a malformed (cut) line.
+std::optional<std::vector<std::string>> split_line(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      fields.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      fields.emplace_back();
+    } else {
+      fields.back() += c;
+    }
+  }
+  if (quoted) return std::nullopt;
+  return fields;
+}
+
+std::string number(double v) { return fmt::format("{}", v); }
+
+// The value of one metric for a simulated point ("" where it does not apply).
+std::string metric_value(const std::string& metric, const RunReport& r, const workloads::Workload& w,
+                         const StudyPoint& p) {
+  const auto slash = metric.find('/');
+  if (slash != std::string::npos) {
+    const std::string base = metric_value(metric.substr(0, slash), r, w, p);
+    const std::string axis = setting_of(p, metric.substr(slash + 1));
+    if (base.empty() || axis.empty()) return "";
+    return number(std::stod(base) / std::stod(axis));
+  }
+  const auto* model = std::get_if<workloads::ModelWorkload>(&w);
+  const PhaseReport* prefill = nullptr;
+  const PhaseReport* decode = nullptr;
+  for (const auto& ph : r.phases) (ph.name == "prefill" ? prefill : decode) = &ph;
+  if (metric == "total_us") return number(r.total_us);
+  if (metric == "kernel_time_us") return number(r.kernel_time_us);
+  if (metric == "kernels") {
+    std::int64_t n = 0;
+    for (const auto& ph : r.phases) n += ph.kernels;
+    return std::to_string(r.phases.empty() ? static_cast<std::int64_t>(r.kernels.size()) : n);
+  }
+  if (metric == "ttft_us") return prefill ? number(prefill->total_us) : "";
+  if (metric == "tpot_us") return decode ? number(decode->total_us / static_cast<double>(decode->steps)) : "";
+  if (metric == "tokens_per_s") {
+    if (r.generation) return number(r.generation->tokens_per_s);
+    if (!model) return "";
+    if (decode) return number(static_cast<double>(model->batch) * decode->steps / (decode->total_us * 1e-6));
+    if (prefill) return number(static_cast<double>(model->batch * model->seq_len) / (prefill->total_us * 1e-6));
+    return "";
+  }
+  if (metric == "memory_bytes") return r.memory ? std::to_string(r.memory->total_bytes) : "";
+  if (metric == "fits") return r.memory ? (r.memory->fits ? "true" : "false") : "";
+  if (metric == "top_bound") return r.by_bound.empty() ? "" : r.by_bound.front().name;
+  if (metric == "top_bound_share_pct") return r.by_bound.empty() ? "" : number(r.by_bound.front().time_share_pct);
+  // The costliest single kernel (first of equals).
+  const auto top = std::max_element(r.kernels.begin(), r.kernels.end(), [](const KernelReport& a, const KernelReport& b) {
+    return a.metrics.duration_us < b.metrics.duration_us;
+  });
+  if (top == r.kernels.end()) return "";
+  const hw::KernelMetrics& m = top->metrics;
+  if (metric == "top_kernel") return top->name;
+  if (metric == "top_kernel_us") return number(m.duration_us);
+  if (metric == "top_kernel_ctas") return std::to_string(m.ctas);
+  if (metric == "top_kernel_waves") return number(m.waves);
+  if (metric == "top_kernel_ctas_per_sm") return std::to_string(m.ctas_per_sm);
+  if (metric == "top_kernel_theoretical_occupancy") return number(m.theoretical_occupancy);
+  if (metric == "top_kernel_achieved_occupancy") return number(m.achieved_occupancy);
+  throw std::logic_error("unknown study metric " + metric);
+}
+
+std::vector<std::string> row_of(const Study& study, std::size_t index, const RunReport& r,
+                                const workloads::Workload& w) {
+  const StudyPoint& p = study.points[index];
+  std::vector<std::string> row{std::to_string(index), p.name};
+  for (const auto& c : study.columns) row.push_back(setting_of(p, c));
+  for (const auto& m : study.metrics) row.push_back(metric_value(m, r, w, p));
+  return row;
+}
+
+// Journal lines are result rows with a last field "1": a line cut short by an interruption
+// lacks it (or fields), so it is dropped and its point simulated again.
+constexpr const char* kCompleteMark = ",1";
+
+// Rows already in the journal (by point index, without the mark) when it belongs to this study.
+std::map<std::size_t, std::string> read_journal(const std::filesystem::path& file, const Study& study,
+                                                const std::string& print, std::size_t fields) {
+  std::map<std::size_t, std::string> done;
+  std::ifstream in(file);
+  if (!in) return done;
+  std::string line;
+  std::getline(in, line);
+  if (line != "# gpusim study " + print) {
+    throw ConfigError(file.string(), 1, "", fmt::format("this folder holds another study's results (not {}); "
+                                                        "remove it or choose another --out", study.file.string()));
+  }
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    const auto split = split_line(line);
+    if (!split || split->size() != fields + 1 || split->back() != "1" || split->front().empty() ||
+        split->front().find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    const auto& f = *split;
+    const std::size_t index = std::stoul(f.front());
+    if (index < study.points.size() && f[1] == study.points[index].name) {
+      done[index] = line.substr(0, line.size() - std::string(kCompleteMark).size());
+    }
+  }
+  return done;
+}
+
+}  // namespace
+
+std::vector<std::string> sweep_header(const Study& study) {
+  std::vector<std::string> h{"point", "name"};
+  h.insert(h.end(), study.columns.begin(), study.columns.end());
+  h.insert(h.end(), study.metrics.begin(), study.metrics.end());
+  return h;
+}
+
+SweepSummary run_sweep(const Study& study, const Environment& env, const SweepOptions& options) {
+  const hw::PresetCatalog catalog(env.config_dir / "hw");
+  std::vector<ResolvedPoint> points;
+  points.reserve(study.points.size());
+  for (const auto& p : study.points) points.push_back(resolve(study, p, env, catalog));
+  for (const auto& m : study.metrics) {  // METRIC/AXIS needs a number on that axis
+    const auto slash = m.find('/');
+    if (slash == std::string::npos) continue;
+    for (const auto& p : study.points) {
+      const StudySetting* s = find_setting(p, m.substr(slash + 1));
+      const std::string v = s ? s->value : "";
+      if (v.empty() || v.find_first_not_of("0123456789.eE+-") != std::string::npos) {
+        throw ConfigError(study.file.string(), s ? s->line : 0, "metrics",
+                          fmt::format("{} divides by {}, but point '{}' gives it '{}', not a number", m,
+                                      m.substr(slash + 1), p.name, v));
+      }
+    }
+  }
+
+  std::filesystem::create_directories(options.out_dir);
+  const auto header = sweep_header(study);
+  const std::string print = fingerprint(study);
+  const auto journal_path = options.out_dir / kJournal;
+  std::map<std::size_t, std::string> rows = read_journal(journal_path, study, print, header.size());
+  SweepSummary summary;
+  summary.points = study.points.size();
+  summary.reused = rows.size();
+
+  std::vector<std::size_t> pending;
+  for (std::size_t i = 0; i < study.points.size(); ++i) {
+    if (!rows.count(i)) pending.push_back(i);
+  }
+  // The journal is rewritten with the rows kept (dropping any cut-short line), then appended to.
+  {
+    std::ostringstream kept;
+    kept << "# gpusim study " << print << "\n" << csv_line(header) << ",complete\n";
+    for (const auto& [i, line] : rows) kept << line << kCompleteMark << "\n";
+    write_file(journal_path, kept.str());
+  }
+  std::ofstream journal(journal_path, std::ios::app);
+  if (!journal) throw ConfigError(journal_path.string(), 0, "", "cannot write this file");
+  ProgressLine progress(options.progress, fmt::format("study {}", study.name));
+  std::mutex lock;
+  std::size_t finished = rows.size();
+  progress.update(finished, study.points.size());
+  const models::KernelModelRegistry models = models::default_kernel_models();
+  auto simulate = [&](std::size_t k) {
+    const std::size_t i = pending[k];
+    const ResolvedPoint& p = points[i];
+    const RunReport r = simulate_workload(p.hw, p.workload, p.workload_file, study.mode, models);
+    const std::string line = csv_line(row_of(study, i, r, p.workload));
+    const std::lock_guard<std::mutex> guard(lock);
+    journal << line << kCompleteMark << "\n" << std::flush;
+    rows[i] = line;
+    progress.update(++finished, study.points.size());
+  };
+  std::optional<tbb::global_control> limit;
+  if (options.threads > 0) {
+    limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(options.threads));
+  }
+  tbb::parallel_for(std::size_t{0}, pending.size(), simulate);
+  summary.simulated = pending.size();
+
+  std::ostringstream csv;
+  csv << csv_line(header) << "\n";
+  for (const auto& [i, line] : rows) csv << line << "\n";
+  summary.csv = options.out_dir / kResults;
+  write_file(summary.csv, csv.str());
+  return summary;
+}
+
+}  // namespace gpusim::cli
