@@ -53,8 +53,8 @@ void read_grid(Study& s, const hw::YamlDocument& doc, const YAML::Node& grid) {
     std::vector<StudySetting> values;
     for (std::size_t i = 0; i < kv.second.size(); ++i) {
       const YAML::Node v = kv.second[i];
-      values.push_back({key, resolve_value(s, key, hw::scalar_text(doc, v, fmt::format("{}[{}]", path, i))),
-                        hw::YamlDocument::line_of(v)});
+      const std::string value = hw::scalar_text(doc, v, fmt::format("{}[{}]", path, i));
+      values.push_back({key, value, resolve_value(s, key, value), hw::YamlDocument::line_of(v)});
     }
     axes.push_back(std::move(values));
   }
@@ -95,7 +95,7 @@ void read_points(Study& s, const hw::YamlDocument& doc, const YAML::Node& points
       }
       check_axis_key(doc, kv.first, path, key);
       note_column(s, key);
-      p.settings.push_back({key, resolve_value(s, key, value), hw::YamlDocument::line_of(kv.second)});
+      p.settings.push_back({key, value, resolve_value(s, key, value), hw::YamlDocument::line_of(kv.second)});
     }
     s.points.push_back(std::move(p));
   }

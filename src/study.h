@@ -16,8 +16,10 @@ namespace gpusim::cli {
 // One field a point sets: "hw" (a preset or hardware file), "workload" (a workload file),
 // "hw.KEY" or "workload.KEY" (as --set takes them).
 struct StudySetting {
-  std::string key, value;
-  int line = 0;  // of the value in the study file
+  std::string key, value;  // the value as the study file writes it (what results show)
+  std::string resolved;    // what the simulation uses: hw and workload files made relative to
+                           // the working folder instead of the study file; else the value
+  int line = 0;            // of the value in the study file
 };
 
 struct StudyPoint {

@@ -50,8 +50,8 @@ ResolvedPoint resolve(const Study& study, const StudyPoint& p, const Environment
   std::vector<workloads::WorkloadOverride> workload_overrides;
   std::string hw_name = study.hw, workload_file = study.workload.string();
   for (const auto& s : p.settings) {
-    if (s.key == "hw") hw_name = s.value;
-    if (s.key == "workload") workload_file = s.value;
+    if (s.key == "hw") hw_name = s.resolved;
+    if (s.key == "workload") workload_file = s.resolved;
     if (s.key.rfind("hw.", 0) == 0) hw_overrides.push_back({s.key.substr(3), s.value});
     if (s.key.rfind("workload.", 0) == 0) workload_overrides.push_back({s.key.substr(9), s.value});
   }
@@ -76,7 +76,7 @@ std::string fingerprint(const Study& study) {
   for (const auto& m : study.metrics) text += "|" + m;
   for (const auto& p : study.points) {
     text += "|" + p.name;
-    for (const auto& s : p.settings) text += ";" + s.key + "=" + s.value;
+    for (const auto& s : p.settings) text += ";" + s.key + "=" + s.resolved;
   }
   std::uint64_t h = 1469598103934665603ull;
   for (const unsigned char c : text) h = (h ^ c) * 1099511628211ull;
