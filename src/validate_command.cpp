@@ -4,11 +4,14 @@
 // the same as Markdown to docs/validation.md. Fails (exit 1) when a suite's held-out error
 // exceeds its recorded threshold (validation/thresholds.yaml).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <yaml-cpp/yaml.h>
 
@@ -20,6 +23,7 @@
 #include "src/run_report.h"
 #include "validation/measured_suite.h"
 #include "validation/model_suite.h"
+#include "validation/ncu_suite.h"
 #include "validation/functional/functional_checks.h"
 #include "validation/seed_suites.h"
 
@@ -30,6 +34,7 @@ struct SuiteSpec {
   std::string name, hw, csv, description;
   bool models = false;  // a model suite (hf_models_*.json) rather than single ops (ops*.csv)
   int seed = 0;  // 1, 2, 3: a seed suite (validation/seed_suites.h); csv lists its files, ", "-separated
+  bool ncu = false;  // Nsight Compute kernel metrics (validation/ncu_suite.h), thresholds per metric
 };
 
 const std::vector<SuiteSpec>& suites() {
@@ -78,6 +83,12 @@ const std::vector<SuiteSpec>& suites() {
        "seed 003: DeepSeek-OCR decode on an RTX 5090, kernel-time shares by category, bound "
        "classes of the 20 costliest kernels and their mean achieved occupancy",
        false, 3},
+      {"ncu-h100", "h100", "ncu_h100.csv",
+       "Nsight Compute 2025.3.1 metrics of the kernels of 28 single ops on an H100 SXM5 (cache "
+       "flushed before each kernel, clocks as found) against gpusim's kernel metrics: achieved "
+       "and theoretical occupancy, DRAM throughput and L2 hit rate (errors in percentage points), "
+       "duration (relative error); nothing was fitted to these data",
+       false, 0, true},
   };
   return kSuites;
 }
@@ -96,7 +107,11 @@ std::string split_name(const validation::Comparison& c) {
 // Per family: MAPE over calibration rows, held-out rows, all rows.
 std::string family_table(const std::vector<validation::Comparison>& rows, bool markdown) {
   std::map<std::string, int> families;
-  for (const auto& r : rows) families[r.reference.family]++;
+  std::map<std::string, validation::ErrorKind> kind;  // a family's rows share one kind
+  for (const auto& r : rows) {
+    families[r.reference.family]++;
+    kind[r.reference.family] = r.error_kind;
+  }
   std::ostringstream out;
   const char* fmt_row = markdown ? "| {} | {} | {} | {} | {} |\n" : "  {:<18} {:>6} {:>14} {:>12} {:>10}\n";
   out << fmt::format(fmt::runtime(fmt_row), "family", "ops", "calibration", "held-out", "all");
@@ -107,15 +122,74 @@ std::string family_table(const std::vector<validation::Comparison>& rows, bool m
       if (r.reference.family == fam && (which == 2 || r.reference.held_out == (which == 1))) ++n;
     }
     if (n == 0) return std::string("-");
-    return fmt::format("{:.1f}%", validation::mape(rows, [&](const validation::Comparison& r) {
+    return fmt::format("{:.1f}{}", validation::mape(rows, [&](const validation::Comparison& r) {
                          return r.reference.family == fam &&
                                 (which == 2 || r.reference.held_out == (which == 1));
-                       }));
+                       }), validation::error_unit(kind[fam]));
   };
   for (const auto& [fam, n] : families) {
     out << fmt::format(fmt::runtime(fmt_row), fam, n, cell(fam, 0), cell(fam, 1), cell(fam, 2));
   }
   return out.str();
+}
+
+// Held-out mean absolute error of an ncu suite's metric family (points or percent).
+double held_out_error(const std::vector<validation::Comparison>& rows, const std::string& family) {
+  return validation::mape(rows, [&](const validation::Comparison& r) {
+    return r.reference.family == family && r.reference.held_out;
+  });
+}
+
+int count_rows(const std::vector<validation::Comparison>& rows, const std::string& family, bool held_out) {
+  return static_cast<int>(std::count_if(rows.begin(), rows.end(), [&](const validation::Comparison& r) {
+    return r.reference.family == family && r.reference.held_out == held_out;
+  }));
+}
+
+// An ncu suite fails when a metric family's held-out error passes its threshold, or a family
+// with a threshold has no held-out rows.
+bool ncu_failed(const std::string& suite, const std::vector<validation::Comparison>& rows,
+                const std::map<std::string, double>& thresholds) {
+  for (const auto& fam : validation::ncu_metric_families()) {
+    const auto t = thresholds.find(suite + "/" + fam);
+    if (t == thresholds.end()) continue;
+    if (count_rows(rows, fam, true) == 0 || held_out_error(rows, fam) > t->second) return true;
+  }
+  return false;
+}
+
+// An ncu suite's summary: error by metric, the ops not compared, thresholds per metric.
+void ncu_section(const SuiteSpec& s, const std::vector<validation::Comparison>& rows,
+                 const std::vector<std::string>& skipped, const std::map<std::string, double>& thresholds,
+                 std::ostream& out, std::ostream& md) {
+  out << "\n  mean absolute error by metric (pt: percentage points; %: relative):\n" << family_table(rows, false);
+  md << "\nMean absolute error by metric (pt: percentage points; %: relative error):\n\n"
+     << family_table(rows, true);
+  std::string held_out;
+  for (const auto& fam : validation::ncu_metric_families()) {
+    if (count_rows(rows, fam, true) == 0) continue;
+    const auto kind = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.reference.family == fam; })->error_kind;
+    held_out += fmt::format("{}{} {:.1f}{}", held_out.empty() ? "" : ", ", fam, held_out_error(rows, fam),
+                            validation::error_unit(kind));
+  }
+  std::set<std::string> kernels;
+  for (const auto& r : rows) kernels.insert(r.reference.label.substr(0, r.reference.label.find(": ")));
+  out << fmt::format("  {}: held-out {} ({} kernels; {} ops not compared)\n", s.name, held_out,
+                     kernels.size(), skipped.size());
+  md << fmt::format("\n**{}: held-out {}** ({} kernels; {} ops not compared).\n", s.name, held_out,
+                    kernels.size(), skipped.size());
+  for (const auto& k : skipped) {
+    out << "  not compared: " << k << "\n";
+    md << "\n- not compared: " << k;
+  }
+  if (!skipped.empty()) md << "\n";
+  for (const auto& fam : validation::ncu_metric_families()) {
+    const auto t = thresholds.find(s.name + "/" + fam);
+    if (t == thresholds.end()) continue;
+    const bool failed = count_rows(rows, fam, true) == 0 || held_out_error(rows, fam) > t->second;
+    out << fmt::format("  threshold (held-out {}): {:.1f}{} -> {}\n", fam, t->second,
+                       fam == "duration" ? "%" : " pt", failed ? "FAILED" : "ok");
+  }
 }
 
 // The functional suite: every check's numerics and counts; fails when a check fails.
@@ -195,7 +269,18 @@ std::map<std::string, double> read_thresholds(const std::filesystem::path& file)
   const hw::YamlDocument doc = hw::YamlDocument::from_file(file);
   hw::MappingReader root(doc, doc.root(), "");
   for (const auto& s : suites()) {
-    if (auto v = root.optional_node(s.name)) out[s.name] = hw::to_number(doc, *v, s.name, 0, 1000);
+    const auto v = root.optional_node(s.name);
+    if (!v) continue;
+    if (!s.ncu) {
+      out[s.name] = hw::to_number(doc, *v, s.name, 0, 1000);
+      continue;
+    }
+    // An ncu suite: one threshold per metric family, keyed "<suite>/<family>".
+    hw::MappingReader families(doc, *v, s.name);
+    for (const auto& fam : validation::ncu_metric_families()) {
+      if (auto t = families.optional_node(fam)) out[s.name + "/" + fam] = hw::to_number(doc, *t, s.name + "." + fam, 0, 1000);
+    }
+    families.reject_unknown();
   }
   root.reject_unknown();
   return out;
@@ -265,28 +350,47 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
     std::vector<validation::MeasuredOp> measured;
     std::vector<validation::Comparison> rows;
     int not_compared = 0;
+    std::vector<std::string> ncu_skipped;  // an ncu suite's ops not compared, with the reason
     if (s.seed != 0) {
       rows = run_seed_suite(s, data, env.config_dir, catalog, spec, models, not_compared);
     } else if (s.models) {
       rows = validation::compare_measured_models(data / s.csv, spec, models);
+    } else if (s.ncu) {
+      auto result = validation::compare_ncu(validation::read_ncu_ops(data / s.csv, spec.sm.max_warps), spec, models);
+      rows = std::move(result.rows);
+      ncu_skipped = std::move(result.skipped);
     } else {
       measured = validation::read_measured_ops(data / s.csv);
       rows = validation::compare_measured(measured, spec, models);
     }
 
     out << fmt::format("== {} on {}: {}\n", s.name, spec.name, s.description);
-    out << fmt::format("  {:<58} {:<11} {:>11} {:>11} {:>8}\n", "op", "split", "measured us",
-                       "simulated", "error");
+    out << fmt::format("  {:<58} {:<11} {:>11} {:>11} {:>8}\n", s.ncu ? "op #kernel: metric" : "op",
+                       "split", s.ncu ? "measured" : "measured us", "simulated", "error");
     md << fmt::format("\n## {} ({})\n\n{}. Data: {}.\n\n", s.name, spec.name, s.description,
                       data_files(s.csv));
-    md << "| op | split | measured (us) | simulated (us) | error | kernels measured / simulated |\n"
-          "|---|---|---:|---:|---:|---|\n";
+    md << (s.ncu ? "| op #kernel: metric | split | measured | simulated | error | simulated kernel |\n"
+                 : "| op | split | measured (us) | simulated (us) | error | kernels measured / simulated |\n")
+       << "|---|---|---:|---:|---:|---|\n";
     for (const auto& r : rows) {
-      out << fmt::format("  {:<58} {:<11} {:>11.2f} {:>11.2f} {:>7.1f}%\n", r.reference.label,
-                         split_name(r), r.reference.measured_us, r.simulated_us, r.error_pct);
-      md << fmt::format("| {} | {} | {:.2f} | {:.2f} | {:+.1f}% | {} / {} |\n", r.reference.label,
+      const std::string error = r.error_kind == validation::ErrorKind::kPoints
+                                    ? fmt::format("{:>5.1f} pt", r.error_pct)
+                                    : fmt::format("{:>7.1f}%", r.error_pct);
+      out << fmt::format("  {:<58} {:<11} {:>11.2f} {:>11.2f} {:>8}\n", r.reference.label,
+                         split_name(r), r.reference.measured_us, r.simulated_us, error);
+      const std::string kernels =
+          s.ncu ? fmt::format("{}", fmt::join(r.simulated_kernels, ", "))
+                : fmt::format("{} / {}", r.reference.measured_kernels.size(), r.simulated_kernels.size());
+      md << fmt::format("| {} | {} | {:.2f} | {:.2f} | {:+.1f}{} | {} |\n", r.reference.label,
                         split_name(r), r.reference.measured_us, r.simulated_us, r.error_pct,
-                        r.reference.measured_kernels.size(), r.simulated_kernels.size());
+                        validation::error_unit(r.error_kind), kernels);
+    }
+    if (s.ncu) {
+      ncu_section(s, rows, ncu_skipped, thresholds, out, md);
+      md << notes(s.name);
+      out << "\n";
+      outcomes.push_back({s.name, 0, 0, 0, ncu_failed(s.name, rows, thresholds)});
+      continue;
     }
     int skipped = not_compared;
     for (const auto& m : measured) skipped += m.op ? 0 : 1;

@@ -27,19 +27,30 @@ struct MeasuredOp {
 // Groups the per-kernel rows of ops_<gpu>.csv into ops. ConfigError on a malformed file.
 std::vector<MeasuredOp> read_measured_ops(const std::filesystem::path& csv);
 
+// How a comparison's error is expressed.
+enum class ErrorKind {
+  kRelative,  // (simulated - measured) / measured x 100, printed with "%"
+  kPoints,    // simulated - measured, both percentages: percentage points, printed with " pt"
+};
+
 struct Comparison {
   MeasuredOp reference;
   double simulated_us = 0;
   std::vector<std::string> simulated_kernels;
-  double error_pct = 0;  // (simulated - measured) / measured x 100
+  double error_pct = 0;  // (simulated - measured) / measured x 100; see error_kind
+  ErrorKind error_kind = ErrorKind::kRelative;
 };
+
+// The unit an error of this kind is printed with: "%" or " pt".
+inline const char* error_unit(ErrorKind k) { return k == ErrorKind::kPoints ? " pt" : "%"; }
 
 // Simulates every modeled op alone (graph mode, cold L2) and compares.
 std::vector<Comparison> compare_measured(const std::vector<MeasuredOp>& ops,
                                          const hw::HardwareSpec& hw,
                                          const models::KernelModelRegistry& models);
 
-// Mean absolute percentage error of the comparisons that pass `keep`.
+// Mean absolute percentage error of the comparisons that pass `keep` (mean absolute error in
+// points for kPoints rows: callers keep rows of one kind together).
 template <class Pred>
 double mape(const std::vector<Comparison>& rows, Pred keep) {
   double sum = 0;
