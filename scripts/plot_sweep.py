@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Plot for `gpusim sweep`: one metric against one axis of a study, one line per value of an
-optional second axis. Reads the study's results.csv and writes a PNG (matplotlib, Agg backend).
+"""Plot for `gpusim sweep`: one metric against one axis of a study, one line per combination of
+the other axes (--others): coloured by the --series axis, styled by the rest. Reads the study's
+results.csv and writes a PNG (matplotlib, Agg backend).
 
 An axis whose values are all plain numbers is drawn to scale; otherwise (50MiB, preset names)
 its values are spaced evenly in the order the study lists them. Points without a value for the
 metric (a model metric on an op workload, an empty cell) are left out.
 
   plot_sweep.py --csv results.csv --out plot.png --metric total_us --x hw.sm_count \
-      [--series hw.l2.size] [--title "..."]
+      [--series hw.l2.size] [--others hw.l2.size,workload.batch] [--title "..."]
 """
 import argparse
 import csv
@@ -41,6 +42,7 @@ def main():
     p.add_argument("--metric", required=True)
     p.add_argument("--x", required=True)
     p.add_argument("--series", default="")
+    p.add_argument("--others", default="", help="comma-separated: every axis but x")
     p.add_argument("--title", default="")
     a = p.parse_args()
 
@@ -49,21 +51,35 @@ def main():
     xs = first_seen(r[a.x] for r in rows)
     numeric = bool(xs) and all(is_number(x) for x in xs)
     position = {x: (float(x) if numeric else i) for i, x in enumerate(xs)}
-    groups = first_seen(r[a.series] for r in rows) if a.series else [""]
+    others = [c for c in a.others.split(",") if c and c != a.x]
+    if a.series and a.series not in others:
+        others.insert(0, a.series)
+    rest = [c for c in others if c != a.series]
+    groups = first_seen(tuple(r[c] for c in others) for r in rows)
+    colours = first_seen(r[a.series] for r in rows) if a.series else [""]
+    styles = first_seen(tuple(r[c] for c in rest) for r in rows)
+    line_styles = ["-", "--", ":", "-."]
+    markers = ["o", "s", "^", "D", "v", "x"]
 
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
     for g in groups:
-        pts = sorted((position[r[a.x]], float(r[a.metric])) for r in rows if not a.series or r[a.series] == g)
-        label = f"{a.series} = {g}" if a.series else None
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        values = dict(zip(others, g))
+        pts = sorted((position[r[a.x]], float(r[a.metric])) for r in rows
+                     if tuple(r[c] for c in others) == g)
+        colour = f"C{colours.index(values[a.series]) % 10}" if a.series else "C0"
+        style = styles.index(tuple(values[c] for c in rest))
+        label = ", ".join(f"{c}={values[c]}" for c in others) or None
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colour,
+                linestyle=line_styles[style % len(line_styles)], marker=markers[style % len(markers)],
+                label=label)
     if not numeric:
         ax.set_xticks(range(len(xs)))
         ax.set_xticklabels(xs, rotation=30 if max((len(x) for x in xs), default=0) > 8 else 0, ha="right")
     ax.set_xlabel(a.x)
     ax.set_ylabel(a.metric)
     ax.grid(True, alpha=0.3)
-    if a.series:
-        ax.legend(fontsize=8)
+    if others:
+        ax.legend(fontsize=7, ncol=2 if len(groups) > 6 else 1)
     ax.set_title(a.title or f"{a.metric} vs {a.x}")
     fig.tight_layout()
     fig.savefig(a.out, format="png", metadata={"Software": None})

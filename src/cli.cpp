@@ -20,8 +20,10 @@ Commands:
   hw keys                            every key of a hardware file, with units and ranges
   occupancy --hw NAME --threads N    CTAs and warps per SM for a block, and what limits them
   validate [--suite NAME]...         compare simulation with measurements; writes docs/validation.md
-
-Planned (see the issues): report, sweep.
+  report WORKLOAD.yaml --hw NAME|FILE  a profiling report (Markdown): memory, TTFT, decode, kernels,
+                                     roofline, bottlenecks; writes report-WORKLOAD-HW/ or --out DIR
+  sweep STUDY.yaml [--out DIR]       a design study: every point in parallel (resumable) into a CSV
+                                     and a plot (configs/studies/)
 
 Global options:
   -h, --help       this text
@@ -50,10 +52,8 @@ int run_cli(const std::vector<std::string>& args, const Environment& env, std::o
     if (command == "hw") return hw_command(rest, env, out);
     if (command == "occupancy") return occupancy_command(rest, env, out);
     if (command == "validate") return validate_command(rest, env, out);
-    if (command == "report" || command == "sweep") {
-      err << "gpusim: '" << command << "' is planned but not in this version yet\n";
-      return 1;
-    }
+    if (command == "report") return report_command(rest, env, out, err);
+    if (command == "sweep") return sweep_command(rest, env, out, err);
     throw ConfigError("command line", 0, "", "unknown command '" + command + "' (see gpusim --help)");
   } catch (const ConfigError& e) {
     err << "gpusim: error: " << e.what() << "\n";

@@ -15,6 +15,8 @@ using Args = std::vector<std::string>;
 int hw_command(const Args& args, const Environment& env, std::ostream& out);
 int occupancy_command(const Args& args, const Environment& env, std::ostream& out);
 int run_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);
+int report_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);
+int sweep_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);
 int validate_command(const Args& args, const Environment& env, std::ostream& out);
 
 }  // namespace gpusim::cli

@@ -32,7 +32,7 @@ std::filesystem::path plot_script(const std::filesystem::path& config_dir, const
 }
 
 PlotResult draw_plot(const std::filesystem::path& script, const std::vector<std::string>& args,
-                     const std::filesystem::path& png, const std::string& python) {
+                     const std::filesystem::path& png, const std::vector<std::string>& pythons) {
   PlotResult result;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(script, ec)) {
@@ -40,8 +40,17 @@ PlotResult draw_plot(const std::filesystem::path& script, const std::vector<std:
                     script.parent_path().string();
     return result;
   }
-  const std::string py = quoted(python);
-  if (run_captured(py + " -c 'import matplotlib'").first != 0) {
+  // The first interpreter with matplotlib (paths that do not exist are skipped; names are
+  // looked up on PATH by the shell).
+  std::string py;
+  for (const auto& python : pythons) {
+    if (python.find('/') != std::string::npos && !std::filesystem::is_regular_file(python, ec)) continue;
+    if (run_captured(quoted(python) + " -c 'import matplotlib'").first == 0) {
+      py = quoted(python);
+      break;
+    }
+  }
+  if (py.empty()) {
     result.reason = "python3 with matplotlib was not found (Debian: apt-get install python3-matplotlib)";
     return result;
   }

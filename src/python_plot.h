@@ -19,9 +19,13 @@ struct PlotResult {
 // scripts/ in the source tree and share/gpusim/scripts when installed.
 std::filesystem::path plot_script(const std::filesystem::path& config_dir, const std::string& name);
 
-// Runs `python3 SCRIPT ARGS... --out PNG` when python3 and matplotlib are there. The image is
-// written under a temporary name and renamed, so a failed plot leaves no partial file.
+// Interpreters to try in order: python3 on PATH may be a virtualenv or pyenv shim without
+// matplotlib while Debian's python3-matplotlib sits under /usr/bin/python3.
+inline const std::vector<std::string> kPythons{"python3", "/usr/bin/python3"};
+
+// Runs `PYTHON SCRIPT ARGS... --out PNG` with the first of `pythons` that has matplotlib. The
+// image is written under a temporary name and renamed, so a failed plot leaves no partial file.
 PlotResult draw_plot(const std::filesystem::path& script, const std::vector<std::string>& args,
-                     const std::filesystem::path& png, const std::string& python = "python3");
+                     const std::filesystem::path& png, const std::vector<std::string>& pythons = kPythons);
 
 }  // namespace gpusim::cli

@@ -14,6 +14,7 @@
 #include "sim/error.h"
 #include "src/commands.h"
 #include "src/options.h"
+#include "src/output_files.h"
 #include "src/progress.h"
 #include "src/report_writers.h"
 #include "src/run_report.h"
@@ -42,17 +43,6 @@ void check_model_dtype(const workloads::ModelWorkload& w, const hw::HardwareSpec
                       fmt::format("{} has no {} tensor cores (hardware key throughput.tensor_{} is 0)",
                                   s.name, hw::name(w.dtype), hw::name(w.dtype)));
   }
-}
-
-// Writes `text` to `path` through a temporary file, so a failure leaves no half-written file.
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) throw ConfigError(path.string(), 0, "", "cannot write this file");
-  }
-  std::filesystem::rename(tmp, path);
 }
 
 template <class Writer>

@@ -186,7 +186,9 @@ TEST(Sweep, OccupancyStudyDividesByTheAxis) {
 }
 
 TEST(Sweep, PlotsWhenMatplotlibIsThere) {
-  if (std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no matplotlib";
+  const bool matplotlib = std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") == 0 ||
+                          std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0;
+  if (!matplotlib) GTEST_SKIP() << "no matplotlib";
   TempDir dir;
   small_study(dir);
   const auto study = dir.write("plot.yaml",
