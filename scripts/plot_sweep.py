@@ -9,6 +9,10 @@ metric (a model metric on an op workload, an empty cell) are left out.
 
   plot_sweep.py --csv results.csv --out plot.png --metric total_us --x hw.sm_count \
       [--series hw.l2.size] [--others hw.l2.size,workload.batch] [--title "..."]
+      [--overlay FILE,XCOL,YCOL,LABEL[,COL=VALUE]]...
+
+--overlay draws reference points from another CSV (a measurement beside the simulation), rows
+filtered by an optional COL=VALUE.
 """
 import argparse
 import csv
@@ -44,6 +48,7 @@ def main():
     p.add_argument("--series", default="")
     p.add_argument("--others", default="", help="comma-separated: every axis but x")
     p.add_argument("--title", default="")
+    p.add_argument("--overlay", action="append", default=[])
     a = p.parse_args()
 
     with open(a.csv, newline="") as f:
@@ -72,13 +77,23 @@ def main():
         ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colour,
                 linestyle=line_styles[style % len(line_styles)], marker=markers[style % len(markers)],
                 label=label)
+    for i, spec in enumerate(a.overlay):
+        path, xcol, ycol, label, *where = spec.split(",")
+        with open(path, newline="") as f:
+            lines = [line for line in f if not line.startswith("#")]  # provenance comments
+        ref = [r for r in csv.DictReader(lines) if all(r[w.split("=")[0]] == w.split("=", 1)[1] for w in where)]
+        pts = sorted((float(r[xcol]), float(r[ycol])) for r in ref)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=f"C{(i + 3) % 10}", linestyle="--",
+                marker="x", label=label)
     if not numeric:
         ax.set_xticks(range(len(xs)))
         ax.set_xticklabels(xs, rotation=30 if max((len(x) for x in xs), default=0) > 8 else 0, ha="right")
     ax.set_xlabel(a.x)
     ax.set_ylabel(a.metric)
     ax.grid(True, alpha=0.3)
-    if others:
+    if others or a.overlay:
+        if not others:
+            ax.lines[0].set_label("gpusim")
         ax.legend(fontsize=7, ncol=2 if len(groups) > 6 else 1)
     ax.set_title(a.title or f"{a.metric} vs {a.x}")
     fig.tight_layout()

@@ -371,11 +371,29 @@ TEST(WorkloadOverrideTest, PathsThroughNonMappingsAreRefused) {
 
   e = expect_config_error([] { load("decode.yaml", {{"hw.sm_count", "4"}}); });
   EXPECT_EQ(e.key(), "workload.hw.sm_count");
-  e = expect_config_error([] { load("ops.yaml", {{"ops[0].M", "4"}}); });
+  // List items are reached by index (ops[0].M); a missing item or a list used as a mapping is not.
+  e = expect_config_error([] { load("ops.yaml", {{"ops[99].M", "4"}}); });
   EXPECT_EQ(e.file(), "command line");
-  EXPECT_EQ(e.key(), "workload.ops[0].M");
+  EXPECT_EQ(e.key(), "workload.ops[99].M");
+  EXPECT_NE(e.detail().find("no list item workload.ops[99]"), std::string::npos) << e.detail();
+  e = expect_config_error([] { load("ops.yaml", {{"ops.M", "4"}}); });
+  EXPECT_NE(e.detail().find("a list"), std::string::npos) << e.detail();
+  e = expect_config_error([] { load("ops.yaml", {{"ops[x].M", "4"}}); });
+  EXPECT_EQ(e.key(), "workload.ops[x].M");
   e = expect_config_error([] { load("decode.yaml", {{"", "4"}}); });
   EXPECT_EQ(e.key(), "workload.");
+}
+
+TEST(WorkloadOverrideTest, ListItemsByIndex) {
+  const auto w = std::get<OpWorkload>(load("ops.yaml", {{"ops[0].M", "4"}}));
+  const auto plain = std::get<OpWorkload>(load("ops.yaml", {}));
+  EXPECT_NE(models::describe(w.ops[0].op), models::describe(plain.ops[0].op));
+  EXPECT_NE(models::describe(w.ops[0].op).find("M=4"), std::string::npos) << models::describe(w.ops[0].op);
+  EXPECT_EQ(models::describe(w.ops[1].op), models::describe(plain.ops[1].op));
+  // A value the op reader rejects is blamed on the override.
+  const ConfigError e = expect_config_error([] { load("ops.yaml", {{"ops[0].M", "-4"}}); });
+  EXPECT_EQ(e.file(), "command line");
+  EXPECT_EQ(e.key(), "workload.ops[0].M");
 }
 
 TEST(WorkloadOverrideTest, FileErrorsStayOnTheFile) {
