@@ -1,14 +1,11 @@
 // `gpusim run WORKLOAD.yaml --hw NAME|FILE`: loads and validates both files (with `--set`
-// overrides), lowers an op-level workload to kernels, simulates them and writes the results.
-// Model-level workloads (transformer phases) are lowered step by step to kernel DAGs.
+// overrides), simulates the workload (src/simulate_workload.h) and writes the results.
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <ostream>
 #include <sstream>
 
-#include "hw/gpu_engine.h"
 #include "hw/hardware_loader.h"
 #include "models/kernel_model.h"
 #include "sim/error.h"
@@ -18,9 +15,7 @@
 #include "src/progress.h"
 #include "src/report_writers.h"
 #include "src/run_report.h"
-#include "workloads/model_run.h"
-#include "workloads/op_lowering.h"
-#include "workloads/plan_summary.h"
+#include "src/simulate_workload.h"
 #include "workloads/workload.h"
 
 namespace gpusim::cli {
@@ -32,17 +27,6 @@ std::vector<workloads::WorkloadOverride> workload_overrides(const std::vector<Ov
     if (o.target == "workload") out.push_back({o.key, o.value});
   }
   return out;
-}
-
-// A dtype the chip has no tensor-core rate for (fp8 before Hopper/Ada) is bad input.
-void check_model_dtype(const workloads::ModelWorkload& w, const hw::HardwareSpec& s,
-                       const std::string& file) {
-  const bool tensor_only = w.dtype == hw::DType::kFp8 || w.dtype == hw::DType::kTf32;
-  if (tensor_only && s.tensor_flops_per_cycle(w.dtype) <= 0) {
-    throw ConfigError(file, 0, "dtype",
-                      fmt::format("{} has no {} tensor cores (hardware key throughput.tensor_{} is 0)",
-                                  s.name, hw::name(w.dtype), hw::name(w.dtype)));
-  }
 }
 
 template <class Writer>
@@ -108,28 +92,12 @@ int run_command(const Args& args, const Environment& env, std::ostream& out, std
 
   const auto launch_mode = mode == "eager" ? hw::LaunchMode::kEager : hw::LaunchMode::kGraph;
   const auto models = models::default_kernel_models();
-  const bool record_timeline = vm.count("trace") > 0 || vm.count("out") > 0;
-  const bool record_ctas = vm.count("trace-ctas") > 0;
-  RunReport report;
-  if (const auto* ops = std::get_if<workloads::OpWorkload>(&workload)) {
-    const auto nodes = workloads::lower_ops(*ops, spec, models);
-    hw::TimelineRecorder recorder(record_ctas);
-    const hw::EngineResult result =
-        hw::run_engine(spec, launch_mode, nodes, record_timeline ? &recorder : nullptr);
-    report = make_report(spec, ops->name, launch_mode, nodes, result,
-                         record_timeline ? std::optional(recorder.take()) : std::nullopt);
-  } else {
-    const auto& model = std::get<workloads::ModelWorkload>(workload);
-    check_model_dtype(model, spec, workload_file);
-    ProgressLine progress(env.progress ? &err : nullptr, "simulating steps");
-    workloads::SimulateOptions options;
-    options.record_timeline = record_timeline;
-    options.record_ctas = record_ctas;
-    options.on_step = [&progress](std::size_t done, std::size_t total) { progress.update(done, total); };
-    report = make_model_report(spec, model, launch_mode,
-                               workloads::simulate_model(model, spec, launch_mode, models, options));
-    report.description = workloads::describe_workload(workload);
-  }
+  ProgressLine progress(env.progress ? &err : nullptr, "simulating steps");
+  workloads::SimulateOptions simulate;
+  simulate.record_timeline = vm.count("trace") > 0 || vm.count("out") > 0;
+  simulate.record_ctas = vm.count("trace-ctas") > 0;
+  simulate.on_step = [&progress](std::size_t done, std::size_t total) { progress.update(done, total); };
+  const RunReport report = simulate_workload(spec, workload, workload_file, launch_mode, models, simulate);
 
   // Everything is computed before anything is written.
   if (vm.count("out")) {
