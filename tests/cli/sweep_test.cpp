@@ -160,6 +160,9 @@ TEST(Sweep, BadStudiesNameFileLineAndKey) {
 
 TEST(Sweep, ShippedStudiesLoad) {
   EXPECT_EQ(load_study(config_dir() / "studies" / "l2-and-sms.yaml").points.size(), 27u);
+  EXPECT_EQ(load_study(config_dir() / "studies" / "npu-vs-gpus.yaml").points.size(), 16u);
+  EXPECT_EQ(load_study(config_dir() / "studies" / "sm-fraction.yaml").points.size(), 20u);
+  EXPECT_EQ(load_study(config_dir() / "studies" / "decode-1000.yaml").points.size(), 1000u);
   const Study heads = load_study(config_dir() / "studies" / "occupancy-heads.yaml");
   EXPECT_EQ(heads.points.size(), 16u);
   ASSERT_TRUE(heads.plot.has_value());
