@@ -9,6 +9,7 @@
 
 #include "sim/error.h"
 #include "src/commands.h"
+#include "src/csv_line.h"
 #include "src/options.h"
 #include "src/python_plot.h"
 #include "src/study.h"
@@ -22,17 +23,7 @@ void print_results(const std::filesystem::path& csv, std::ostream& out) {
   std::ifstream in(csv);
   std::vector<std::vector<std::string>> rows;
   for (std::string line; std::getline(in, line);) {
-    std::vector<std::string> cells(1);
-    bool quoted = false;
-    for (const char c : line) {
-      if (c == '"') {
-        quoted = !quoted;
-      } else if (c == ',' && !quoted) {
-        cells.emplace_back();
-      } else {
-        cells.back() += c;
-      }
-    }
+    std::vector<std::string> cells = split_csv_line(line).value_or(std::vector<std::string>{line});
     for (auto& c : cells) {
       if (c.size() > 40) c = c.substr(0, 37) + "...";
     }

@@ -13,6 +13,7 @@
 
 #include "hw/hardware_loader.h"
 #include "sim/error.h"
+#include "src/csv_line.h"
 #include "src/output_files.h"
 #include "src/progress.h"
 #include "src/simulate_workload.h"
@@ -81,40 +82,6 @@ std::string fingerprint(const Study& study) {
   std::uint64_t h = 1469598103934665603ull;
   for (const unsigned char c : text) h = (h ^ c) * 1099511628211ull;
   return fmt::format("{:016x}", h);
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
-std::string csv_line(const std::vector<std::string>& fields) {
-  std::string line;
-  for (std::size_t i = 0; i < fields.size(); ++i) line += (i ? "," : "") + csv_field(fields[i]);
-  return line;
-}
-
-// The fields of one CSV line as csv_line writes them; nullopt for a malformed (cut) line.
-std::optional<std::vector<std::string>> split_line(const std::string& line) {
-  std::vector<std::string> fields(1);
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-      fields.back() += '"';
-      ++i;
-    } else if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      fields.emplace_back();
-    } else {
-      fields.back() += c;
-    }
-  }
-  if (quoted) return std::nullopt;
-  return fields;
 }
 
 std::string number(double v) { return fmt::format("{}", v); }
@@ -196,7 +163,7 @@ std::map<std::size_t, std::string> read_journal(const std::filesystem::path& fil
   }
   std::getline(in, line);  // header
   while (std::getline(in, line)) {
-    const auto split = split_line(line);
+    const auto split = split_csv_line(line);
     if (!split || split->size() != fields + 1 || split->back() != "1" || split->front().empty() ||
         split->front().find_first_not_of("0123456789") != std::string::npos) {
       continue;
