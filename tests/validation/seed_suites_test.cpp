@@ -272,5 +272,14 @@ TEST(SeedSuites, ValidatePrintsTheSeedSuitesWithoutThresholds) {
   ASSERT_TRUE(std::filesystem::exists(doc));
 }
 
+TEST(SeedSuites, SomeSuitesWithoutDocLeaveTheValidationReportAlone) {
+  const auto report = gpusim::testing::repo_dir() / "docs" / "validation.md";
+  const auto before = std::filesystem::last_write_time(report);
+  const auto r = gpusim::testing::run_gpusim({"validate", "--suite", "seed001"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("docs/validation.md left as it is"), std::string::npos) << r.out;
+  EXPECT_EQ(std::filesystem::last_write_time(report), before);
+}
+
 }  // namespace
 }  // namespace gpusim::validation
