@@ -162,19 +162,18 @@ class Engine {
     r.theoretical_occupancy = k.occupancy.theoretical;
     r.waves = static_cast<double>(l.cta_count()) / (k.occupancy.ctas_per_sm * hw_.sm_count);
     r.start = sim::Time::from_ps(-1);
-    double tensor_seconds = 0, cold_bytes = 0;
+    const LaunchTotals t = totals(l);
+    r.tensor_flops = t.tensor_flops;
+    r.fp32_flops = t.fp32_flops;
+    r.sfu_ops = t.sfu_ops;
+    r.l2_bytes = t.l2_bytes;
+    const double cold_bytes = t.dram_read_bytes + t.dram_write_bytes;
+    double tensor_seconds = 0;  // at each class's dtype rate
     for (const auto& c : l.ctas) {
-      const double n = static_cast<double>(c.count);
-      r.tensor_flops += n * c.work.tensor_flops;
-      r.fp32_flops += n * c.work.fp32_flops;
-      r.sfu_ops += n * c.work.sfu_ops;
-      r.l2_bytes += n * c.work.l2_bytes;
-      if (c.work.tensor_flops > 0) {
-        tensor_seconds += n * c.work.tensor_flops /
-                          (hw_.tensor_flops_per_cycle(c.work.tensor_dtype) * hw_.sm_count *
-                           hw_.clocks.sustained_tensor_hz);
-      }
-      cold_bytes += n * (c.work.dram_read_bytes + c.work.dram_write_bytes);
+      if (c.work.tensor_flops <= 0) continue;
+      tensor_seconds += static_cast<double>(c.count) * c.work.tensor_flops /
+                        (hw_.tensor_flops_per_cycle(c.work.tensor_dtype) * hw_.sm_count *
+                         hw_.clocks.sustained_tensor_hz);
     }
     // Kernels that keep the tensor pipes busy a large share of their time draw the power that
     // pulls the clock down to its sustained tensor value: those whose tensor time at full rate is

@@ -85,4 +85,13 @@ struct Launch {
   std::int64_t cta_count() const { return grid.count(); }
 };
 
+// What all of a launch's CTAs ask for together: per-CTA work times the class counts.
+struct LaunchTotals {
+  double tensor_flops = 0, fp32_flops = 0, sfu_ops = 0;
+  double l2_bytes = 0, dram_read_bytes = 0, dram_write_bytes = 0;
+  LaunchTotals& operator+=(const LaunchTotals& o);
+};
+LaunchTotals totals(const Launch& l);
+LaunchTotals totals(const std::vector<Launch>& ls);
+
 }  // namespace gpusim::hw

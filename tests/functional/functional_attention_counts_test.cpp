@@ -35,7 +35,7 @@ TEST(FunctionalAttentionCounts, CudnnPrefillOnH100) {
     const auto launches = models::FlashAttentionModel().lower(
         models::Op(models::OpKind::kSdpa, hw::DType::kBf16, models::SdpaShape{B, H, S, D, causal}),
         h100(), "op0");
-    const ModelTotals m = model_totals(launch_of(launches, "cudnn_sdpa_fwd"));
+    const hw::LaunchTotals m = hw::totals(launch_of(launches, "cudnn_sdpa_fwd"));
     const OpRun run = flash_attention(q, k, v, causal, FlashTiling{128, 128, false}, kBf16);
     const CtaCount f = run.total();
     // 2 query tiles x 6 (batch, head): 2 key tiles each, or 1 and 2 under the causal mask.
@@ -73,7 +73,7 @@ TEST(FunctionalAttentionCounts, FlashAttention2PrefillOnA100PerCta) {
       EXPECT_EQ(model[c].l2_bytes, static_cast<double>(ctas[c].bytes_loaded + ctas[c].bytes_written));
       EXPECT_EQ(model[c].dram_write_bytes, static_cast<double>(ctas[c].bytes_written));
     }
-    EXPECT_TRUE(same_total(model_totals(l).dram_read_bytes, static_cast<double>(run.total().bytes_unique)));
+    EXPECT_TRUE(same_total(hw::totals(l).dram_read_bytes, static_cast<double>(run.total().bytes_unique)));
   }
 }
 
@@ -103,7 +103,7 @@ TEST(FunctionalAttentionCounts, CudnnSplitKvDecodeOnH100PerCta) {
   }
   const CtaCount f = run.kernels[0].total();
   EXPECT_EQ(f.bytes_unique, (B * Hq * D + 2 * B * Hkv * L * D) * kBf16);
-  EXPECT_TRUE(same_total(model_totals(split).dram_read_bytes, static_cast<double>(f.bytes_unique)));
+  EXPECT_TRUE(same_total(hw::totals(split).dram_read_bytes, static_cast<double>(f.bytes_unique)));
 
   const auto rmodel = model_ctas(reduce);
   const auto& rctas = run.kernels[1].ctas;
@@ -127,7 +127,7 @@ TEST(FunctionalAttentionCounts, CudnnDecodeWithMoreThan16QueryHeadsPerKvHead) {
   const OpRun run = decode_attention(random_tensor({B, Hq, D}, 230), random_tensor({B, Hkv, L, D}, 231),
                                      random_tensor({B, Hkv, L, D}, 232),
                                      DecodePlan{splits, ceil_div(L, splits), 128, 16, 1}, kBf16);
-  const ModelTotals m = model_totals(split);
+  const hw::LaunchTotals m = hw::totals(split);
   const CtaCount f = run.kernels[0].total();
   EXPECT_EQ(m.tensor_flops, static_cast<double>(f.math_flops));
   // Q and the written bytes agree; the model counts the second head tile's K and V again.

@@ -60,7 +60,7 @@ TEST(FunctionalGemmCounts, TilesAndSplitKMatchTheH100CostModel) {
     ASSERT_EQ(run.kernels.size(), s.split > 1 ? 2u : 1u);
     const KernelCounts& tiles = run.kernels[0];
     const CtaCount total = tiles.total();
-    const ModelTotals model = model_totals(main);
+    const hw::LaunchTotals model = hw::totals(main);
 
     // FLOPs: the padded tile math, exactly, plus the model's full-depth last slice.
     const std::int64_t tm = ceil_div(s.M, t.tile_m), tn = ceil_div(s.N, t.tile_n);
@@ -100,7 +100,7 @@ TEST(FunctionalGemmCounts, TilesAndSplitKMatchTheH100CostModel) {
     if (s.split > 1) {
       const hw::Launch& reduce = launch_of(launches, "gemm_splitk_reduce");
       const KernelCounts& r = run.kernels[1];
-      const ModelTotals rm = model_totals(reduce);
+      const hw::LaunchTotals rm = hw::totals(reduce);
       const CtaCount rt = r.total();
       EXPECT_EQ(static_cast<std::int64_t>(r.ctas.size()), reduce.cta_count());
       EXPECT_EQ(rt.bytes_unique, s.split * s.M * s.N * 4);
@@ -131,10 +131,10 @@ TEST(FunctionalGemmCounts, GemmTilingIsTheTilingTheLoweringUses) {
                   std::string::npos)
             << main.name;
         const std::int64_t units = ceil_div(M, t.tile_m) * ceil_div(N, t.tile_n) * t.split;
-        EXPECT_EQ(model_totals(main).tensor_flops,
+        EXPECT_EQ(hw::totals(main).tensor_flops,
                   static_cast<double>(units * 2 * t.tile_m * t.tile_n * t.k_per_split));
         EXPECT_EQ(t.split > 1, main.name.find("_splitK") != std::string::npos);
-        EXPECT_TRUE(same_total(model_totals(main).dram_write_bytes,
+        EXPECT_TRUE(same_total(hw::totals(main).dram_write_bytes,
                                static_cast<double>(M * N * t.split * (t.split > 1 ? 4 : kBf16))));
         EXPECT_EQ(t.k_per_split, ceil_div(ceil_div(K, t.split), t.tile_k) * t.tile_k);
       }

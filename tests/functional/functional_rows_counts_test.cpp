@@ -53,7 +53,7 @@ TEST(FunctionalRowsCounts, SoftmaxPerCta) {
     ASSERT_EQ(launches.size(), 1u);
     const OpRun run = softmax(random_tensor({37, C}, 300), softmax_rows_per_cta(C, kBf16), kBf16);
     expect_same_ctas(launches[0], run.kernels[0]);
-    EXPECT_EQ(model_totals(launches[0]).fp32_flops, static_cast<double>(run.total().math_flops));
+    EXPECT_EQ(hw::totals(launches[0]).fp32_flops, static_cast<double>(run.total().math_flops));
   }
 }
 
@@ -65,7 +65,7 @@ TEST(FunctionalRowsCounts, LayerNormPerLaunch) {
                                  random_tensor({C}, 312), 1e-5f, kBf16);
     ASSERT_EQ(launches.size(), run.kernels.size());
     for (std::size_t i = 0; i < launches.size(); ++i) {
-      const ModelTotals m = model_totals(launches[i]);
+      const hw::LaunchTotals m = hw::totals(launches[i]);
       const CtaCount f = run.kernels[i].total();
       EXPECT_EQ(launches[i].cta_count(), static_cast<std::int64_t>(run.kernels[i].ctas.size()));
       EXPECT_TRUE(same_total(m.dram_read_bytes, static_cast<double>(f.bytes_unique))) << i;
@@ -83,12 +83,12 @@ TEST(FunctionalRowsCounts, RmsNormChargesAFourByteDummyStatisticPerRow) {
     ASSERT_EQ(launches.size(), run.kernels.size());
     const double gap = 4.0 * static_cast<double>(R);
     if (C % 4 == 0) {
-      const ModelTotals m = model_totals(launches[0]);
+      const hw::LaunchTotals m = hw::totals(launches[0]);
       const CtaCount f = run.kernels[0].total();
       EXPECT_TRUE(same_total(m.dram_read_bytes, static_cast<double>(f.bytes_unique)));
       EXPECT_EQ(m.dram_write_bytes, static_cast<double>(f.bytes_written) + gap);
     } else {
-      const ModelTotals moments = model_totals(launches[0]), forward = model_totals(launches[1]);
+      const hw::LaunchTotals moments = hw::totals(launches[0]), forward = hw::totals(launches[1]);
       const CtaCount fm = run.kernels[0].total(), ff = run.kernels[1].total();
       EXPECT_TRUE(same_total(moments.dram_read_bytes, static_cast<double>(fm.bytes_unique)));
       EXPECT_EQ(moments.dram_write_bytes, static_cast<double>(fm.bytes_written) + gap);
@@ -126,7 +126,7 @@ TEST(FunctionalRowsCounts, RopeEagerKernels) {
   ASSERT_EQ(run.kernels.size(), model.size());
   for (std::size_t i = 0; i < model.size(); ++i) {
     SCOPED_TRACE(run.kernels[i].name);
-    const ModelTotals m = model_totals(model[i]);
+    const hw::LaunchTotals m = hw::totals(model[i]);
     const CtaCount f = run.kernels[i].total();
     EXPECT_EQ(model[i].cta_count(), static_cast<std::int64_t>(run.kernels[i].ctas.size()));
     EXPECT_TRUE(same_total(m.dram_read_bytes, static_cast<double>(f.bytes_loaded)));
@@ -151,7 +151,7 @@ TEST(FunctionalRowsCounts, GroupedGemmBothHopperTiles) {
     const OpRun run = grouped_gemm(random_tensor({S, K}, 350),  rows,
                                    random_tensor({static_cast<std::int64_t>(rows.size()), N, K}, 351),
                                    grouped_gemm_tiling(S, true), kBf16);
-    const ModelTotals m = model_totals(l);
+    const hw::LaunchTotals m = hw::totals(l);
     const CtaCount f = run.total();
     EXPECT_EQ(m.tensor_flops, static_cast<double>(f.math_flops));
     EXPECT_EQ(f.useful_flops, 2 * S * N * K);

@@ -168,8 +168,8 @@ TEST(GemmModelTest, FullTilesCharge2MNK) {
   EXPECT_DOUBLE_EQ(totals(ls).tensor_flops, 2.0 * 2048 * 2048 * 2048);
   EXPECT_EQ(totals(ls).fp32_flops, 0);
   // The unique inputs come from DRAM once and the output goes back once.
-  EXPECT_DOUBLE_EQ(totals(ls).dram_read, 2.0 * (2048.0 * 2048 * 2));
-  EXPECT_DOUBLE_EQ(totals(ls).dram_write, 2048.0 * 2048 * 2);
+  EXPECT_DOUBLE_EQ(totals(ls).dram_read_bytes, 2.0 * (2048.0 * 2048 * 2));
+  EXPECT_DOUBLE_EQ(totals(ls).dram_write_bytes, 2048.0 * 2048 * 2);
   // A100 (non-persistent mma.sync tiles): also exact.
   const auto la = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2048, 2048, 2048}), a100());
   EXPECT_DOUBLE_EQ(totals(la).tensor_flops, 2.0 * 2048 * 2048 * 2048);
@@ -183,8 +183,8 @@ TEST(GemmModelTest, EdgeTilesInflateFlopsButNotBytes) {
   EXPECT_TRUE(contains(ls[0].name, "192x192")) << ls[0].name;
   EXPECT_DOUBLE_EQ(totals(ls).tensor_flops, 2.0 * 3072 * 3072 * 3008);
   EXPECT_GT(totals(ls).tensor_flops, 2.0 * 3000 * 3000 * 3000);
-  EXPECT_DOUBLE_EQ(totals(ls).dram_read, 2.0 * 3000 * 3000 * 2);
-  EXPECT_DOUBLE_EQ(totals(ls).dram_write, 3000.0 * 3000 * 2);
+  EXPECT_DOUBLE_EQ(totals(ls).dram_read_bytes, 2.0 * 3000 * 3000 * 2);
+  EXPECT_DOUBLE_EQ(totals(ls).dram_write_bytes, 3000.0 * 3000 * 2);
 }
 
 TEST(GemmModelTest, PersistentHopperKernelsSplitTilesOverAtMostOneWave) {
@@ -206,7 +206,7 @@ TEST(GemmModelTest, LinearWithBiasReadsTheBiasInTheSameKernel) {
   const auto bias = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{2048, 4096, 4096, true}), h100());
   ASSERT_EQ(plain.size(), 1u);
   ASSERT_EQ(bias.size(), 1u);  // cuBLASLt bias epilogue: no extra kernel
-  EXPECT_NEAR(totals(bias).dram_read - totals(plain).dram_read, 4096.0 * 2, 1e-6);
+  EXPECT_NEAR(totals(bias).dram_read_bytes - totals(plain).dram_read_bytes, 4096.0 * 2, 1e-6);
   EXPECT_EQ(bias[0].reads.back().tensor, "op0.bias");
 }
 
@@ -222,10 +222,10 @@ TEST(GemmModelTest, SkinnyShapesSplitKAndAddAReduceKernel) {
     EXPECT_EQ(ls[1].block.count(), 512);
     // The reduce reads every slice's fp32 partials and writes the bf16 output once.
     const auto& s = op.kind() == OpKind::kMatmul ? MatmulShape{8, 1024, 16384} : MatmulShape{1, 1536, 8960};
-    EXPECT_DOUBLE_EQ(totals(ls[1]).dram_write, static_cast<double>(s.M * s.N) * 2);
-    EXPECT_DOUBLE_EQ(totals(ls[0]).dram_write, totals(ls[1]).dram_read);
+    EXPECT_DOUBLE_EQ(totals(ls[1]).dram_write_bytes, static_cast<double>(s.M * s.N) * 2);
+    EXPECT_DOUBLE_EQ(totals(ls[0]).dram_write_bytes, totals(ls[1]).dram_read_bytes);
     // Unique inputs still read once.
-    EXPECT_DOUBLE_EQ(totals(ls[0]).dram_read, static_cast<double>(s.M * s.K + s.K * s.N) * 2);
+    EXPECT_DOUBLE_EQ(totals(ls[0]).dram_read_bytes, static_cast<double>(s.M * s.K + s.K * s.N) * 2);
   }
   // Also on the A100's mma.sync path.
   const auto la = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{16, 4096, 4096, false}), a100());
@@ -248,7 +248,7 @@ TEST(GemmModelTest, OneRowProductsOffHopperRunAGemv) {
   EXPECT_TRUE(contains(ls[0].name, "gemvx"));
   EXPECT_GE(ls[0].grid.count(), 2 * preset("rtx5090").sm_count);
   EXPECT_DOUBLE_EQ(totals(ls).fp32_flops, 2.0 * 11008 * 4096);
-  EXPECT_DOUBLE_EQ(totals(ls).dram_read, (11008.0 * 4096 + 4096) * 2);
+  EXPECT_DOUBLE_EQ(totals(ls).dram_read_bytes, (11008.0 * 4096 + 4096) * 2);
 }
 
 TEST(GemmModelTest, MathPipeFollowsTheDtype) {
@@ -265,7 +265,7 @@ TEST(GemmModelTest, MathPipeFollowsTheDtype) {
   const auto& g = tf32.back();
   EXPECT_GT(g.ctas[0].work.tensor_flops, 0);
   EXPECT_EQ(g.ctas[0].work.tensor_dtype, DType::kTf32);
-  EXPECT_DOUBLE_EQ(totals(g).dram_read, 2.0 * 4096 * 4096 * 4);  // fp32 storage
+  EXPECT_DOUBLE_EQ(totals(g).dram_read_bytes, 2.0 * 4096 * 4096 * 4);  // fp32 storage
 }
 
 TEST(GemmModelTest, ChoiceRespondsToTheHardware) {
@@ -288,8 +288,8 @@ TEST(ElementwiseModelTest, VectorizedKernelGeometryAndBytes) {
   EXPECT_EQ(testing::dims(add[0].grid), "1024x1x1");
   EXPECT_EQ(testing::dims(add[0].block), "128x1x1");
   EXPECT_EQ(add[0].regs_per_thread, 34);
-  EXPECT_DOUBLE_EQ(totals(add).dram_read, 2.0 * 1048576 * 2);
-  EXPECT_DOUBLE_EQ(totals(add).dram_write, 1048576.0 * 2);
+  EXPECT_DOUBLE_EQ(totals(add).dram_read_bytes, 2.0 * 1048576 * 2);
+  EXPECT_DOUBLE_EQ(totals(add).dram_write_bytes, 1048576.0 * 2);
 
   const auto addf = lower(Op(OpKind::kAdd, DType::kFp32, ElementwiseShape{1048576}), h100());
   EXPECT_TRUE(contains(addf[0].name, "vectorized_elementwise_kernel<4,"));
@@ -299,8 +299,8 @@ TEST(ElementwiseModelTest, VectorizedKernelGeometryAndBytes) {
   const auto silu = lower(Op(OpKind::kSilu, DType::kBf16, ElementwiseShape{65537}), h100());
   EXPECT_EQ(silu[0].grid.x, 65);
   ASSERT_EQ(silu[0].ctas.size(), 2u);
-  EXPECT_DOUBLE_EQ(totals(silu).sfu, 2.0 * 65537);  // exp and reciprocal per element
-  EXPECT_DOUBLE_EQ(totals(silu).dram_read, 65537.0 * 2);
+  EXPECT_DOUBLE_EQ(totals(silu).sfu_ops, 2.0 * 65537);  // exp and reciprocal per element
+  EXPECT_DOUBLE_EQ(totals(silu).dram_read_bytes, 65537.0 * 2);
 }
 
 TEST(ElementwiseModelTest, CastsPickTheirKernels) {
@@ -312,8 +312,8 @@ TEST(ElementwiseModelTest, CastsPickTheirKernels) {
   const auto up = lower(Op(OpKind::kCast, DType::kFp32, CastShape{65536, DType::kBf16, DType::kFp32}), h100());
   EXPECT_TRUE(contains(up[0].name, "unrolled_elementwise_kernel"));
   EXPECT_EQ(up[0].grid.x, 128);
-  EXPECT_DOUBLE_EQ(totals(up).dram_read, 65536.0 * 2);
-  EXPECT_DOUBLE_EQ(totals(up).dram_write, 65536.0 * 4);
+  EXPECT_DOUBLE_EQ(totals(up).dram_read_bytes, 65536.0 * 2);
+  EXPECT_DOUBLE_EQ(totals(up).dram_write_bytes, 65536.0 * 4);
 }
 
 TEST(ElementwiseModelTest, SplitsForThirtyTwoBitIndexing) {
@@ -323,7 +323,7 @@ TEST(ElementwiseModelTest, SplitsForThirtyTwoBitIndexing) {
   const auto ls = lower(Op(OpKind::kMul, DType::kFp32, ElementwiseShape{n}), h100());
   ASSERT_EQ(ls.size(), 4u);
   for (const auto& l : ls) EXPECT_EQ(l.grid.x, 393216);
-  EXPECT_DOUBLE_EQ(totals(ls).dram_write, static_cast<double>(n) * 4);
+  EXPECT_DOUBLE_EQ(totals(ls).dram_write_bytes, static_cast<double>(n) * 4);
 }
 
 // ---- row reductions -----------------------------------------------------------------------
@@ -337,9 +337,9 @@ TEST(RowReductionModelTest, LayerNormVectorizedAndFallback) {
   EXPECT_EQ(v[0].smem_per_cta, 24);
   EXPECT_EQ(v[0].regs_per_thread, 32);
   // X, gamma and beta once; Y plus mean and rstd per row.
-  EXPECT_DOUBLE_EQ(totals(v).dram_read, 2048.0 * 4096 * 2 + 2 * 4096.0 * 2);
-  EXPECT_DOUBLE_EQ(totals(v).dram_write, 2048.0 * 4096 * 2 + 2048.0 * 8);
-  EXPECT_DOUBLE_EQ(totals(v).sfu, 2048.0 * (4096 + 1));  // Welford's 1/n per element, rsqrt per row
+  EXPECT_DOUBLE_EQ(totals(v).dram_read_bytes, 2048.0 * 4096 * 2 + 2 * 4096.0 * 2);
+  EXPECT_DOUBLE_EQ(totals(v).dram_write_bytes, 2048.0 * 4096 * 2 + 2048.0 * 8);
+  EXPECT_DOUBLE_EQ(totals(v).sfu_ops, 2048.0 * (4096 + 1));  // Welford's 1/n per element, rsqrt per row
 
   // C = 50257: RowwiseMomentsCUDAKernel (512 threads, 768 B) then LayerNormForwardCUDAKernel.
   const auto f = lower(Op(OpKind::kLayerNorm, DType::kBf16, RowShape{512, 50257}), h100());
@@ -355,7 +355,7 @@ TEST(RowReductionModelTest, LayerNormVectorizedAndFallback) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_TRUE(contains(r[0].name, "vectorized_layer_norm_kernel<c10::BFloat16, float, true>"));
   EXPECT_EQ(r[0].regs_per_thread, 27);
-  EXPECT_DOUBLE_EQ(totals(r).dram_read, 16.0 * 4096 * 2 + 4096.0 * 2);
+  EXPECT_DOUBLE_EQ(totals(r).dram_read_bytes, 16.0 * 4096 * 2 + 4096.0 * 2);
 }
 
 TEST(RowReductionModelTest, SoftmaxPathsFollowHostSoftmax) {
@@ -386,9 +386,9 @@ TEST(RowReductionModelTest, SoftmaxPathsFollowHostSoftmax) {
     EXPECT_EQ(testing::dims(ls[0].block), c.block) << c.C;
     EXPECT_EQ(ls[0].smem_per_cta, c.smem) << c.C;
     const double e = hw::bytes_per_element(c.d);
-    EXPECT_DOUBLE_EQ(totals(ls).dram_read, static_cast<double>(c.R * c.C) * e);
-    EXPECT_DOUBLE_EQ(totals(ls).dram_write, static_cast<double>(c.R * c.C) * e);
-    EXPECT_DOUBLE_EQ(totals(ls).sfu, static_cast<double>(c.R) * (c.C + 1));  // exp + 1/sum
+    EXPECT_DOUBLE_EQ(totals(ls).dram_read_bytes, static_cast<double>(c.R * c.C) * e);
+    EXPECT_DOUBLE_EQ(totals(ls).dram_write_bytes, static_cast<double>(c.R * c.C) * e);
+    EXPECT_DOUBLE_EQ(totals(ls).sfu_ops, static_cast<double>(c.R) * (c.C + 1));  // exp + 1/sum
   }
 }
 
@@ -404,9 +404,9 @@ TEST(FlashAttentionModelTest, NonCausalFlopsAndBytesAreExactOnFullTiles) {
     const auto ls = lower(Op(OpKind::kSdpa, DType::kFp16, SdpaShape{16, 8, 512, 64, false}), hw);
     EXPECT_DOUBLE_EQ(totals(ls).tensor_flops, attention_flops(16, 8, 512, 64)) << name;
     const double qkv = 3.0 * 16 * 8 * 512 * 64 * 2;
-    EXPECT_DOUBLE_EQ(totals(ls).dram_read, qkv) << name;
-    EXPECT_GE(totals(ls).dram_write, 16.0 * 8 * 512 * 64 * 2) << name;  // O (+ FA2's LSE)
-    EXPECT_DOUBLE_EQ(totals(ls).sfu, 16.0 * 8 * 512 * 512 * (1 + 1.0 / 128)) << name;
+    EXPECT_DOUBLE_EQ(totals(ls).dram_read_bytes, qkv) << name;
+    EXPECT_GE(totals(ls).dram_write_bytes, 16.0 * 8 * 512 * 64 * 2) << name;  // O (+ FA2's LSE)
+    EXPECT_DOUBLE_EQ(totals(ls).sfu_ops, 16.0 * 8 * 512 * 512 * (1 + 1.0 / 128)) << name;
   }
 }
 
@@ -469,8 +469,8 @@ TEST(DecodeAttentionModelTest, SplitKvAppearsForLongCachesAndNotForBigBatches) {
     // K and V come from DRAM exactly once, whatever the split.
     const double kv = 2.0 * 1 * 8 * 8192 * 128 * 2;
     const double q = 1.0 * 32 * 128 * 2;
-    EXPECT_DOUBLE_EQ(totals(split[0]).dram_read, kv + q) << name;
-    EXPECT_DOUBLE_EQ(totals(split).dram_write - totals(split[0]).dram_write, q) << name;  // final O
+    EXPECT_DOUBLE_EQ(totals(split[0]).dram_read_bytes, kv + q) << name;
+    EXPECT_DOUBLE_EQ(totals(split).dram_write_bytes - totals(split[0]).dram_write_bytes, q) << name;  // final O
   }
 }
 

@@ -34,37 +34,9 @@ inline std::vector<Launch> lower(const Op& op, const hw::HardwareSpec& hw) {
   return registry.lower(op, hw, "op0");
 }
 
-struct Totals {
-  double tensor_flops = 0, fp32_flops = 0, sfu = 0, l2 = 0, dram_read = 0, dram_write = 0;
-};
-
-inline Totals totals(const Launch& l) {
-  Totals t;
-  for (const auto& c : l.ctas) {
-    const double n = static_cast<double>(c.count);
-    t.tensor_flops += n * c.work.tensor_flops;
-    t.fp32_flops += n * c.work.fp32_flops;
-    t.sfu += n * c.work.sfu_ops;
-    t.l2 += n * c.work.l2_bytes;
-    t.dram_read += n * c.work.dram_read_bytes;
-    t.dram_write += n * c.work.dram_write_bytes;
-  }
-  return t;
-}
-
-inline Totals totals(const std::vector<Launch>& ls) {
-  Totals t;
-  for (const auto& l : ls) {
-    const Totals a = totals(l);
-    t.tensor_flops += a.tensor_flops;
-    t.fp32_flops += a.fp32_flops;
-    t.sfu += a.sfu;
-    t.l2 += a.l2;
-    t.dram_read += a.dram_read;
-    t.dram_write += a.dram_write;
-  }
-  return t;
-}
+// A launch's (or launches') summed work: hw::totals.
+using Totals = hw::LaunchTotals;
+using hw::totals;
 
 inline std::string dims(const hw::Dim3& d) {
   return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);

@@ -45,7 +45,7 @@ double io_bytes(const OpRun& run) {
   const CtaCount t = run.total();
   return static_cast<double>(t.bytes_unique + t.bytes_written);
 }
-double io_bytes(const ModelTotals& m) { return m.dram_read_bytes + m.dram_write_bytes; }
+double io_bytes(const hw::LaunchTotals& m) { return m.dram_read_bytes + m.dram_write_bytes; }
 
 std::vector<hw::Launch> lower(const hw::HardwareSpec& hw, models::OpKind kind, models::OpShape shape) {
   return models::default_kernel_models().lower(models::Op(kind, hw::DType::kBf16, std::move(shape)), hw,
@@ -63,9 +63,9 @@ Row gemm_row(const hw::HardwareSpec& hw, std::int64_t M, std::int64_t N, std::in
   const auto t = models::gemm_tiling(p, hw);
   const Tensor a = random_tensor({M, K}, seed), b = random_tensor({K, N}, seed + 1);
   const OpRun run = gemm(a, b, t, kBf16);
-  ModelTotals m;
+  hw::LaunchTotals m;
   for (const auto& l : models::lower_gemm(p, hw, "check")) {
-    if (l.family == "gemm" || l.family == "gemm_splitk_reduce") m += model_totals(l);
+    if (l.family == "gemm" || l.family == "gemm_splitk_reduce") m += hw::totals(l);
   }
   Row r;
   r.name = fmt::format("gemm {}x{}x{} bf16 ({}x{} tiles, split {})", M, N, K, t.tile_m, t.tile_n, t.split);
@@ -91,7 +91,7 @@ Row prefill_row(const hw::HardwareSpec& hw, bool causal) {
                v = random_tensor({B, H, S, D}, 22);
   const OpRun run = flash_attention(q, k, v, causal, FlashTiling{128, 128, false}, kBf16);
   const auto ls = lower(hw, models::OpKind::kSdpa, models::SdpaShape{B, H, S, D, causal});
-  const ModelTotals m = model_totals(launch_of(ls, "cudnn_sdpa_fwd"));
+  const hw::LaunchTotals m = hw::totals(launch_of(ls, "cudnn_sdpa_fwd"));
   Row r;
   r.name = fmt::format("sdpa B={} H={} S={} D={} {} (cuDNN 128x128 tiles)", B, H, S, D,
                        causal ? "causal" : "non-causal");
@@ -112,13 +112,13 @@ Row decode_row(const hw::HardwareSpec& hw) {
   const Tensor q = random_tensor({B, Hq, D}, 30), k = random_tensor({B, Hkv, L, D}, 31),
                v = random_tensor({B, Hkv, L, D}, 32);
   const OpRun run = decode_attention(q, k, v, DecodePlan{splits, ceil_div(L, splits), 128, 16, 1}, kBf16);
-  const ModelTotals m = model_totals(ls);
+  const hw::LaunchTotals m = hw::totals(ls);
   Row r;
   r.name = fmt::format("sdpa_decode B={} Hq={} Hkv={} L={} D={} (cuDNN, {} splits + combine)", B, Hq, Hkv,
                        L, D, splits);
   r.error = relative_error(run.out, reference::decode_attention(q, k, v));
   r.flops_f = static_cast<double>(run.kernels[0].total().math_flops);
-  r.flops_m = model_totals(split).tensor_flops;
+  r.flops_m = hw::totals(split).tensor_flops;
   r.bytes_f = io_bytes(run);
   r.bytes_m = io_bytes(m);
   r.note = "16-row query tiles over 128-key tiles per split; partials (D + 2 fp32) out and back";
@@ -128,7 +128,7 @@ Row decode_row(const hw::HardwareSpec& hw) {
 // A kernel whose CUDA-core FLOPs are not compared (see Row).
 Row small_row(std::string name, const OpRun& run, double error, const std::vector<hw::Launch>& ls,
               double bytes_gap, std::string note) {
-  const ModelTotals m = model_totals(ls);
+  const hw::LaunchTotals m = hw::totals(ls);
   Row r;
   r.name = std::move(name);
   r.error = error;
@@ -163,9 +163,9 @@ Row moe_row(const hw::HardwareSpec& hw) {
   for (const auto& kc : run.run.kernels) {
     if (kc.name == "grouped_gemm") grouped.kernels.push_back(kc);
   }
-  ModelTotals m;
-  m += model_totals(models::lower_grouped_gemm(run.rows_per_expert, 2 * F, d, hw::DType::kBf16, {}, {}, {}, hw).at(1));
-  m += model_totals(models::lower_grouped_gemm(run.rows_per_expert, d, F, hw::DType::kBf16, {}, {}, {}, hw).at(1));
+  hw::LaunchTotals m;
+  m += hw::totals(models::lower_grouped_gemm(run.rows_per_expert, 2 * F, d, hw::DType::kBf16, {}, {}, {}, hw).at(1));
+  m += hw::totals(models::lower_grouped_gemm(run.rows_per_expert, d, F, hw::DType::kBf16, {}, {}, {}, hw).at(1));
   Row r;
   r.name = fmt::format("moe T={} d={} E={} F={} top-{} renormalized (grouped GEMMs)", T, d, E, F, k);
   r.error = relative_error(run.run.out, reference::moe(x, w, k, true));

@@ -1,5 +1,5 @@
-// The cost model's side of the comparison: what a launch charges, summed over its CTA classes
-// (count x per-CTA work), and each CTA's work in dispatch order.
+// The cost model's side of the comparison: each CTA's work in dispatch order (a launch's
+// totals are hw::totals).
 #pragma once
 
 #include <string_view>
@@ -8,15 +8,6 @@
 #include "hw/launch.h"
 
 namespace gpusim::functional {
-
-struct ModelTotals {
-  double tensor_flops = 0, fp32_flops = 0;
-  double l2_bytes = 0, dram_read_bytes = 0, dram_write_bytes = 0;
-  ModelTotals& operator+=(const ModelTotals& o);
-};
-
-ModelTotals model_totals(const hw::Launch& l);
-ModelTotals model_totals(const std::vector<hw::Launch>& ls);
 
 // Each CTA's work, the classes expanded in order (grid.count() entries).
 std::vector<hw::CtaWork> model_ctas(const hw::Launch& l);
