@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
-#include <tuple>
 
 #include "workloads/model_run.h"
 #include "workloads/transformer_phases.h"
@@ -14,28 +13,15 @@ namespace gpusim::cli {
 namespace {
 
 std::vector<TopKernel> top_kernels(const RunReport& r, std::size_t count) {
-  using Key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         std::int64_t, std::int64_t>;
-  std::map<Key, std::size_t> index;
-  std::vector<TopKernel> merged;
-  for (const auto& k : r.kernels) {
-    const Key key{k.name, k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z};
-    const auto [it, fresh] = index.try_emplace(key, merged.size());
-    if (fresh) {
-      merged.push_back({k.name, k.op, k.category, std::string(hw::name(k.metrics.bound)), 0, 0, 0,
-                        k.metrics.sm_throughput_pct, k.metrics.dram_throughput_pct});
-    }
-    TopKernel& t = merged[it->second];
-    ++t.launches;
-    t.time_us += k.metrics.duration_us;
+  std::vector<TopKernel> top;
+  for (const auto& g : merge_identical_launches(r.kernels)) {
+    if (top.size() == count) break;
+    const KernelReport& k = *g.first;
+    top.push_back({k.name, k.op, k.category, std::string(hw::name(k.metrics.bound)), g.launches, g.time_us,
+                   r.kernel_time_us > 0 ? 100 * g.time_us / r.kernel_time_us : 0, k.metrics.sm_throughput_pct,
+                   k.metrics.dram_throughput_pct});
   }
-  // Costliest first; ties keep first-launch order, so the list never depends on the map.
-  std::stable_sort(merged.begin(), merged.end(),
-                   [](const TopKernel& a, const TopKernel& b) { return a.time_us > b.time_us; });
-  if (merged.size() > count) merged.resize(count);
-  for (auto& t : merged)
-    t.share_pct = r.kernel_time_us > 0 ? 100 * t.time_us / r.kernel_time_us : 0;
-  return merged;
+  return top;
 }
 
 // Each category's time split by bound class; the class holding most of it names the category.

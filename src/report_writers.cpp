@@ -3,10 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
-#include <tuple>
 
 namespace gpusim::cli {
 namespace {
@@ -114,32 +112,8 @@ void write_groups(const std::string& title, const std::vector<KernelGroup>& grou
   out << "\n";
 }
 
-// Identical launches (same kernel, grid and block) merged, costliest first.
-struct MergedKernels {
-  const KernelReport* first = nullptr;
-  std::int64_t launches = 0;
-  double time_us = 0;
-};
-
-std::vector<MergedKernels> merge_identical(const std::vector<KernelReport>& kernels) {
-  using Key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         std::int64_t, std::int64_t>;
-  std::map<Key, std::size_t> index;
-  std::vector<MergedKernels> out;
-  for (const auto& k : kernels) {
-    const Key key{k.name, k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z};
-    const auto [it, fresh] = index.try_emplace(key, out.size());
-    if (fresh) out.push_back({&k});
-    ++out[it->second].launches;
-    out[it->second].time_us += k.metrics.duration_us;
-  }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const MergedKernels& a, const MergedKernels& b) { return a.time_us > b.time_us; });
-  return out;
-}
-
 void write_top_kernels(const RunReport& r, std::ostream& out, int top) {
-  const auto merged = merge_identical(r.kernels);
+  const auto merged = merge_identical_launches(r.kernels);
   const std::size_t shown = top > 0 ? std::min<std::size_t>(merged.size(), static_cast<std::size_t>(top))
                                     : merged.size();
   out << fmt::format("Top {} of {} kernels by time (identical launches merged; csv/json list every launch)\n",
@@ -148,7 +122,7 @@ void write_top_kernels(const RunReport& r, std::ostream& out, int top) {
                      "runs", "time(us)", "share", "each(us)", "bound", "SM%", "DRAM%", "occ%", "L2%",
                      "grid", "block", "kernel (first op)");
   for (std::size_t i = 0; i < shown; ++i) {
-    const MergedKernels& g = merged[i];
+    const MergedLaunches& g = merged[i];
     const KernelReport& k = *g.first;
     const auto& m = k.metrics;
     out << fmt::format("{:>3} {:>5} {:>10.2f} {:>5.1f}% {:>9.2f}  {:<8} {:>5.1f} {:>5.1f} {:>5.1f} {:>5.1f} {:>12} {:>9}  {} ({})\n",

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 namespace gpusim::cli {
 namespace {
@@ -45,6 +46,23 @@ std::string kernel_category(const std::string& family) {
       {"scan", "routing"}};
   const auto it = kCategory.find(family);
   return it == kCategory.end() ? family : it->second;
+}
+
+std::vector<MergedLaunches> merge_identical_launches(const std::vector<KernelReport>& kernels) {
+  using Key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         std::int64_t, std::int64_t>;
+  std::map<Key, std::size_t> index;
+  std::vector<MergedLaunches> out;
+  for (const auto& k : kernels) {
+    const Key key{k.name, k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z};
+    const auto [it, fresh] = index.try_emplace(key, out.size());
+    if (fresh) out.push_back({&k});
+    ++out[it->second].launches;
+    out[it->second].time_us += k.metrics.duration_us;
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const MergedLaunches& a, const MergedLaunches& b) { return a.time_us > b.time_us; });
+  return out;
 }
 
 std::vector<KernelGroup> group_kernels(const std::vector<KernelReport>& kernels,

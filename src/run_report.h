@@ -75,6 +75,15 @@ struct RunReport {
   std::vector<TimelineSegment> timelines;         // when the run recorded them (--trace)
 };
 
+// Identical launches (same kernel, grid and block: one projection in every layer) merged.
+struct MergedLaunches {
+  const KernelReport* first = nullptr;  // the first launch, whose metrics stand for the group
+  std::int64_t launches = 0;
+  double time_us = 0;
+};
+// Costliest first; ties keep first-launch order.
+std::vector<MergedLaunches> merge_identical_launches(const std::vector<KernelReport>& kernels);
+
 // Seed 003's op category of a kernel, from its cost-model family.
 std::string kernel_category(const std::string& family);
 
