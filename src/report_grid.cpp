@@ -7,7 +7,6 @@
 #include <mutex>
 
 #include "workloads/model_run.h"
-#include "workloads/transformer_phases.h"
 
 namespace gpusim::cli {
 namespace {
@@ -98,18 +97,16 @@ GridCell run_grid_cell(const workloads::ModelWorkload& base, workloads::Phase ph
     cell.status = GridCell::Status::kTooLong;
     return cell;
   }
-  // Sizing needs the step programs (their activation peak) but no simulation.
-  double activation_peak = 0;
-  for (const auto& step : workloads::build_steps(w, hw, models)) {
-    activation_peak = std::max(activation_peak, step.activation_peak_bytes);
-  }
-  cell.memory = workloads::memory_footprint(w, activation_peak, hw);
+  // Sizing needs the step programs (their activation peak) but no simulation; the same steps
+  // are then simulated when they fit.
+  auto steps = workloads::build_steps(w, hw, models);
+  cell.memory = workloads::steps_footprint(w, steps, hw);
   if (!cell.memory.fits) {
     cell.status = GridCell::Status::kOutOfMemory;
     return cell;
   }
   cell.profile =
-      profile_step(make_model_report(hw, w, mode, workloads::simulate_model(w, hw, mode, models)));
+      profile_step(make_model_report(hw, w, mode, workloads::simulate_steps(w, std::move(steps), hw, mode)));
   return cell;
 }
 

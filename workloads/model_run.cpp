@@ -2,15 +2,24 @@
 
 #include <algorithm>
 
-#include "workloads/transformer_phases.h"
-
 namespace gpusim::workloads {
+
+MemoryFootprint steps_footprint(const ModelWorkload& w, const std::vector<StepProgram>& steps,
+                                const hw::HardwareSpec& hw) {
+  double activation_peak = 0;
+  for (const auto& s : steps) activation_peak = std::max(activation_peak, s.activation_peak_bytes);
+  return memory_footprint(w, activation_peak, hw);
+}
 
 ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::LaunchMode mode,
                         const models::KernelModelRegistry& models, const SimulateOptions& options) {
+  return simulate_steps(w, build_steps(w, hw, models), hw, mode, options);
+}
+
+ModelRun simulate_steps(const ModelWorkload& w, std::vector<StepProgram> steps, const hw::HardwareSpec& hw,
+                        hw::LaunchMode mode, const SimulateOptions& options) {
   ModelRun run;
-  double activation_peak = 0;
-  auto steps = build_steps(w, hw, models);
+  run.memory = steps_footprint(w, steps, hw);
   for (std::size_t i = 0; i < steps.size(); ++i) {
     StepProgram& p = steps[i];
     auto nodes = std::move(p.dag).to_nodes();
@@ -30,11 +39,9 @@ ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::
       s.detail = StepDetail{std::move(nodes), std::move(result), std::nullopt};
       if (recorder) s.detail->timeline = recorder->take();
     }
-    activation_peak = std::max(activation_peak, p.activation_peak_bytes);
     run.steps.push_back(std::move(s));
     if (options.on_step) options.on_step(i + 1, steps.size());
   }
-  run.memory = memory_footprint(w, activation_peak, hw);
   return run;
 }
 

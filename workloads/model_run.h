@@ -14,6 +14,7 @@
 #include "hw/timeline_recorder.h"
 #include "models/kernel_model.h"
 #include "workloads/memory_footprint.h"
+#include "workloads/transformer_phases.h"
 #include "workloads/transformer_step.h"
 #include "workloads/workload.h"
 
@@ -49,5 +50,12 @@ struct SimulateOptions {
 
 ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::LaunchMode mode,
                         const models::KernelModelRegistry& models, const SimulateOptions& options = {});
+
+// The same in two parts, for callers that size a run before deciding to simulate it: the
+// footprint of steps already built (build_steps), then their simulation.
+MemoryFootprint steps_footprint(const ModelWorkload& w, const std::vector<StepProgram>& steps,
+                                const hw::HardwareSpec& hw);
+ModelRun simulate_steps(const ModelWorkload& w, std::vector<StepProgram> steps, const hw::HardwareSpec& hw,
+                        hw::LaunchMode mode, const SimulateOptions& options = {});
 
 }  // namespace gpusim::workloads
