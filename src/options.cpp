@@ -48,6 +48,14 @@ std::vector<hw::HardwareOverride> hardware_overrides(const std::vector<Override>
   return out;
 }
 
+std::vector<workloads::WorkloadOverride> workload_overrides(const std::vector<Override>& overrides) {
+  std::vector<workloads::WorkloadOverride> out;
+  for (const auto& o : overrides) {
+    if (o.target == "workload") out.push_back({o.key, o.value});
+  }
+  return out;
+}
+
 void print_help(std::ostream& out, const std::string& usage, const std::string& summary,
                 const po::options_description& options) {
   out << "Usage: " << usage << "\n\n" << summary << "\n\n" << options << "\n";

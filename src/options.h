@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hw/hardware_loader.h"
+#include "workloads/overrides.h"
 
 namespace gpusim::cli {
 
@@ -26,6 +27,7 @@ struct Override {
 };
 std::vector<Override> parse_overrides(const std::vector<std::string>& sets);
 std::vector<hw::HardwareOverride> hardware_overrides(const std::vector<Override>& overrides);
+std::vector<workloads::WorkloadOverride> workload_overrides(const std::vector<Override>& overrides);
 
 // Prints "Usage: <usage>" and the options.
 void print_help(std::ostream& out, const std::string& usage, const std::string& summary,

@@ -16,4 +16,10 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   std::filesystem::rename(tmp, path);
 }
 
+void check_out_folder(const std::filesystem::path& dir) {
+  if (std::filesystem::exists(dir) && !std::filesystem::is_directory(dir)) {
+    throw ConfigError("command line", 0, "--out", "'" + dir.string() + "' is not a folder");
+  }
+}
+
 }  // namespace gpusim::cli

@@ -11,4 +11,7 @@ namespace gpusim::cli {
 // the path when it cannot be written.
 void write_file(const std::filesystem::path& path, const std::string& text);
 
+// An --out folder must be a folder or not exist yet; otherwise a ConfigError on the command line.
+void check_out_folder(const std::filesystem::path& dir);
+
 }  // namespace gpusim::cli

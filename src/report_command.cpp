@@ -36,14 +36,6 @@ const std::vector<std::int64_t> kDefaultBatches{1, 8, 32, 128};
 const std::vector<std::int64_t> kDefaultSeqLens{256, 1024, 4096, 8192};
 constexpr std::int64_t kDecodeSeqLenForPrefill = 1024;  // a prefill workload names no KV length
 
-std::vector<workloads::WorkloadOverride> workload_overrides(const std::vector<Override>& all) {
-  std::vector<workloads::WorkloadOverride> out;
-  for (const auto& o : all) {
-    if (o.target == "workload") out.push_back({o.key, o.value});
-  }
-  return out;
-}
-
 // "1,8,32" → sorted distinct values in [1, max]; anything else is bad input naming the option.
 std::vector<std::int64_t> parse_list(const std::string& text, const std::string& option,
                                      std::int64_t max) {
@@ -224,9 +216,7 @@ int report_command(const Args& args, const Environment& env, std::ostream& out, 
       in.out ? std::filesystem::path(*in.out)
              : std::filesystem::path(folder_name(
                    std::visit([](const auto& w) { return w.name; }, workload), spec.name));
-  if (std::filesystem::exists(dir) && !std::filesystem::is_directory(dir)) {
-    throw ConfigError("command line", 0, "--out", "'" + dir.string() + "' is not a folder");
-  }
+  check_out_folder(dir);
 
   // The workload as given, simulated as `gpusim run` does.
   const auto launch_mode = mode == "eager" ? hw::LaunchMode::kEager : hw::LaunchMode::kGraph;

@@ -21,14 +21,6 @@
 namespace gpusim::cli {
 namespace {
 
-std::vector<workloads::WorkloadOverride> workload_overrides(const std::vector<Override>& all) {
-  std::vector<workloads::WorkloadOverride> out;
-  for (const auto& o : all) {
-    if (o.target == "workload") out.push_back({o.key, o.value});
-  }
-  return out;
-}
-
 template <class Writer>
 std::string render(const RunReport& report, Writer writer) {
   std::ostringstream s;
@@ -85,10 +77,7 @@ int run_command(const Args& args, const Environment& env, std::ostream& out, std
   const workloads::Workload workload = workloads::load_workload(
       workload_file, workload_overrides(overrides), env.config_dir / "models");
 
-  if (vm.count("out") && std::filesystem::exists(vm["out"].as<std::string>()) &&
-      !std::filesystem::is_directory(vm["out"].as<std::string>())) {
-    throw ConfigError("command line", 0, "--out", "'" + vm["out"].as<std::string>() + "' is not a folder");
-  }
+  if (vm.count("out")) check_out_folder(vm["out"].as<std::string>());
 
   const auto launch_mode = mode == "eager" ? hw::LaunchMode::kEager : hw::LaunchMode::kGraph;
   const auto models = models::default_kernel_models();

@@ -11,6 +11,7 @@
 #include "src/commands.h"
 #include "src/csv_line.h"
 #include "src/options.h"
+#include "src/output_files.h"
 #include "src/python_plot.h"
 #include "src/study.h"
 #include "src/sweep_runner.h"
@@ -68,9 +69,7 @@ int sweep_command(const Args& args, const Environment& env, std::ostream& out, s
   if (threads < 0) throw ConfigError("command line", 0, "--threads", "must be 0 (all cores) or more");
   const Study study = load_study(vm["study"].as<std::string>());
   const std::filesystem::path dir = vm.count("out") ? vm["out"].as<std::string>() : "sweep-" + study.name;
-  if (std::filesystem::exists(dir) && !std::filesystem::is_directory(dir)) {
-    throw ConfigError("command line", 0, "--out", "'" + dir.string() + "' is not a folder");
-  }
+  check_out_folder(dir);
   SweepOptions o;
   o.out_dir = dir;
   o.threads = threads;

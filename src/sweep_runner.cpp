@@ -86,12 +86,13 @@ std::string fingerprint(const Study& study) {
 
 std::string number(double v) { return fmt::format("{}", v); }
 
-// The value of one metric for a simulated point ("" where it does not apply).
+// The value of one metric for a simulated point ("" where it does not apply); `top` is the
+// run's costliest kernel (null when it ran none).
 std::string metric_value(const std::string& metric, const RunReport& r, const workloads::Workload& w,
-                         const StudyPoint& p) {
+                         const StudyPoint& p, const KernelReport* top) {
   const auto slash = metric.find('/');
   if (slash != std::string::npos) {
-    const std::string base = metric_value(metric.substr(0, slash), r, w, p);
+    const std::string base = metric_value(metric.substr(0, slash), r, w, p, top);
     const std::string axis = setting_of(p, metric.substr(slash + 1));
     if (base.empty() || axis.empty()) return "";
     return number(std::stod(base) / std::stod(axis));
@@ -120,11 +121,7 @@ std::string metric_value(const std::string& metric, const RunReport& r, const wo
   if (metric == "fits") return r.memory ? (r.memory->fits ? "true" : "false") : "";
   if (metric == "top_bound") return r.by_bound.empty() ? "" : r.by_bound.front().name;
   if (metric == "top_bound_share_pct") return r.by_bound.empty() ? "" : number(r.by_bound.front().time_share_pct);
-  // The costliest single kernel (first of equals).
-  const auto top = std::max_element(r.kernels.begin(), r.kernels.end(), [](const KernelReport& a, const KernelReport& b) {
-    return a.metrics.duration_us < b.metrics.duration_us;
-  });
-  if (top == r.kernels.end()) return "";
+  if (!top) return "";
   const hw::KernelMetrics& m = top->metrics;
   if (metric == "top_kernel") return top->name;
   if (metric == "top_kernel_us") return number(m.duration_us);
@@ -139,9 +136,14 @@ std::string metric_value(const std::string& metric, const RunReport& r, const wo
 std::vector<std::string> row_of(const Study& study, std::size_t index, const RunReport& r,
                                 const workloads::Workload& w) {
   const StudyPoint& p = study.points[index];
+  // The costliest single kernel (first of equals).
+  const auto top = std::max_element(r.kernels.begin(), r.kernels.end(), [](const KernelReport& a, const KernelReport& b) {
+    return a.metrics.duration_us < b.metrics.duration_us;
+  });
+  const KernelReport* top_kernel = top == r.kernels.end() ? nullptr : &*top;
   std::vector<std::string> row{std::to_string(index), p.name};
   for (const auto& c : study.columns) row.push_back(setting_of(p, c));
-  for (const auto& m : study.metrics) row.push_back(metric_value(m, r, w, p));
+  for (const auto& m : study.metrics) row.push_back(metric_value(m, r, w, p, top_kernel));
   return row;
 }
 
