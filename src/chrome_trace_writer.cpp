@@ -26,26 +26,6 @@ Json metadata(const std::string& what, int pid, int tid, const Json& args) {
   return e;
 }
 
-Json kernel_args(const KernelReport& k) {
-  const hw::KernelMetrics& m = k.metrics;
-  return {{"op", k.op},
-          {"category", k.category},
-          {"grid", fmt::format("{}x{}x{}", k.grid.x, k.grid.y, k.grid.z)},
-          {"block", fmt::format("{}x{}x{}", k.block.x, k.block.y, k.block.z)},
-          {"regs", k.regs},
-          {"smem", k.smem},
-          {"flops", m.flops},
-          {"dram_bytes", m.dram_bytes},
-          {"arithmetic_intensity", m.arithmetic_intensity},
-          {"waves", m.waves},
-          {"theoretical_occupancy", m.theoretical_occupancy},
-          {"achieved_occupancy", m.achieved_occupancy},
-          {"sm_throughput_pct", m.sm_throughput_pct},
-          {"dram_throughput_pct", m.dram_throughput_pct},
-          {"l2_hit_rate", m.l2_hit_rate},
-          {"bound", std::string(hw::name(m.bound))}};
-}
-
 void add_kernel_spans(const RunReport& r, Json& events) {
   std::set<int> streams;
   for (const auto& k : r.kernels) streams.insert(k.stream);
@@ -60,7 +40,7 @@ void add_kernel_spans(const RunReport& r, Json& events) {
                       {"tid", k.stream},
                       {"ts", k.start_us},
                       {"dur", k.metrics.duration_us},
-                      {"args", kernel_args(k)}});
+                      {"args", kernel_json(k)}});
   }
 }
 

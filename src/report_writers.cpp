@@ -17,41 +17,6 @@ std::string shorten(const std::string& name, std::size_t width) {
 
 std::string bound_name(const KernelReport& k) { return std::string(hw::name(k.metrics.bound)); }
 
-nlohmann::ordered_json kernel_json(const KernelReport& k) {
-  const hw::KernelMetrics& m = k.metrics;
-  return {{"name", k.name},
-          {"op", k.op},
-          {"family", k.family},
-          {"category", k.category},
-          {"stream", k.stream},
-          {"start_us", k.start_us},
-          {"duration_us", m.duration_us},
-          {"grid", {k.grid.x, k.grid.y, k.grid.z}},
-          {"block", {k.block.x, k.block.y, k.block.z}},
-          {"regs", k.regs},
-          {"smem", k.smem},
-          {"flops", m.flops},
-          {"tensor_flops", m.tensor_flops},
-          {"dram_bytes", m.dram_bytes},
-          {"l2_bytes", m.l2_bytes},
-          {"arithmetic_intensity", m.arithmetic_intensity},
-          {"ridge_point", m.ridge_point},
-          {"flops_per_s", m.flops_per_s},
-          {"dram_bytes_per_s", m.dram_bytes_per_s},
-          {"ctas", m.ctas},
-          {"ctas_per_sm", m.ctas_per_sm},
-          {"waves", m.waves},
-          {"theoretical_occupancy", m.theoretical_occupancy},
-          {"achieved_occupancy", m.achieved_occupancy},
-          {"achieved_warps_per_sm", m.achieved_warps_per_sm},
-          {"sm_throughput_pct", m.sm_throughput_pct},
-          {"dram_throughput_pct", m.dram_throughput_pct},
-          {"l2_hit_rate", m.l2_hit_rate},
-          {"l2_input_hit_rate", m.l2_input_hit_rate},
-          {"clock_mhz", m.clock_mhz},
-          {"bound", bound_name(k)}};
-}
-
 nlohmann::ordered_json groups_json(const std::vector<KernelGroup>& groups) {
   auto out = nlohmann::ordered_json::array();
   for (const auto& g : groups) {
@@ -140,6 +105,41 @@ std::string csv_quoted(const std::string& s) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json kernel_json(const KernelReport& k) {
+  const hw::KernelMetrics& m = k.metrics;
+  return {{"name", k.name},
+          {"op", k.op},
+          {"family", k.family},
+          {"category", k.category},
+          {"stream", k.stream},
+          {"start_us", k.start_us},
+          {"duration_us", m.duration_us},
+          {"grid", {k.grid.x, k.grid.y, k.grid.z}},
+          {"block", {k.block.x, k.block.y, k.block.z}},
+          {"regs", k.regs},
+          {"smem", k.smem},
+          {"flops", m.flops},
+          {"tensor_flops", m.tensor_flops},
+          {"dram_bytes", m.dram_bytes},
+          {"l2_bytes", m.l2_bytes},
+          {"arithmetic_intensity", m.arithmetic_intensity},
+          {"ridge_point", m.ridge_point},
+          {"flops_per_s", m.flops_per_s},
+          {"dram_bytes_per_s", m.dram_bytes_per_s},
+          {"ctas", m.ctas},
+          {"ctas_per_sm", m.ctas_per_sm},
+          {"waves", m.waves},
+          {"theoretical_occupancy", m.theoretical_occupancy},
+          {"achieved_occupancy", m.achieved_occupancy},
+          {"achieved_warps_per_sm", m.achieved_warps_per_sm},
+          {"sm_throughput_pct", m.sm_throughput_pct},
+          {"dram_throughput_pct", m.dram_throughput_pct},
+          {"l2_hit_rate", m.l2_hit_rate},
+          {"l2_input_hit_rate", m.l2_input_hit_rate},
+          {"clock_mhz", m.clock_mhz},
+          {"bound", bound_name(k)}};
+}
 
 void write_table(const RunReport& r, std::ostream& out, int top) {
   out << fmt::format("hw {}  |  workload {}  |  mode {}\n", r.hw, r.workload, r.mode);

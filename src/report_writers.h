@@ -3,10 +3,14 @@
 #pragma once
 
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 
 #include "src/run_report.h"
 
 namespace gpusim::cli {
+
+// One kernel with every metric, as JSON lists it and trace spans carry it.
+nlohmann::ordered_json kernel_json(const KernelReport& k);
 
 // The table lists the `top` costliest kernels (identical launches merged); 0 lists them all.
 void write_table(const RunReport& report, std::ostream& out, int top = 15);
