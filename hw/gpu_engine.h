@@ -57,11 +57,15 @@ struct EngineResult {
   std::uint64_t events = 0;
 };
 
+class KernelOutcomeCache;
+
 // Runs the nodes (dependencies must point to earlier nodes) on an idle GPU whose L2 holds none of
 // their tensors (as after a profiler's flush). Throws ModelError for a launch the chip cannot
 // run (a CTA that does not fit an SM, a tensor dtype without tensor cores). An observer, when
-// given, hears of every CTA group and chip-state change; it does not change the result.
-EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
-                        const std::vector<KernelNode>& nodes, EngineObserver* observer = nullptr);
+// given, hears of every CTA group and chip-state change; it does not change the result. A cache
+// (made for this chip) replays kernels that run alone from outcomes simulated before, and
+// records new ones; it does not change the result either (hw/kernel_outcome_cache.h).
+EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode, const std::vector<KernelNode>& nodes,
+                        EngineObserver* observer = nullptr, KernelOutcomeCache* cache = nullptr);
 
 }  // namespace gpusim::hw

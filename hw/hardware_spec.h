@@ -15,6 +15,8 @@ struct ClockSpec {
   double boost_hz = 0;             // maximum SM clock
   double sustained_tensor_hz = 0;  // SM clock held under tensor-heavy (power-limited) load
   double sustained_other_hz = 0;   // SM clock held under other load (memory-bound, SIMT)
+
+  bool operator==(const ClockSpec&) const = default;
 };
 
 // Per-SM resources and the rules by which CTAs are made resident (see hw/occupancy.h).
@@ -37,6 +39,8 @@ struct SmSpec {
   // Bytes of DRAM misses one SM keeps outstanding: by Little's law it caps the SM's DRAM
   // bandwidth at max_inflight_bytes / dram latency, so full DRAM bandwidth needs most SMs busy.
   std::int64_t max_inflight_bytes = 0;
+
+  bool operator==(const SmSpec&) const = default;
 };
 
 // Dense per-SM throughput per clock (an FMA counts as 2 FLOPs). Tensor rates are with fp32
@@ -49,6 +53,8 @@ struct ThroughputSpec {
   double tensor_fp8 = 0;
   double fp32 = 0;  // SIMT FP32 (CUDA cores)
   double sfu = 0;   // special-function ops (exp2, rsqrt, sin) per clock
+
+  bool operator==(const ThroughputSpec&) const = default;
 };
 
 struct L2Spec {
@@ -56,6 +62,8 @@ struct L2Spec {
   int partitions = 0;
   double bandwidth = 0;  // bytes/s, all partitions, for hits
   sim::Time hit_latency;
+
+  bool operator==(const L2Spec&) const = default;
 };
 
 struct DramSpec {
@@ -66,6 +74,8 @@ struct DramSpec {
   sim::Time latency;                // load-to-use latency of a miss
   std::int64_t capacity = 0;        // device memory, bytes
 
+  bool operator==(const DramSpec&) const = default;
+
   double achievable_bandwidth() const { return bandwidth * efficiency; }
 };
 
@@ -73,6 +83,8 @@ struct LaunchSpec {
   sim::Time graph_gap;  // between dependent kernels replayed from a CUDA graph
   sim::Time eager_gap;  // per kernel launched eagerly from PyTorch (host-bound)
   sim::Time kernel_overhead;  // device time of a kernel beyond its CTAs' work (launch, drain)
+
+  bool operator==(const LaunchSpec&) const = default;
 };
 
 // Where one field's value came from, for `gpusim hw show` and for error messages.

@@ -1,15 +1,36 @@
 #include "sim/event_queue.h"
 
+#include <stdexcept>
+
 namespace gpusim::sim {
 
-void EventQueue::push(Time time, int priority, std::function<void()> action) {
-  heap_.push(Event{time, priority, next_sequence_++, std::move(action)});
+EventId EventQueue::push(Time time, int priority, std::function<void()> action) {
+  const EventId id = next_sequence_++;
+  heap_.push(Event{time, priority, id, std::move(action)});
+  return id;
+}
+
+void EventQueue::cancel(EventId id) {
+  if (id >= next_sequence_ || !cancelled_.insert(id).second) {
+    throw std::logic_error("cancelled an event that was never pushed, or twice");
+  }
+  drop_cancelled();
 }
 
 Event EventQueue::pop() {
   Event e = heap_.top();
   heap_.pop();
+  drop_cancelled();
   return e;
+}
+
+void EventQueue::drop_cancelled() {
+  while (!heap_.empty()) {
+    const auto it = cancelled_.find(heap_.top().sequence);
+    if (it == cancelled_.end()) return;
+    cancelled_.erase(it);
+    heap_.pop();
+  }
 }
 
 }  // namespace gpusim::sim

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <queue>
+#include <unordered_set>
 #include <vector>
 
 #include "sim/time.h"
@@ -18,11 +19,17 @@ struct Event {
   std::function<void()> action;
 };
 
+// Identifies a pushed event, to cancel it.
+using EventId = std::uint64_t;
+
 class EventQueue {
  public:
-  void push(Time time, int priority, std::function<void()> action);
+  EventId push(Time time, int priority, std::function<void()> action);
+  // Removes a pending event (one pushed and not yet popped): it never runs and is never counted.
+  void cancel(EventId id);
   bool empty() const { return heap_.empty(); }
-  std::size_t size() const { return heap_.size(); }
+  // Events still to run, cancelled ones excluded.
+  std::size_t size() const { return heap_.size() - cancelled_.size(); }
   const Event& top() const { return heap_.top(); }
   Event pop();
 
@@ -34,7 +41,11 @@ class EventQueue {
       return a.sequence > b.sequence;
     }
   };
+  // Drops cancelled events from the top, so top() is always one that runs.
+  void drop_cancelled();
+
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  std::unordered_set<EventId> cancelled_;  // cancelled and still in the heap
   std::uint64_t next_sequence_ = 0;
 };
 

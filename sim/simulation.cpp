@@ -4,9 +4,9 @@
 
 namespace gpusim::sim {
 
-void Simulation::at(Time when, int priority, std::function<void()> action) {
+EventId Simulation::at(Time when, int priority, std::function<void()> action) {
   if (when < now_) throw std::logic_error("an event was scheduled in the past");
-  queue_.push(when, priority, std::move(action));
+  return queue_.push(when, priority, std::move(action));
 }
 
 void Simulation::run(const std::function<void()>& after_batch) {

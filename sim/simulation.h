@@ -15,10 +15,14 @@ class Simulation {
   Time now() const { return now_; }
 
   // Schedules `action` at absolute time `at` (not before now).
-  void at(Time at, int priority, std::function<void()> action);
-  void after(Time delay, int priority, std::function<void()> action) {
-    at(now_ + delay, priority, std::move(action));
+  EventId at(Time at, int priority, std::function<void()> action);
+  EventId after(Time delay, int priority, std::function<void()> action) {
+    return at(now_ + delay, priority, std::move(action));
   }
+  // Withdraws an event that has not run yet: it neither runs nor counts, nor opens an instant.
+  void cancel(EventId id) { queue_.cancel(id); }
+  // Events still to run.
+  std::size_t pending() const { return queue_.size(); }
 
   // Runs events in order until none remain. `after_batch` (optional) runs once after all events
   // of one timestamp, before time advances: components recompute shared rates there once per
@@ -26,6 +30,9 @@ class Simulation {
   void run(const std::function<void()>& after_batch = {});
 
   std::uint64_t events_processed() const { return events_processed_; }
+  // Adds events that a caller accounted for without running them (a cached result stands for
+  // the events that produced it), so the count is the same with or without the cache.
+  void count_events(std::uint64_t n) { events_processed_ += n; }
 
  private:
   EventQueue queue_;

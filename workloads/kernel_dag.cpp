@@ -11,11 +11,8 @@ namespace gpusim::workloads {
 KernelDag::Vertex KernelDag::add(hw::Launch launch, std::string op, const std::vector<Vertex>& deps,
                                  std::optional<KernelSemantics> semantics) {
   Graph& g = *graph_;
-  // add_vertex(g) and then the property, not add_vertex(property, g): the latter runs
-  // Boost.Graph's named-graph lookup, whose boost::optional GCC 12 with -fsanitize=address
-  // reports as uninitialized (a known false positive).
   const Vertex v = boost::add_vertex(g);
-  g[v] = KernelVertex{std::move(launch), std::move(op), std::move(semantics)};
+  vertices_.push_back(KernelVertex{std::move(launch), std::move(op), std::move(semantics)});
   for (const Vertex d : deps) {
     if (d >= v) throw ModelError(fmt::format("kernel DAG: vertex {} depends on later vertex {}", v, d));
     if (!boost::edge(d, v, g).second) boost::add_edge(d, v, g);
@@ -24,13 +21,13 @@ KernelDag::Vertex KernelDag::add(hw::Launch launch, std::string op, const std::v
 }
 
 namespace {
-template <class Graph, class TakeLaunch>
-std::vector<hw::KernelNode> nodes_of(Graph& graph, TakeLaunch take) {
+template <class Vertices, class TakeLaunch>
+std::vector<hw::KernelNode> nodes_of(const KernelDag::Graph& graph, Vertices& vertices, TakeLaunch take) {
   std::vector<hw::KernelNode> nodes;
   const auto n = boost::num_vertices(graph);
   nodes.reserve(n);
   for (KernelDag::Vertex v = 0; v < n; ++v) {
-    hw::KernelNode node{take(graph[v].launch), graph[v].op, 0, {}};
+    hw::KernelNode node{take(vertices[v].launch), vertices[v].op, 0, {}};
     for (auto [e, end] = boost::in_edges(v, graph); e != end; ++e) {
       node.deps.push_back(static_cast<int>(boost::source(*e, graph)));
     }
@@ -42,11 +39,11 @@ std::vector<hw::KernelNode> nodes_of(Graph& graph, TakeLaunch take) {
 }  // namespace
 
 std::vector<hw::KernelNode> KernelDag::to_nodes() const& {
-  return nodes_of(*graph_, [](const hw::Launch& l) { return l; });
+  return nodes_of(*graph_, vertices_, [](const hw::Launch& l) { return l; });
 }
 
 std::vector<hw::KernelNode> KernelDag::to_nodes() && {
-  return nodes_of(*graph_, [](hw::Launch& l) { return std::move(l); });
+  return nodes_of(*graph_, vertices_, [](hw::Launch& l) { return std::move(l); });
 }
 
 }  // namespace gpusim::workloads

@@ -37,7 +37,9 @@ struct KernelVertex {
 
 class KernelDag {
  public:
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, KernelVertex>;
+  // The dependency structure; the kernels themselves sit beside it, by vertex index (a Boost
+  // vertex property would be copied each time the vertex storage grows).
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
   using Vertex = Graph::vertex_descriptor;
 
   // Adds a kernel that waits for `deps` (vertices already in the DAG, so the DAG stays acyclic
@@ -45,9 +47,10 @@ class KernelDag {
   Vertex add(hw::Launch launch, std::string op, const std::vector<Vertex>& deps,
              std::optional<KernelSemantics> semantics = std::nullopt);
 
-  std::size_t size() const { return boost::num_vertices(*graph_); }
+  std::size_t size() const { return vertices_.size(); }
   std::size_t edge_count() const { return boost::num_edges(*graph_); }
   const Graph& graph() const { return *graph_; }
+  const KernelVertex& operator[](Vertex v) const { return vertices_[v]; }
 
   // The engine's input: one node per vertex in insertion order, on one stream (eager PyTorch
   // launches everything on the current stream), with each vertex's producers as dependencies.
@@ -58,6 +61,7 @@ class KernelDag {
  private:
   // Behind a pointer so that moving a DAG moves it (Boost's adjacency_list copies on move).
   std::unique_ptr<Graph> graph_ = std::make_unique<Graph>();
+  std::vector<KernelVertex> vertices_;  // by vertex index
 };
 
 }  // namespace gpusim::workloads

@@ -6,6 +6,13 @@
 
 namespace gpusim::workloads {
 
+const std::vector<hw::Launch>& OpLoweringCache::lower(const models::Op& op) {
+  const std::string key = models::describe(op);
+  auto cached = lowered_.find(key);
+  if (cached == lowered_.end()) cached = lowered_.emplace(key, models_.lower(op, hw_, "#")).first;
+  return cached->second;
+}
+
 hw::TensorUse ProgramBuilder::state(const std::string& name, double bytes) {
   return hw::TensorUse{name, static_cast<std::int64_t>(bytes)};
 }
@@ -29,7 +36,7 @@ void ProgramBuilder::emit(const std::string& label, std::vector<hw::Launch> laun
     const KernelDag::Vertex v =
         dag_.add(std::move(launch), label, deps, last ? std::move(semantics) : std::nullopt);
     const auto at = static_cast<std::int64_t>(v);
-    const hw::Launch& added = dag_.graph()[v].launch;  // the launch now lives in the DAG
+    const hw::Launch& added = dag_[v].launch;  // the launch now lives in the DAG
     for (const auto& r : added.reads) {
       if (const auto it = activations_.find(r.tensor); it != activations_.end()) {
         it->second.last = std::max(it->second.last, at);
@@ -48,11 +55,8 @@ void ProgramBuilder::emit(const std::string& label, std::vector<hw::Launch> laun
 void ProgramBuilder::emit_op(const std::string& label, const models::Op& op,
                              const std::map<std::string, hw::TensorUse>& names,
                              std::optional<KernelSemantics> semantics) {
-  const std::string key = models::describe(op);
-  auto cached = lowered_.find(key);
-  if (cached == lowered_.end()) cached = lowered_.emplace(key, models_.lower(op, hw_, "#")).first;
   const std::string tag = new_tag();
-  std::vector<hw::Launch> launches = cached->second;
+  std::vector<hw::Launch> launches = lowering_.lower(op);
   for (auto& l : launches) {
     for (auto* uses : {&l.reads, &l.writes}) {
       for (auto& u : *uses) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,12 +19,33 @@
 
 namespace gpusim::workloads {
 
+// Launches per op (by models::describe), lowered once under the tag "#": the 32 layers of a
+// model repeat the same ops, and so do the steps of a generate run; GEMM tile choice is the
+// costly part of lowering. Lowering is a pure function of the op and the chip, so one cache
+// serves every step on one chip.
+class OpLoweringCache {
+ public:
+  OpLoweringCache(const hw::HardwareSpec& hw, const models::KernelModelRegistry& models)
+      : hw_(hw), models_(models) {}
+  const hw::HardwareSpec& hw() const { return hw_; }
+  const std::vector<hw::Launch>& lower(const models::Op& op);
+
+ private:
+  const hw::HardwareSpec& hw_;
+  const models::KernelModelRegistry& models_;
+  std::map<std::string, std::vector<hw::Launch>> lowered_;
+};
+
 class ProgramBuilder {
  public:
+  // With a cache of its own...
   ProgramBuilder(const hw::HardwareSpec& hw, const models::KernelModelRegistry& models)
-      : hw_(hw), models_(models) {}
+      : own_cache_(std::make_unique<OpLoweringCache>(hw, models)), lowering_(*own_cache_) {}
+  // ...or one shared with other steps on the same chip.
+  explicit ProgramBuilder(OpLoweringCache& lowering) : lowering_(lowering) {}
 
-  const hw::HardwareSpec& hw() const { return hw_; }
+  const hw::HardwareSpec& hw() const { return lowering_.hw(); }
+
 
   // A tensor that outlives the step (a weight, the KV cache): never counted as an activation.
   hw::TensorUse state(const std::string& name, double bytes);
@@ -56,13 +78,10 @@ class ProgramBuilder {
     double bytes = 0;
     std::int64_t first = -1, last = -1;  // vertices that write it first and read it last
   };
-  const hw::HardwareSpec& hw_;
-  const models::KernelModelRegistry& models_;
+  std::unique_ptr<OpLoweringCache> own_cache_;
+  OpLoweringCache& lowering_;
   KernelDag dag_;
   std::map<std::string, KernelDag::Vertex> producer_;
-  // Launches per op (by models::describe), lowered once under the tag "#": the 32 layers of a
-  // model repeat the same ops, and GEMM tile choice is the costly part of lowering.
-  std::map<std::string, std::vector<hw::Launch>> lowered_;
   std::map<std::string, Lifetime> activations_;
   std::int64_t next_id_ = 0;
 };

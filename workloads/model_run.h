@@ -11,6 +11,7 @@
 
 #include "hw/gpu_engine.h"
 #include "hw/hardware_spec.h"
+#include "hw/kernel_outcome_cache.h"
 #include "hw/timeline_recorder.h"
 #include "models/kernel_model.h"
 #include "workloads/memory_footprint.h"
@@ -46,6 +47,11 @@ struct SimulateOptions {
   bool record_ctas = false;      // ...and, with this too, every CTA group on every SM
   // Called after each step with the steps done and the steps in all (for progress displays).
   std::function<void(std::size_t done, std::size_t total)> on_step;
+  // Reuse what was simulated before (kernels that run alone, hw/kernel_outcome_cache.h): the
+  // same results, faster. Off only to check the caches against a simulation from scratch.
+  bool reuse = true;
+  // Shared with other runs on the same chip (a study's points); one of the run's own when null.
+  hw::KernelOutcomeCache* cache = nullptr;
 };
 
 ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::LaunchMode mode,

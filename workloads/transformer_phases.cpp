@@ -21,20 +21,24 @@ std::vector<std::pair<std::string, StepShape>> step_shapes(const ModelWorkload& 
   return steps;
 }
 
+StepProgram build_step(const ModelWorkload& w, const std::string& phase, const StepShape& shape,
+                       OpLoweringCache& lowering) {
+  ProgramBuilder b(lowering);
+  if (w.lowering == Lowering::kFused) {
+    lower_fused_step(w, shape, b);
+  } else {
+    lower_hf_eager_step(w, shape, b);
+    if (w.phase == Phase::kGenerate) lower_hf_generate_bookkeeping(w, shape, b);
+  }
+  const double peak = b.activation_peak_bytes();
+  return {phase, shape, b.take_dag(), peak};
+}
+
 std::vector<StepProgram> build_steps(const ModelWorkload& w, const hw::HardwareSpec& hw,
                                      const models::KernelModelRegistry& models) {
+  OpLoweringCache lowering(hw, models);
   std::vector<StepProgram> out;
-  for (const auto& [phase, shape] : step_shapes(w)) {
-    ProgramBuilder b(hw, models);
-    if (w.lowering == Lowering::kFused) {
-      lower_fused_step(w, shape, b);
-    } else {
-      lower_hf_eager_step(w, shape, b);
-      if (w.phase == Phase::kGenerate) lower_hf_generate_bookkeeping(w, shape, b);
-    }
-    const double peak = b.activation_peak_bytes();
-    out.push_back({phase, shape, b.take_dag(), peak});
-  }
+  for (const auto& [phase, shape] : step_shapes(w)) out.push_back(build_step(w, phase, shape, lowering));
   return out;
 }
 

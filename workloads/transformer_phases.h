@@ -22,6 +22,11 @@ struct StepProgram {
   double activation_peak_bytes = 0;
 };
 
+// One step of `w` (a phase name and shape from step_shapes), lowered with a cache that may be
+// shared with the run's other steps.
+StepProgram build_step(const ModelWorkload& w, const std::string& phase, const StepShape& shape,
+                       OpLoweringCache& lowering);
+
 // The steps of `w`, in order. Generate steps include what `generate` launches around each
 // forward call (hf-eager only; a serving engine fuses sampling into its step).
 std::vector<StepProgram> build_steps(const ModelWorkload& w, const hw::HardwareSpec& hw,

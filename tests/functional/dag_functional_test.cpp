@@ -81,7 +81,7 @@ TensorMap caches_of(const TensorMap& prefill) {
 }
 
 const Tensor& logits(const TensorMap& run, const workloads::StepProgram& s) {
-  const auto& g = s.dag.graph();
+  const auto& g = s.dag;
   return run.at(g[s.dag.size() - 1].semantics.value().output);
 }
 
@@ -131,7 +131,7 @@ INSTANTIATE_TEST_SUITE_P(Functional, FunctionalDag,
 // Semantics sit on one launch per op, its last: split-K partials and memsets have none.
 TEST(FunctionalDagSemantics, OnlyOnTheLastLaunchOfAnOp) {
   const auto s = step(tiny_moe(), Phase::kPrefill, hw::DType::kBf16);
-  const auto& g = s.dag.graph();
+  const auto& g = s.dag;
   std::size_t with = 0;
   for (std::size_t v = 0; v < s.dag.size(); ++v) {
     if (!g[v].semantics) continue;

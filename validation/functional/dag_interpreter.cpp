@@ -195,14 +195,14 @@ Tensor moe_experts(const KernelSemantics& s, const Tensor& h, const Tensor& logi
 class Interpreter {
  public:
   Interpreter(const workloads::KernelDag& dag, const TensorMap& states) : dag_(dag), env_(states) {
-    const auto& g = dag.graph();
+    const auto& g = dag;
     for (std::size_t v = 0; v < dag.size(); ++v) {
       if (g[v].semantics) producer_[g[v].semantics->output] = v;
     }
   }
 
   TensorMap run(std::string result) {
-    const auto& g = dag_.graph();
+    const auto& g = dag_;
     if (result.empty()) {
       for (std::size_t v = 0; v < dag_.size(); ++v) {
         if (g[v].semantics) result = g[v].semantics->output;
