@@ -46,6 +46,7 @@ class EventQueue {
 
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   std::unordered_set<EventId> cancelled_;  // cancelled and still in the heap
+  std::vector<bool> gone_;                 // by id: popped or dropped
   std::uint64_t next_sequence_ = 0;
 };
 
