@@ -3,6 +3,8 @@
 // models, and for 1,000 mixed kernels.
 #include <benchmark/benchmark.h>
 
+#include "src/allocator_tuning.h"
+
 #include <fmt/format.h>
 
 #include "hw/gpu_engine.h"
@@ -78,4 +80,12 @@ BENCHMARK(BM_Mixed1000Kernels)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// As gpusim's main does (src/allocator_tuning.h).
+int main(int argc, char** argv) {
+  gpusim::cli::tune_allocator();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -31,6 +31,31 @@ void BM_Llama8bDecodeStep(benchmark::State& state) {
   }
 }
 
+// The same step with kernel outcomes already known (as for every step of a generate run after
+// the first, and for a study's points on one chip): lowering, L2 tracking, cache look-ups.
+void BM_Llama8bDecodeStepWarm(benchmark::State& state) {
+  const auto hw = h100();
+  const auto models = gpusim::models::default_kernel_models();
+  const auto w = job("decode");
+  gpusim::hw::KernelOutcomeCache cache(hw);
+  gpusim::workloads::SimulateOptions options;
+  options.cache = &cache;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(gpusim::workloads::simulate_model(w, hw, gpusim::hw::LaunchMode::kGraph, models, options));
+  }
+}
+
+void BM_Llama8bDecodeStepFromScratch(benchmark::State& state) {
+  const auto hw = h100();
+  const auto models = gpusim::models::default_kernel_models();
+  const auto w = job("decode");
+  gpusim::workloads::SimulateOptions options;
+  options.reuse = false;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(gpusim::workloads::simulate_model(w, hw, gpusim::hw::LaunchMode::kGraph, models, options));
+  }
+}
+
 void BM_Llama8bDecodeLoweringOnly(benchmark::State& state) {
   const auto hw = h100();
   const auto models = gpusim::models::default_kernel_models();
@@ -50,5 +75,7 @@ void BM_Llama8bPrefill2048(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_Llama8bDecodeStep)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Llama8bDecodeStepWarm)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Llama8bDecodeStepFromScratch)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Llama8bDecodeLoweringOnly)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Llama8bPrefill2048)->Unit(benchmark::kMillisecond);

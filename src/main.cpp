@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include "src/allocator_tuning.h"
 #include "src/cli.h"
 
 namespace {
@@ -26,6 +27,7 @@ std::filesystem::path find_config_dir(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gpusim::cli::tune_allocator();
   const std::vector<std::string> args(argv + 1, argv + argc);
   const gpusim::cli::Environment env{find_config_dir(argv[0]), isatty(STDERR_FILENO) == 1};
   return gpusim::cli::run_cli(args, env, std::cout, std::cerr);
