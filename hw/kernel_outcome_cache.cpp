@@ -69,4 +69,11 @@ void KernelOutcomeCache::insert(const Launch& launch, double read_miss, const So
   ++size_;
 }
 
+KernelOutcomeCache& KernelOutcomeCaches::for_chip(const HardwareSpec& hw) {
+  for (const auto& c : caches_) {
+    if (c->serves(hw)) return *c;
+  }
+  return *caches_.emplace_back(std::make_unique<KernelOutcomeCache>(hw));
+}
+
 }  // namespace gpusim::hw

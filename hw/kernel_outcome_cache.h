@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -60,6 +61,17 @@ class KernelOutcomeCache {
   std::vector<std::uint64_t> scratch_;
   std::size_t size_ = 0;
   std::uint64_t hits_ = 0, misses_ = 0;
+};
+
+// One cache per chip, for a caller that simulates several (a study's points, a report's grid):
+// the cache serving a chip's timing parameters, made on first use. Not thread-safe: one per
+// thread.
+class KernelOutcomeCaches {
+ public:
+  KernelOutcomeCache& for_chip(const HardwareSpec& hw);
+
+ private:
+  std::vector<std::unique_ptr<KernelOutcomeCache>> caches_;
 };
 
 }  // namespace gpusim::hw

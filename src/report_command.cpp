@@ -165,7 +165,8 @@ int report_command(const Args& args, const Environment& env, std::ostream& out, 
       "batches", po::value<std::string>(),
       "batch sizes of the memory, TTFT and decode tables (default 1,8,32,128)")(
       "seq-lens", po::value<std::string>(),
-      "sequence lengths of the memory and TTFT tables (default 256,1024,4096,8192)");
+      "sequence lengths of the memory and TTFT tables (default 256,1024,4096,8192)")(
+      "no-cache", "simulate every kernel from scratch (to check the caches: the same report, slower)");
   po::positional_options_description positional;
   positional.add("workload", 1);
   const auto vm = parse_options(args, options, positional);
@@ -173,7 +174,7 @@ int report_command(const Args& args, const Environment& env, std::ostream& out, 
     print_help(
         out,
         "gpusim report WORKLOAD.yaml --hw NAME|FILE [--out DIR] [--set KEY=VALUE]...\n"
-        "           [--mode graph|eager] [--batches LIST] [--seq-lens LIST]",
+        "           [--mode graph|eager] [--batches LIST] [--seq-lens LIST] [--no-cache]",
         "Writes a simulated profiling report (Markdown, seed 000's structure): hardware, peak "
         "memory,\n"
         "time to first token and decode throughput over batch sizes and sequence lengths, the "
@@ -225,6 +226,7 @@ int report_command(const Args& args, const Environment& env, std::ostream& out, 
   {
     ProgressLine progress(env.progress ? &err : nullptr, "simulating the workload");
     workloads::SimulateOptions sim;
+    sim.reuse = vm.count("no-cache") == 0;
     sim.on_step = [&progress](std::size_t done, std::size_t total) {
       progress.update(done, total);
     };
@@ -248,6 +250,7 @@ int report_command(const Args& args, const Environment& env, std::ostream& out, 
     grid.decode_seq_len =
         model.phase == workloads::Phase::kPrefill ? kDecodeSeqLenForPrefill : model.seq_len;
     grid.mode = launch_mode;
+    grid.reuse = vm.count("no-cache") == 0;
     ProgressLine progress(env.progress ? &err : nullptr, "simulating the report grid");
     grid.on_cell = [&progress](std::size_t done, std::size_t total) {
       progress.update(done, total);

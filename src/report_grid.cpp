@@ -1,5 +1,6 @@
 #include "src/report_grid.h"
 
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -83,7 +84,8 @@ StepProfile profile_step(const RunReport& r) {
 
 GridCell run_grid_cell(const workloads::ModelWorkload& base, workloads::Phase phase,
                        std::int64_t batch, std::int64_t seq_len, const hw::HardwareSpec& hw,
-                       hw::LaunchMode mode, const models::KernelModelRegistry& models) {
+                       hw::LaunchMode mode, const models::KernelModelRegistry& models,
+                       const workloads::SimulateOptions& simulate) {
   GridCell cell;
   cell.batch = batch;
   cell.seq_len = seq_len;
@@ -106,7 +108,7 @@ GridCell run_grid_cell(const workloads::ModelWorkload& base, workloads::Phase ph
     return cell;
   }
   cell.profile =
-      profile_step(make_model_report(hw, w, mode, workloads::simulate_steps(w, std::move(steps), hw, mode)));
+      profile_step(make_model_report(hw, w, mode, workloads::simulate_steps(w, std::move(steps), hw, mode, simulate)));
   return cell;
 }
 
@@ -122,14 +124,20 @@ ReportGrid run_report_grid(const workloads::ModelWorkload& base, const hw::Hardw
   std::vector<GridCell> cells(total);
   std::size_t done = 0;
   std::mutex progress_mutex;
+  // Cells share kernel outcomes, one cache per thread; outcomes are exact, so the cells do not
+  // depend on which thread ran them.
+  tbb::enumerable_thread_specific<hw::KernelOutcomeCache> caches(hw);
   tbb::parallel_for(std::size_t{0}, total, [&](std::size_t i) {
+    workloads::SimulateOptions simulate;
+    simulate.reuse = options.reuse;
+    if (options.reuse) simulate.cache = &caches.local();
     if (i < prefill_cells) {
       cells[i] =
           run_grid_cell(base, workloads::Phase::kPrefill, grid.batches[i / grid.seq_lens.size()],
-                        grid.seq_lens[i % grid.seq_lens.size()], hw, options.mode, models);
+                        grid.seq_lens[i % grid.seq_lens.size()], hw, options.mode, models, simulate);
     } else {
       cells[i] = run_grid_cell(base, workloads::Phase::kDecode, grid.batches[i - prefill_cells],
-                               grid.decode_seq_len, hw, options.mode, models);
+                               grid.decode_seq_len, hw, options.mode, models, simulate);
     }
     // Counted under the lock too, so the progress shown never steps back.
     const std::lock_guard lock(progress_mutex);

@@ -26,6 +26,7 @@ struct GridOptions {
   std::vector<std::int64_t> batches, seq_lens;  // prefill grid
   std::int64_t decode_seq_len = 0;              // KV length of the decode steps
   hw::LaunchMode mode = hw::LaunchMode::kGraph;
+  bool reuse = true;  // cells share kernel outcomes (hw/kernel_outcome_cache.h); off: from scratch
   // Called once per finished cell with (done, total); calls are serialized, never concurrent.
   std::function<void(std::size_t done, std::size_t total)> on_cell;
 };
@@ -38,6 +39,7 @@ ReportGrid run_report_grid(const workloads::ModelWorkload& base, const hw::Hardw
 // One cell alone (the grid's unit of work): sized, then simulated when it fits.
 GridCell run_grid_cell(const workloads::ModelWorkload& base, workloads::Phase phase,
                        std::int64_t batch, std::int64_t seq_len, const hw::HardwareSpec& hw,
-                       hw::LaunchMode mode, const models::KernelModelRegistry& models);
+                       hw::LaunchMode mode, const models::KernelModelRegistry& models,
+                       const workloads::SimulateOptions& simulate = {});
 
 }  // namespace gpusim::cli

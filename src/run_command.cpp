@@ -45,7 +45,9 @@ int run_command(const Args& args, const Environment& env, std::ostream& out, std
       "out", po::value<std::string>(), "folder to write every format into: summary.txt, result.json, kernels.csv, trace.json")(
       "trace", po::value<std::string>(), "Chrome trace file to write (Perfetto, chrome://tracing)")(
       "trace-ctas", "the trace also gets one track per SM with its CTA groups (large files)")(
-      "top", po::value(&top)->default_value(15), "kernels the table lists (0: all)");
+      "top", po::value(&top)->default_value(15), "kernels the table lists (0: all)")(
+      "no-cache", "simulate every kernel from scratch instead of replaying outcomes simulated "
+                  "before (to check the caches: the same results, slower)");
   po::positional_options_description positional;
   positional.add("workload", 1);
   const auto vm = parse_options(args, options, positional);
@@ -53,7 +55,7 @@ int run_command(const Args& args, const Environment& env, std::ostream& out, std
     print_help(out,
                "gpusim run WORKLOAD.yaml --hw NAME|FILE [--set KEY=VALUE]... [--mode graph|eager]\n"
                "           [--format table|json|csv] [--out DIR] [--trace FILE.json [--trace-ctas]]\n"
-               "           [--top N]",
+               "           [--top N] [--no-cache]",
                "Simulates a workload (ops or a model phase) on a GPU.", options);
     return 0;
   }
@@ -85,6 +87,7 @@ int run_command(const Args& args, const Environment& env, std::ostream& out, std
   workloads::SimulateOptions simulate;
   simulate.record_timeline = vm.count("trace") > 0 || vm.count("out") > 0;
   simulate.record_ctas = vm.count("trace-ctas") > 0;
+  simulate.reuse = vm.count("no-cache") == 0;
   simulate.on_step = [&progress](std::size_t done, std::size_t total) { progress.update(done, total); };
   const RunReport report = simulate_workload(spec, workload, workload_file, launch_mode, models, simulate);
 

@@ -29,8 +29,10 @@ RunReport simulate_workload(const hw::HardwareSpec& hw, const workloads::Workloa
   if (const auto* ops = std::get_if<workloads::OpWorkload>(&workload)) {
     const auto nodes = workloads::lower_ops(*ops, hw, models);
     hw::TimelineRecorder recorder(options.record_ctas);
+    std::optional<hw::KernelOutcomeCache> own;
+    hw::KernelOutcomeCache* cache = workloads::outcome_cache(options, hw, own);
     const hw::EngineResult result =
-        hw::run_engine(hw, mode, nodes, options.record_timeline ? &recorder : nullptr);
+        hw::run_engine(hw, mode, nodes, options.record_timeline ? &recorder : nullptr, cache);
     return make_report(hw, ops->name, mode, nodes, result,
                        options.record_timeline ? std::optional(recorder.take()) : std::nullopt);
   }

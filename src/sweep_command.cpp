@@ -54,12 +54,14 @@ int sweep_command(const Args& args, const Environment& env, std::ostream& out, s
       "study", po::value<std::string>(), "study YAML file (the positional argument)")(
       "out", po::value<std::string>(), "results folder (default: sweep-<study name>); an interrupted "
                                        "sweep resumes from it")(
-      "threads", po::value(&threads)->default_value(0), "simulations at once (0: all cores)");
+      "threads", po::value(&threads)->default_value(0), "simulations at once (0: all cores)")(
+      "no-cache", "simulate every kernel of every point from scratch (to check the caches: the "
+                  "same results, slower)");
   po::positional_options_description positional;
   positional.add("study", 1);
   const auto vm = parse_options(args, options, positional);
   if (vm.count("help")) {
-    print_help(out, "gpusim sweep STUDY.yaml [--out DIR] [--threads N]",
+    print_help(out, "gpusim sweep STUDY.yaml [--out DIR] [--threads N] [--no-cache]",
                "Runs every point of a design study (configs/studies/) and writes DIR/results.csv\n"
                "(one row per point) and, when the study names a plot, DIR/plot.png.",
                options);
@@ -73,6 +75,7 @@ int sweep_command(const Args& args, const Environment& env, std::ostream& out, s
   SweepOptions o;
   o.out_dir = dir;
   o.threads = threads;
+  o.reuse = vm.count("no-cache") == 0;
   o.progress = env.progress ? &err : nullptr;
   const SweepSummary s = run_sweep(study, env, o);
   out << fmt::format("study {}: {} points ({} simulated, {} from an earlier run) -> {}\n\n", study.name,

@@ -1,6 +1,7 @@
 #include "src/sweep_runner.h"
 
 #include <fmt/format.h>
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 
@@ -234,10 +235,16 @@ SweepSummary run_sweep(const Study& study, const Environment& env, const SweepOp
   std::size_t finished = rows.size();
   progress.update(finished, study.points.size());
   const models::KernelModelRegistry models = models::default_kernel_models();
+  // Points on one chip share kernel outcomes: each thread keeps a cache per chip it has seen.
+  // Cached outcomes are exact, so results do not depend on which thread ran which point.
+  tbb::enumerable_thread_specific<hw::KernelOutcomeCaches> caches;
   auto simulate = [&](std::size_t k) {
     const std::size_t i = pending[k];
     const ResolvedPoint& p = points[i];
-    const RunReport r = simulate_workload(p.hw, p.workload, p.workload_file, study.mode, models);
+    workloads::SimulateOptions sim;
+    sim.reuse = options.reuse;
+    if (options.reuse) sim.cache = &caches.local().for_chip(p.hw);
+    const RunReport r = simulate_workload(p.hw, p.workload, p.workload_file, study.mode, models, sim);
     const std::string line = csv_line(row_of(study, i, r, p.workload));
     const std::lock_guard<std::mutex> guard(lock);
     journal << line << kCompleteMark << "\n" << std::flush;

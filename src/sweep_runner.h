@@ -20,6 +20,7 @@ struct SweepOptions {
   std::filesystem::path out_dir;
   int threads = 0;                  // 0: TBB's default (all cores)
   std::ostream* progress = nullptr;  // a progress line when set
+  bool reuse = true;                 // kernel outcome caches (off: every point from scratch)
 };
 
 struct SweepSummary {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "hw/hardware_spec.h"
@@ -33,7 +34,7 @@ class OpLoweringCache {
  private:
   const hw::HardwareSpec& hw_;
   const models::KernelModelRegistry& models_;
-  std::map<std::string, std::vector<hw::Launch>> lowered_;
+  std::unordered_map<std::string, std::vector<hw::Launch>> lowered_;
 };
 
 class ProgramBuilder {
@@ -81,8 +82,9 @@ class ProgramBuilder {
   std::unique_ptr<OpLoweringCache> own_cache_;
   OpLoweringCache& lowering_;
   KernelDag dag_;
-  std::map<std::string, KernelDag::Vertex> producer_;
-  std::map<std::string, Lifetime> activations_;
+  std::unordered_map<std::string, KernelDag::Vertex> producer_;
+  // Sizes are whole bytes (exact in a double), so the peak does not depend on visiting order.
+  std::unordered_map<std::string, Lifetime> activations_;
   std::int64_t next_id_ = 0;
 };
 

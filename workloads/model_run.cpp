@@ -33,15 +33,14 @@ bool detailed_step(const std::vector<std::pair<std::string, StepShape>>& shapes,
   return i == 0 || shapes[i - 1].first != shapes[i].first || i + 1 == shapes.size();
 }
 
-// The kernel outcome cache a run uses: the caller's when it serves this chip, else `own`.
+}  // namespace
+
 hw::KernelOutcomeCache* outcome_cache(const SimulateOptions& options, const hw::HardwareSpec& hw,
                                       std::optional<hw::KernelOutcomeCache>& own) {
   if (!options.reuse) return nullptr;
   if (options.cache && options.cache->serves(hw)) return options.cache;
   return &own.emplace(hw);
 }
-
-}  // namespace
 
 MemoryFootprint steps_footprint(const ModelWorkload& w, const std::vector<StepProgram>& steps,
                                 const hw::HardwareSpec& hw) {

@@ -54,6 +54,11 @@ struct SimulateOptions {
   hw::KernelOutcomeCache* cache = nullptr;
 };
 
+// The kernel outcome cache a run uses: none without reuse, the caller's when it serves this
+// chip, else `own` (made here).
+hw::KernelOutcomeCache* outcome_cache(const SimulateOptions& options, const hw::HardwareSpec& hw,
+                                      std::optional<hw::KernelOutcomeCache>& own);
+
 ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::LaunchMode mode,
                         const models::KernelModelRegistry& models, const SimulateOptions& options = {});
 
