@@ -78,6 +78,7 @@ int sweep_command(const Args& args, const Environment& env, std::ostream& out, s
   o.reuse = vm.count("no-cache") == 0;
   o.progress = env.progress ? &err : nullptr;
   const SweepSummary s = run_sweep(study, env, o);
+  if (!s.root) return 0;  // rank 0 of an MPI job reports for all
   out << fmt::format("study {}: {} points ({} simulated, {} from an earlier run) -> {}\n\n", study.name,
                      s.points, s.simulated, s.reused, s.csv.string());
   print_results(s.csv, out);

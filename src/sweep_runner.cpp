@@ -15,6 +15,7 @@
 #include "hw/hardware_loader.h"
 #include "sim/error.h"
 #include "src/csv_line.h"
+#include "src/mpi_world.h"
 #include "src/output_files.h"
 #include "src/progress.h"
 #include "src/simulate_workload.h"
@@ -180,6 +181,40 @@ std::map<std::size_t, std::string> read_journal(const std::filesystem::path& fil
   return done;
 }
 
+// The journal's first lines: the study's fingerprint and the header.
+std::string journal_head(const std::string& print, const std::vector<std::string>& header) {
+  return "# gpusim study " + print + "\n" + csv_line(header) + ",complete\n";
+}
+
+// journal.csv and the journals of MPI ranks (journal.rank<R>.csv), in name order.
+std::vector<std::filesystem::path> journal_files(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  if (std::filesystem::exists(dir / kJournal)) files.push_back(dir / kJournal);
+  std::vector<std::filesystem::path> ranks;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("journal.rank", 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == ".csv") {
+      ranks.push_back(e.path());
+    }
+  }
+  std::sort(ranks.begin(), ranks.end());
+  files.insert(files.end(), ranks.begin(), ranks.end());
+  return files;
+}
+
+// Rewrites journal.csv with `rows` and removes the ranks' journals (their rows are in `rows`).
+void write_journal(const std::filesystem::path& dir, const std::filesystem::path& journal,
+                   const std::string& print, const std::vector<std::string>& header,
+                   const std::map<std::size_t, std::string>& rows) {
+  std::ostringstream kept;
+  kept << journal_head(print, header);
+  for (const auto& [i, line] : rows) kept << line << kCompleteMark << "\n";
+  write_file(journal, kept.str());
+  for (const auto& f : journal_files(dir)) {
+    if (f != journal) std::filesystem::remove(f);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> sweep_header(const Study& study) {
@@ -208,38 +243,48 @@ SweepSummary run_sweep(const Study& study, const Environment& env, const SweepOp
     }
   }
 
+  const MpiWorld world;
   std::filesystem::create_directories(options.out_dir);
   const auto header = sweep_header(study);
   const std::string print = fingerprint(study);
   const auto journal_path = options.out_dir / kJournal;
-  std::map<std::size_t, std::string> rows = read_journal(journal_path, study, print, header.size());
+  // Rows of earlier runs: the journal and, after an interrupted MPI run, its ranks' journals.
+  std::map<std::size_t, std::string> rows;
+  for (const auto& file : journal_files(options.out_dir)) rows.merge(read_journal(file, study, print, header.size()));
   SweepSummary summary;
+  summary.root = world.root();
   summary.points = study.points.size();
   summary.reused = rows.size();
 
-  std::vector<std::size_t> pending;
+  // Under MPI each process takes every size-th pending point, from its rank on.
+  std::vector<std::size_t> pending, mine;
   for (std::size_t i = 0; i < study.points.size(); ++i) {
     if (!rows.count(i)) pending.push_back(i);
   }
-  // The journal is rewritten with the rows kept (dropping any cut-short line), then appended to.
-  {
-    std::ostringstream kept;
-    kept << "# gpusim study " << print << "\n" << csv_line(header) << ",complete\n";
-    for (const auto& [i, line] : rows) kept << line << kCompleteMark << "\n";
-    write_file(journal_path, kept.str());
+  for (std::size_t k = static_cast<std::size_t>(world.rank()); k < pending.size(); k += static_cast<std::size_t>(world.size())) {
+    mine.push_back(pending[k]);
   }
-  std::ofstream journal(journal_path, std::ios::app);
-  if (!journal) throw ConfigError(journal_path.string(), 0, "", "cannot write this file");
-  ProgressLine progress(options.progress, fmt::format("study {}", study.name));
+  // Everyone has read the journals before rank 0 rewrites journal.csv with the rows kept
+  // (dropping any cut-short line) and removes the ranks' journals it took them from.
+  world.barrier();
+  if (world.root()) write_journal(options.out_dir, journal_path, print, header, rows);
+  world.barrier();
+  // Each process appends to its own journal: journal.csv for rank 0, journal.rank<R>.csv else.
+  const auto my_journal = world.root() ? journal_path : options.out_dir / fmt::format("journal.rank{}.csv", world.rank());
+  if (!world.root()) write_file(my_journal, journal_head(print, header));
+  std::ofstream journal(my_journal, std::ios::app);
+  if (!journal) throw ConfigError(my_journal.string(), 0, "", "cannot write this file");
+  ProgressLine progress(world.root() ? options.progress : nullptr, fmt::format("study {}", study.name));
   std::mutex lock;
-  std::size_t finished = rows.size();
-  progress.update(finished, study.points.size());
+  std::size_t finished = 0;
+  progress.update(finished, mine.size());
   const models::KernelModelRegistry models = models::default_kernel_models();
   // Points on one chip share kernel outcomes: each thread keeps a cache per chip it has seen.
   // Cached outcomes are exact, so results do not depend on which thread ran which point.
   tbb::enumerable_thread_specific<hw::KernelOutcomeCaches> caches;
+  std::map<std::size_t, std::string> done;  // this process's new rows
   auto simulate = [&](std::size_t k) {
-    const std::size_t i = pending[k];
+    const std::size_t i = mine[k];
     const ResolvedPoint& p = points[i];
     workloads::SimulateOptions sim;
     sim.reuse = options.reuse;
@@ -248,15 +293,42 @@ SweepSummary run_sweep(const Study& study, const Environment& env, const SweepOp
     const std::string line = csv_line(row_of(study, i, r, p.workload));
     const std::lock_guard<std::mutex> guard(lock);
     journal << line << kCompleteMark << "\n" << std::flush;
-    rows[i] = line;
-    progress.update(++finished, study.points.size());
+    done[i] = line;
+    progress.update(++finished, mine.size());
   };
-  std::optional<tbb::global_control> limit;
-  if (options.threads > 0) {
-    limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(options.threads));
+  // An error in one process must not leave the others waiting at the gather: it travels with
+  // the rows, and every process then throws it.
+  std::string failure;
+  try {
+    std::optional<tbb::global_control> limit;
+    if (options.threads > 0) {
+      limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(options.threads));
+    }
+    tbb::parallel_for(std::size_t{0}, mine.size(), simulate);
+  } catch (const std::exception& e) {
+    failure = e.what();
   }
-  tbb::parallel_for(std::size_t{0}, pending.size(), simulate);
+  journal.close();
   summary.simulated = pending.size();
+
+  std::string mine_text = failure.empty() ? "ok\n" : "error\n" + failure;
+  if (failure.empty()) {
+    for (const auto& [i, line] : done) mine_text += std::to_string(i) + "\t" + line + "\n";
+  }
+  const auto gathered = world.gather(mine_text);
+  if (!failure.empty() && !world.root()) throw ModelError(failure);
+  if (!world.root()) return summary;
+  for (const auto& text : gathered) {
+    if (text.rfind("error\n", 0) == 0) throw ModelError(text.substr(6));
+    std::istringstream in(text.substr(3));
+    std::string entry;
+    while (std::getline(in, entry)) {
+      const auto tab = entry.find('\t');
+      rows[std::stoul(entry.substr(0, tab))] = entry.substr(tab + 1);
+    }
+  }
+  // One journal again, as a single process leaves it.
+  if (world.size() > 1) write_journal(options.out_dir, journal_path, print, header, rows);
 
   std::ostringstream csv;
   csv << csv_line(header) << "\n";

@@ -2,7 +2,9 @@
 // and engine), run side by side with TBB. Each finished point is appended at once to a journal
 // in the output folder, so an interrupted sweep resumes without redoing or losing points; the
 // results CSV is then written from the journal in point order, so it is byte-identical
-// whatever the thread count or the order points finished in.
+// whatever the thread count or the order points finished in. Under mpirun the processes share
+// the pending points (each with its own journal, so an interrupted run still resumes), and
+// rank 0 gathers the rows and writes the same files a single process writes.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +26,7 @@ struct SweepOptions {
 };
 
 struct SweepSummary {
+  bool root = true;  // false in MPI processes other than rank 0, which write and print nothing
   std::size_t points = 0, reused = 0, simulated = 0;
   std::filesystem::path csv;
 };

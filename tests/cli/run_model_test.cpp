@@ -175,5 +175,25 @@ TEST(RunModel, BadInputNamesTheKey) {
   EXPECT_NE(a100.err.find("dtype"), std::string::npos) << a100.err;
 }
 
+// The caches change nothing a user sees: the JSON of the shipped generate job (shortened; and of an op
+// workload and an eager decode on a what-if chip) is byte-identical with --no-cache.
+TEST(RunModel, NoCacheGivesByteIdenticalJson) {
+  const auto jobs = config_dir() / "workloads";
+  const std::vector<std::vector<std::string>> runs = {
+      {"run", (jobs / "generate.yaml").string(), "--hw", "h100", "--set", "workload.output_len=12", "--format", "json"},
+      {"run", (jobs / "ops.yaml").string(), "--hw", "h200", "--format", "json"},
+      {"run", (jobs / "decode.yaml").string(), "--hw", "h100", "--mode", "eager", "--set", "hw.l2.size=16MiB",
+       "--set", "workload.batch=3", "--format", "json"},
+  };
+  for (auto args : runs) {
+    const Result cached = run(args);
+    args.push_back("--no-cache");
+    const Result scratch = run(args);
+    ASSERT_EQ(cached.status, 0) << cached.err;
+    ASSERT_EQ(scratch.status, 0) << scratch.err;
+    EXPECT_TRUE(cached.out == scratch.out) << args[1];
+  }
+}
+
 }  // namespace
 }  // namespace gpusim::cli
