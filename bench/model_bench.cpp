@@ -45,6 +45,19 @@ void BM_Llama8bDecodeStepWarm(benchmark::State& state) {
   }
 }
 
+// The engine alone on the step's kernels (lowered once), outcomes known.
+void BM_Llama8bDecodeEngineWarm(benchmark::State& state) {
+  const auto hw = h100();
+  const auto models = gpusim::models::default_kernel_models();
+  const auto w = job("decode");
+  auto steps = gpusim::workloads::build_steps(w, hw, models);
+  const auto nodes = std::move(steps.front().dag).to_nodes();
+  gpusim::hw::KernelOutcomeCache cache(hw);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(gpusim::hw::run_engine(hw, gpusim::hw::LaunchMode::kGraph, nodes, nullptr, &cache));
+  }
+}
+
 void BM_Llama8bDecodeStepFromScratch(benchmark::State& state) {
   const auto hw = h100();
   const auto models = gpusim::models::default_kernel_models();
@@ -76,6 +89,7 @@ void BM_Llama8bPrefill2048(benchmark::State& state) {
 
 BENCHMARK(BM_Llama8bDecodeStep)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Llama8bDecodeStepWarm)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Llama8bDecodeEngineWarm)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Llama8bDecodeStepFromScratch)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Llama8bDecodeLoweringOnly)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Llama8bPrefill2048)->Unit(benchmark::kMillisecond);

@@ -1,8 +1,12 @@
 #include "workloads/model_run.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
+#include <mutex>
 
 namespace gpusim::workloads {
 namespace {
@@ -50,22 +54,50 @@ MemoryFootprint steps_footprint(const ModelWorkload& w, const std::vector<StepPr
 }
 
 // Steps are lowered one at a time and dropped once simulated, so a long generate run holds one
-// step's program at a time.
+// step's program per thread. Each step starts on an idle chip with a cold L2, so steps are
+// independent: with more than one, they run side by side (contiguous runs of steps per thread,
+// each thread with its own caches, which are exact), and the results are the same whatever the
+// thread count. With a caller's cache (a study's point, already in parallel) they run in order.
 ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::LaunchMode mode,
                         const models::KernelModelRegistry& models, const SimulateOptions& options) {
-  std::optional<hw::KernelOutcomeCache> own_cache;
-  hw::KernelOutcomeCache* cache = outcome_cache(options, hw, own_cache);
-  OpLoweringCache lowering(hw, models);
   const auto shapes = step_shapes(w);
-  ModelRun run;
-  double activation_peak = 0;
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
+  std::vector<StepRun> runs(shapes.size());
+  std::vector<double> peaks(shapes.size(), 0.0);
+  std::mutex progress_lock;
+  std::size_t done = 0;
+  auto step = [&](std::size_t i, OpLoweringCache& lowering, hw::KernelOutcomeCache* cache) {
     StepProgram p = build_step(w, shapes[i].first, shapes[i].second, lowering);
-    activation_peak = std::max(activation_peak, p.activation_peak_bytes);
-    run.steps.push_back(run_step(std::move(p), detailed_step(shapes, i), hw, mode, options, cache));
-    if (options.on_step) options.on_step(i + 1, shapes.size());
+    peaks[i] = p.activation_peak_bytes;
+    runs[i] = run_step(std::move(p), detailed_step(shapes, i), hw, mode, options, cache);
+    if (options.on_step) {
+      const std::lock_guard guard(progress_lock);
+      options.on_step(++done, shapes.size());
+    }
+  };
+  if (shapes.size() < 2 || options.cache || !options.parallel_steps) {
+    std::optional<hw::KernelOutcomeCache> own_cache;
+    hw::KernelOutcomeCache* cache = outcome_cache(options, hw, own_cache);
+    OpLoweringCache lowering(hw, models);
+    for (std::size_t i = 0; i < shapes.size(); ++i) step(i, lowering, cache);
+  } else {
+    struct Worker {
+      OpLoweringCache lowering;
+      std::optional<hw::KernelOutcomeCache> cache;
+    };
+    tbb::enumerable_thread_specific<Worker> workers([&] {
+      return Worker{OpLoweringCache(hw, models), options.reuse ? std::optional(hw::KernelOutcomeCache(hw)) : std::nullopt};
+    });
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, shapes.size()),
+        [&](const tbb::blocked_range<std::size_t>& range) {
+          Worker& me = workers.local();
+          for (std::size_t i = range.begin(); i != range.end(); ++i) step(i, me.lowering, me.cache ? &*me.cache : nullptr);
+        },
+        tbb::static_partitioner());
   }
-  run.memory = memory_footprint(w, activation_peak, hw);
+  ModelRun run;
+  run.steps = std::move(runs);
+  run.memory = memory_footprint(w, *std::max_element(peaks.begin(), peaks.end()), hw);
   return run;
 }
 

@@ -51,7 +51,10 @@ struct SimulateOptions {
   // same results, faster. Off only to check the caches against a simulation from scratch.
   bool reuse = true;
   // Shared with other runs on the same chip (a study's points); one of the run's own when null.
+  // Given one, steps run in order on the calling thread (the caller is already parallel).
   hw::KernelOutcomeCache* cache = nullptr;
+  // Simulate a run's steps side by side (TBB); results are the same either way.
+  bool parallel_steps = true;
 };
 
 // The kernel outcome cache a run uses: none without reuse, the caller's when it serves this

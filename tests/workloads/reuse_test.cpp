@@ -1,4 +1,4 @@
-// The caches that make model runs fast must not change a single result: every workload kind
+// The caches (and running steps side by side) must not change a single result: every workload kind
 // (dense and MoE, prefill, decode and generate, hf-eager and fused, sdpa and naive attention,
 // graph and eager launches, what-if chips) is simulated with reuse and from scratch, and every
 // step and every kernel of the detailed steps must agree bit for bit.
@@ -96,10 +96,14 @@ TEST(Reuse, CachedRunsEqualRunsFromScratch) {
     SCOPED_TRACE(c.name);
     const hw::HardwareSpec hw = chip(c.hw, c.overrides);
     const ModelWorkload w = model_workload(c.yaml);
-    SimulateOptions scratch;
+    SimulateOptions scratch;  // one step after the other, every kernel simulated
     scratch.reuse = false;
+    scratch.parallel_steps = false;
     const ModelRun reference = simulate_model(w, hw, c.mode, models, scratch);
-    expect_same_runs(simulate_model(w, hw, c.mode, models), reference);
+    expect_same_runs(simulate_model(w, hw, c.mode, models), reference);  // cached, steps in parallel
+    SimulateOptions parallel_only;
+    parallel_only.reuse = false;
+    expect_same_runs(simulate_model(w, hw, c.mode, models, parallel_only), reference);
     // A cache already warm from another run (as a study's points share one) changes nothing.
     hw::KernelOutcomeCache shared(hw);
     SimulateOptions warm;
