@@ -10,13 +10,16 @@ std::int64_t L2Residency::resident(const std::string& tensor) const {
 }
 
 void L2Residency::touch(const std::string& tensor, std::int64_t bytes) {
-  if (const auto it = index_.find(tensor); it != index_.end()) {
-    used_ -= it->second->bytes;
-    lru_.erase(it->second);
-    index_.erase(it);
+  // The touched tensor moves to the front with nothing resident, then the least recently used
+  // others make room for what it keeps (it is never its own victim).
+  auto found = index_.find(tensor);
+  if (found != index_.end()) {
+    used_ -= found->second->bytes;
+    found->second->bytes = 0;
+    lru_.splice(lru_.begin(), lru_, found->second);
   }
   const std::int64_t keep = std::min(bytes, capacity_);
-  while (used_ + keep > capacity_ && !lru_.empty()) {
+  while (used_ + keep > capacity_ && lru_.size() > (found != index_.end() ? 1u : 0u)) {
     Entry& victim = lru_.back();
     const std::int64_t evict = std::min(victim.bytes, used_ + keep - capacity_);
     victim.bytes -= evict;
@@ -26,9 +29,18 @@ void L2Residency::touch(const std::string& tensor, std::int64_t bytes) {
       lru_.pop_back();
     }
   }
-  if (keep <= 0) return;
-  lru_.push_front(Entry{tensor, keep});
-  index_[tensor] = lru_.begin();
+  if (keep <= 0) {
+    if (found != index_.end()) {
+      lru_.pop_front();
+      index_.erase(found);
+    }
+    return;
+  }
+  if (found == index_.end()) {
+    lru_.push_front(Entry{tensor, 0});
+    index_.emplace(tensor, lru_.begin());
+  }
+  lru_.front().bytes = keep;
   used_ += keep;
 }
 

@@ -10,28 +10,41 @@ namespace gpusim::workloads {
 
 KernelDag::Vertex KernelDag::add(hw::Launch launch, std::string op, const std::vector<Vertex>& deps,
                                  std::optional<KernelSemantics> semantics) {
-  Graph& g = *graph_;
-  const Vertex v = boost::add_vertex(g);
-  vertices_.push_back(KernelVertex{std::move(launch), std::move(op), std::move(semantics)});
-  for (const Vertex d : deps) {
-    if (d >= v) throw ModelError(fmt::format("kernel DAG: vertex {} depends on later vertex {}", v, d));
-    if (!boost::edge(d, v, g).second) boost::add_edge(d, v, g);
+  const Vertex v = vertices_.size();
+  std::vector<Vertex> producers = deps;
+  std::sort(producers.begin(), producers.end());
+  producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
+  if (!producers.empty() && producers.back() >= v) {
+    throw ModelError(fmt::format("kernel DAG: vertex {} depends on later vertex {}", v, producers.back()));
   }
+  vertices_.push_back(KernelVertex{std::move(launch), std::move(op), std::move(semantics)});
+  deps_.push_back(std::move(producers));
   return v;
+}
+
+std::size_t KernelDag::edge_count() const {
+  std::size_t n = 0;
+  for (const auto& d : deps_) n += d.size();
+  return n;
+}
+
+KernelDag::Graph KernelDag::graph() const {
+  Graph g(vertices_.size());
+  for (Vertex v = 0; v < deps_.size(); ++v) {
+    for (const Vertex d : deps_[v]) boost::add_edge(d, v, g);
+  }
+  return g;
 }
 
 namespace {
 template <class Vertices, class TakeLaunch>
-std::vector<hw::KernelNode> nodes_of(const KernelDag::Graph& graph, Vertices& vertices, TakeLaunch take) {
+std::vector<hw::KernelNode> nodes_of(Vertices& vertices, const std::vector<std::vector<KernelDag::Vertex>>& deps,
+                                     TakeLaunch take) {
   std::vector<hw::KernelNode> nodes;
-  const auto n = boost::num_vertices(graph);
-  nodes.reserve(n);
-  for (KernelDag::Vertex v = 0; v < n; ++v) {
+  nodes.reserve(vertices.size());
+  for (std::size_t v = 0; v < vertices.size(); ++v) {
     hw::KernelNode node{take(vertices[v].launch), vertices[v].op, 0, {}};
-    for (auto [e, end] = boost::in_edges(v, graph); e != end; ++e) {
-      node.deps.push_back(static_cast<int>(boost::source(*e, graph)));
-    }
-    std::sort(node.deps.begin(), node.deps.end());  // edge order is not part of the contract
+    node.deps.assign(deps[v].begin(), deps[v].end());
     nodes.push_back(std::move(node));
   }
   return nodes;
@@ -39,11 +52,11 @@ std::vector<hw::KernelNode> nodes_of(const KernelDag::Graph& graph, Vertices& ve
 }  // namespace
 
 std::vector<hw::KernelNode> KernelDag::to_nodes() const& {
-  return nodes_of(*graph_, vertices_, [](const hw::Launch& l) { return l; });
+  return nodes_of(vertices_, deps_, [](const hw::Launch& l) { return l; });
 }
 
 std::vector<hw::KernelNode> KernelDag::to_nodes() && {
-  return nodes_of(*graph_, vertices_, [](hw::Launch& l) { return std::move(l); });
+  return nodes_of(vertices_, deps_, [](hw::Launch& l) { return std::move(l); });
 }
 
 }  // namespace gpusim::workloads

@@ -1,12 +1,12 @@
 // The kernel DAG a transformer phase lowers to: vertices are kernel launches (with the
 // framework op they belong to), edges are data dependencies (producer -> consumer). It is a
-// Boost.Graph adjacency list; the engine schedules it through to_nodes().
+// list of vertices with their producers (a Boost.Graph view on request); the engine schedules it
+// through to_nodes().
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,8 +37,6 @@ struct KernelVertex {
 
 class KernelDag {
  public:
-  // The dependency structure; the kernels themselves sit beside it, by vertex index (a Boost
-  // vertex property would be copied each time the vertex storage grows).
   using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
   using Vertex = Graph::vertex_descriptor;
 
@@ -46,11 +44,20 @@ class KernelDag {
   // and insertion order is a topological order).
   Vertex add(hw::Launch launch, std::string op, const std::vector<Vertex>& deps,
              std::optional<KernelSemantics> semantics = std::nullopt);
+  // Room for `n` vertices (a step's size is known from the step before).
+  void reserve(std::size_t n) {
+    vertices_.reserve(n);
+    deps_.reserve(n);
+  }
 
   std::size_t size() const { return vertices_.size(); }
-  std::size_t edge_count() const { return boost::num_edges(*graph_); }
-  const Graph& graph() const { return *graph_; }
+  std::size_t edge_count() const;
   const KernelVertex& operator[](Vertex v) const { return vertices_[v]; }
+  // A vertex's producers, ascending, each once.
+  const std::vector<Vertex>& deps(Vertex v) const { return deps_[v]; }
+  // The DAG as a Boost.Graph (producer -> consumer edges), for graph algorithms. Built on
+  // request: building a step's program is on the simulator's hot path and needs only the lists.
+  Graph graph() const;
 
   // The engine's input: one node per vertex in insertion order, on one stream (eager PyTorch
   // launches everything on the current stream), with each vertex's producers as dependencies.
@@ -59,9 +66,8 @@ class KernelDag {
   std::vector<hw::KernelNode> to_nodes() &&;
 
  private:
-  // Behind a pointer so that moving a DAG moves it (Boost's adjacency_list copies on move).
-  std::unique_ptr<Graph> graph_ = std::make_unique<Graph>();
-  std::vector<KernelVertex> vertices_;  // by vertex index
+  std::vector<KernelVertex> vertices_;     // by vertex index
+  std::vector<std::vector<Vertex>> deps_;  // by vertex index
 };
 
 }  // namespace gpusim::workloads

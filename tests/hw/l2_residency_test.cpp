@@ -1,0 +1,80 @@
+// L2 residency: least recently used out, partial residency of the oldest tensor, against a plain
+// reference (a list rebuilt on every touch) over long random sequences of touches.
+#include "hw/l2_residency.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+namespace gpusim::hw {
+namespace {
+
+// The rule, written as plainly as possible: the touched tensor leaves the list, the oldest
+// tensors give up bytes (the oldest first) until what it keeps fits, and it goes in front.
+class ReferenceL2 {
+ public:
+  explicit ReferenceL2(std::int64_t capacity) : capacity_(capacity) {}
+  std::int64_t resident(const std::string& t) const {
+    for (const auto& [name, bytes] : lru_) {
+      if (name == t) return bytes;
+    }
+    return 0;
+  }
+  void touch(const std::string& t, std::int64_t bytes) {
+    std::erase_if(lru_, [&](const auto& e) { return e.first == t; });
+    const std::int64_t keep = std::min(bytes, capacity_);
+    std::int64_t used = 0;
+    for (const auto& e : lru_) used += e.second;
+    while (used + keep > capacity_ && !lru_.empty()) {
+      const std::int64_t evict = std::min(lru_.back().second, used + keep - capacity_);
+      lru_.back().second -= evict;
+      used -= evict;
+      if (lru_.back().second == 0) lru_.pop_back();
+    }
+    if (keep > 0) lru_.insert(lru_.begin(), {t, keep});
+  }
+
+ private:
+  std::int64_t capacity_;
+  std::vector<std::pair<std::string, std::int64_t>> lru_;  // front: most recent
+};
+
+TEST(L2Residency, MatchesThePlainRuleOnRandomTouches) {
+  for (const std::int64_t capacity : {1000, 4096, 50000}) {
+    std::mt19937_64 random(static_cast<std::uint64_t>(capacity));
+    L2Residency l2(capacity);
+    ReferenceL2 reference(capacity);
+    for (int step = 0; step < 5000; ++step) {
+      const std::string t = "t" + std::to_string(random() % 40);
+      // Mostly small tensors, some larger than the whole cache, some empty.
+      const std::int64_t bytes = random() % 10 == 0 ? static_cast<std::int64_t>(random() % (3 * capacity))
+                                 : random() % 25 == 0 ? 0
+                                                      : static_cast<std::int64_t>(random() % (capacity / 4));
+      l2.touch(t, bytes);
+      reference.touch(t, bytes);
+      for (int k = 0; k < 40; ++k) {
+        const std::string name = "t" + std::to_string(k);
+        ASSERT_EQ(l2.resident(name), reference.resident(name)) << "step " << step << ", " << name;
+      }
+    }
+  }
+}
+
+TEST(L2Residency, KeepsTheMostRecentBytesOfATensorLargerThanTheCache) {
+  L2Residency l2(100);
+  l2.touch("a", 60);
+  l2.touch("b", 30);
+  EXPECT_EQ(l2.resident("a"), 60);
+  l2.touch("c", 50);  // evicts 40 bytes of a, the oldest
+  EXPECT_EQ(l2.resident("a"), 20);
+  EXPECT_EQ(l2.resident("b"), 30);
+  l2.touch("a", 500);  // a again, larger than everything: only its last 100 bytes stay
+  EXPECT_EQ(l2.resident("a"), 100);
+  EXPECT_EQ(l2.resident("b"), 0);
+  EXPECT_EQ(l2.resident("c"), 0);
+}
+
+}  // namespace
+}  // namespace gpusim::hw
