@@ -9,11 +9,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "hw/hardware_spec.h"
 #include "hw/launch.h"
+#include "models/families.h"
 #include "models/kernel_model.h"
 #include "models/op.h"
 #include "workloads/kernel_dag.h"
@@ -30,11 +32,16 @@ class OpLoweringCache {
       : hw_(hw), models_(models) {}
   const hw::HardwareSpec& hw() const { return hw_; }
   const std::vector<hw::Launch>& lower(const models::Op& op);
+  // models::lower_elementwise(p, hw, ""), lowered once per shape (its tensors stand in as
+  // placeholders) and given p's tensor names on each use.
+  std::vector<hw::Launch> lower_elementwise(const models::ElementwiseProblem& p);
 
  private:
   const hw::HardwareSpec& hw_;
   const models::KernelModelRegistry& models_;
   std::unordered_map<std::string, std::vector<hw::Launch>> lowered_;
+  using ElementwiseKey = std::tuple<models::EwFunc, std::int64_t, hw::DType, hw::DType, bool, std::int64_t, std::size_t>;
+  std::map<ElementwiseKey, std::vector<hw::Launch>> elementwise_;
 };
 
 class ProgramBuilder {
@@ -46,6 +53,7 @@ class ProgramBuilder {
   explicit ProgramBuilder(OpLoweringCache& lowering) : lowering_(lowering) {}
 
   const hw::HardwareSpec& hw() const { return lowering_.hw(); }
+  OpLoweringCache& lowering() { return lowering_; }
 
 
   // A tensor that outlives the step (a weight, the KV cache): never counted as an activation.

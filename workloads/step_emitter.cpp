@@ -73,7 +73,7 @@ TensorUse StepEmitter::pointwise(const std::string& label, EwFunc f, std::int64_
   if (sem.what.empty()) sem.what = ew_name(f);
   if (sem.inputs.empty()) sem.inputs = p.inputs;
   sem.output = y.tensor;
-  b_.emit(label, models::lower_elementwise(p, b_.hw(), ""), std::move(sem));
+  b_.emit(label, b_.lowering().lower_elementwise(p), std::move(sem));
   return y;
 }
 
