@@ -6,6 +6,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <exception>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -226,9 +227,23 @@ std::vector<std::string> sweep_header(const Study& study) {
 
 SweepSummary run_sweep(const Study& study, const Environment& env, const SweepOptions& options) {
   const hw::PresetCatalog catalog(env.config_dir / "hw");
+  // Points load their hardware and workload files side by side; the first bad one (in point
+  // order, whatever the threads did) is the error reported.
+  std::vector<std::optional<ResolvedPoint>> loaded(study.points.size());
+  std::vector<std::exception_ptr> errors(study.points.size());
+  tbb::parallel_for(std::size_t{0}, study.points.size(), [&](std::size_t i) {
+    try {
+      loaded[i] = resolve(study, study.points[i], env, catalog);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  });
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
   std::vector<ResolvedPoint> points;
   points.reserve(study.points.size());
-  for (const auto& p : study.points) points.push_back(resolve(study, p, env, catalog));
+  for (auto& p : loaded) points.push_back(std::move(*p));
   for (const auto& m : study.metrics) {  // METRIC/AXIS needs a number on that axis
     const auto slash = m.find('/');
     if (slash == std::string::npos) continue;
