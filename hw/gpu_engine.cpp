@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <optional>
-#include <set>
+#include <map>
 #include <tuple>
 
 #include "hw/kernel_outcome_cache.h"
@@ -115,8 +115,7 @@ class Engine {
         throw ModelError(fmt::format("kernel {}: its CTA classes ({}) do not add up to its grid ({})",
                                      l.name, classes_total, l.cta_count()));
       }
-      const BlockResources block{static_cast<int>(l.block.count()), l.regs_per_thread, l.smem_per_cta};
-      k.occupancy = compute_occupancy(hw_.sm, block);
+      k.occupancy = occupancy_of(l);
       if (!k.occupancy.does_not_fit.empty()) {
         throw ModelError(fmt::format("kernel {} cannot run on {}: {}", l.name, hw_.name,
                                      k.occupancy.does_not_fit));
@@ -137,12 +136,15 @@ class Engine {
                         : sim::Time();
       init_result(k);
 
-      std::set<int> deps(nodes[i].deps.begin(), nodes[i].deps.end());
+      std::vector<int>& deps = deps_scratch_;
+      deps.assign(nodes[i].deps.begin(), nodes[i].deps.end());
       const int stream = nodes[i].stream;
       if (stream < 0) throw ModelError("kernel " + l.name + ": negative stream");
       if (static_cast<int>(last_in_stream.size()) <= stream) last_in_stream.resize(stream + 1, -1);
-      if (last_in_stream[stream] >= 0) deps.insert(last_in_stream[stream]);
+      if (last_in_stream[stream] >= 0) deps.push_back(last_in_stream[stream]);
       last_in_stream[stream] = static_cast<int>(i);
+      std::sort(deps.begin(), deps.end());
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
       for (const int d : deps) {
         if (d < 0 || d >= static_cast<int>(i)) {
           throw ModelError(fmt::format("kernel {} depends on node {}, which is not earlier", l.name, d));
@@ -155,6 +157,17 @@ class Engine {
         sim_.at(k.host_time, kReady, [this, index] { on_ready(index); });
       }
     }
+  }
+
+  // The occupancy rules for a launch's block; a step repeats a few block shapes many times.
+  const Occupancy& occupancy_of(const Launch& l) {
+    const auto key = std::make_tuple(l.block.count(), l.regs_per_thread, l.smem_per_cta);
+    auto it = occupancies_.find(key);
+    if (it == occupancies_.end()) {
+      const BlockResources block{static_cast<int>(l.block.count()), l.regs_per_thread, l.smem_per_cta};
+      it = occupancies_.emplace(key, compute_occupancy(hw_.sm, block)).first;
+    }
+    return it->second;
   }
 
   void init_result(KernelState& k) {
@@ -693,6 +706,8 @@ class Engine {
   std::vector<int> run_class_, run_count_;  // scratch for place_ctas, per SM
   std::vector<Run> runs_;                   // scratch for place_ctas
   std::vector<int> taken_;  // scratch: registers one SM's CTAs took, per sub-partition
+  std::vector<int> deps_scratch_;  // scratch for prepare
+  std::map<std::tuple<std::int64_t, int, std::int64_t>, Occupancy> occupancies_;  // by block resources
   // Scratch for recompute_rates, kept to avoid allocating on every event.
   std::vector<std::array<int, kPipeCount>> users_scratch_;
   std::vector<int> ids_scratch_;
