@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 namespace gpusim::workloads {
 
@@ -41,7 +42,7 @@ hw::TensorUse ProgramBuilder::state(const std::string& name, double bytes) {
 }
 
 hw::TensorUse ProgramBuilder::activation(const std::string& name, double bytes) {
-  const std::string unique = fmt::format("{}#{}", name, next_id_++);
+  const std::string unique = name + "#" + std::to_string(next_id_++);
   activations_[unique].bytes = bytes;
   return hw::TensorUse{unique, static_cast<std::int64_t>(bytes)};
 }
@@ -80,14 +81,19 @@ void ProgramBuilder::emit_op(const std::string& label, const models::Op& op,
                              std::optional<KernelSemantics> semantics) {
   const std::string tag = new_tag();
   std::vector<hw::Launch> launches = lowering_.lower(op);
+  // The model's tensors were lowered as "#.<local>": a named local becomes the program's
+  // tensor, the others "<tag>.<local>" (as emit_renamed would make them).
   for (auto& l : launches) {
     for (auto* uses : {&l.reads, &l.writes}) {
       for (auto& u : *uses) {
-        if (u.tensor.rfind("#.", 0) == 0) u.tensor = tag + u.tensor.substr(1);
+        if (u.tensor.rfind("#.", 0) != 0) continue;
+        const std::string_view local = std::string_view(u.tensor).substr(2);
+        const auto named = std::find_if(names.begin(), names.end(), [&](const auto& n) { return n.first == local; });
+        u.tensor = named != names.end() ? named->second.tensor : tag + "." + std::string(local);
       }
     }
   }
-  emit_renamed(label, tag, std::move(launches), names, std::move(semantics));
+  emit(label, std::move(launches), std::move(semantics));
 }
 
 void ProgramBuilder::emit_renamed(const std::string& label, const std::string& tag,
