@@ -6,6 +6,7 @@
 #include <tbb/partitioner.h>
 
 #include <algorithm>
+#include <exception>
 #include <mutex>
 
 namespace gpusim::workloads {
@@ -87,13 +88,26 @@ ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::
     tbb::enumerable_thread_specific<Worker> workers([&] {
       return Worker{OpLoweringCache(hw, models), options.reuse ? std::optional(hw::KernelOutcomeCache(hw)) : std::nullopt};
     });
+    // A step that fails (a kernel the chip cannot run) is reported as the serial run would: the
+    // first failing step's error, whichever thread met it first.
+    std::vector<std::exception_ptr> errors(shapes.size());
     tbb::parallel_for(
         tbb::blocked_range<std::size_t>(0, shapes.size()),
         [&](const tbb::blocked_range<std::size_t>& range) {
           Worker& me = workers.local();
-          for (std::size_t i = range.begin(); i != range.end(); ++i) step(i, me.lowering, me.cache ? &*me.cache : nullptr);
+          for (std::size_t i = range.begin(); i != range.end(); ++i) {
+            try {
+              step(i, me.lowering, me.cache ? &*me.cache : nullptr);
+            } catch (...) {
+              errors[i] = std::current_exception();
+              return;  // the rest of this thread's steps would fail alike or not be reported
+            }
+          }
         },
         tbb::static_partitioner());
+    for (const auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
   }
   ModelRun run;
   run.steps = std::move(runs);
