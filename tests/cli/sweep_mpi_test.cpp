@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/wait.h>
+
 #include "src/mpi_world.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/temp_files.h"
@@ -95,6 +97,29 @@ TEST(SweepMpi, TwoProcessesWriteWhatOneWrites) {
   // The same study resumed by two processes simulates nothing.
   ASSERT_EQ(std::system(command.c_str()), 0) << read(dir.path() / "mpi.log");
   EXPECT_NE(read(dir.path() / "mpi.log").find("(0 simulated, 8 from an earlier run)"), std::string::npos);
+}
+
+// A point that fails in one process (a kernel the chip cannot run) ends every process with the
+// error, and none waits for the others forever.
+TEST(SweepMpi, AnErrorInOneProcessEndsThemAll) {
+  if (!built_with_mpi()) GTEST_SKIP() << "built without MPI (libopenmpi-dev not found at configure time)";
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun on PATH";
+  TempDir dir;
+  dir.write("prefill.yaml",
+            "model: {layers: 2, d_model: 512, heads: 8, kv_heads: 2, d_ff: 1024, vocab: 2000, norm: rmsnorm, "
+            "activation: swiglu, positions: rope}\nphase: prefill\nbatch: 1\nseq_len: 256\ndtype: bf16\n");
+  const auto s = dir.write("study.yaml",
+                           "name: err\nworkload: prefill.yaml\nhw: h100\n"
+                           "grid:\n  hw.sm.shared_memory_per_cta: [227KiB, 48KiB]\n  workload.batch: [1, 2, 3]\n");
+  const auto log = dir.path() / "mpi.log";
+  const std::string command =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
+      "ASAN_OPTIONS=detect_leaks=0 timeout 120 mpirun -np 2 " GPUSIM_BINARY " sweep " + s.string() + " --out " +
+      (dir.path() / "out").string() + " --threads 1 > " + log.string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  ASSERT_NE(status, 0) << read(log);
+  EXPECT_NE(WEXITSTATUS(status), 124) << "timed out: a process waited for the others\n" << read(log);
+  EXPECT_NE(read(log).find("cannot run on h100-sxm5"), std::string::npos) << read(log);
 }
 
 }  // namespace
