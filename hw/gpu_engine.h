@@ -8,7 +8,8 @@
 // at rates set by its share of the SM's pipes (tensor, FP32, SFU) and of the chip's L2 and
 // DRAM bandwidth (sim/fair_share.h), recomputed whenever a cohort starts or finishes.
 // L2 residency persists across kernels: a kernel reading what an earlier one left in L2 does
-// not pay DRAM for those bytes.
+// not pay DRAM for those bytes. A kernel that runs alone (idle chip, nothing else pending) may
+// be replayed from a cached outcome instead (hw/kernel_outcome_cache.h).
 #pragma once
 
 #include <cstdint>

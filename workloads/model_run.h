@@ -1,6 +1,9 @@
 // Simulating a model-level workload: every step's kernel DAG runs on the engine (each step
 // starts on an idle GPU, as consecutive steps of eager PyTorch are separated by host work);
 // per-step totals are kept for all steps, kernel-level results for the representative ones.
+// Steps are independent, so they are lowered one at a time and simulated side by side, and
+// kernels that run alone replay outcomes simulated before (hw/kernel_outcome_cache.h); neither
+// changes a result.
 #pragma once
 
 #include <cstdint>
