@@ -22,50 +22,43 @@ gpusim::workloads::ModelWorkload job(const std::string& name) {
       kRepo / "configs" / "workloads" / (name + ".yaml"), {}, kRepo / "configs" / "models"));
 }
 
-void BM_Llama8bDecodeStep(benchmark::State& state) {
+// Simulates the shipped job `name` once per iteration with `options` (whose cache, when set, stays
+// warm across iterations).
+void simulate_job(benchmark::State& state, const std::string& name,
+                  const gpusim::workloads::SimulateOptions& options = {}) {
   const auto hw = h100();
   const auto models = gpusim::models::default_kernel_models();
-  const auto w = job("decode");
+  const auto w = job(name);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(gpusim::workloads::simulate_model(w, hw, gpusim::hw::LaunchMode::kGraph, models));
+    benchmark::DoNotOptimize(gpusim::workloads::simulate_model(w, hw, gpusim::hw::LaunchMode::kGraph, models, options));
   }
 }
+
+void BM_Llama8bDecodeStep(benchmark::State& state) { simulate_job(state, "decode"); }
 
 // The same step with kernel outcomes already known (as for every step of a generate run after
 // the first, and for a study's points on one chip): lowering, L2 tracking, cache look-ups.
 void BM_Llama8bDecodeStepWarm(benchmark::State& state) {
-  const auto hw = h100();
-  const auto models = gpusim::models::default_kernel_models();
-  const auto w = job("decode");
-  gpusim::hw::KernelOutcomeCache cache(hw);
+  gpusim::hw::KernelOutcomeCache cache(h100());
   gpusim::workloads::SimulateOptions options;
   options.cache = &cache;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(gpusim::workloads::simulate_model(w, hw, gpusim::hw::LaunchMode::kGraph, models, options));
-  }
+  simulate_job(state, "decode", options);
+}
+
+void BM_Llama8bDecodeStepFromScratch(benchmark::State& state) {
+  gpusim::workloads::SimulateOptions options;
+  options.reuse = false;
+  simulate_job(state, "decode", options);
 }
 
 // The engine alone on the step's kernels (lowered once), outcomes known.
 void BM_Llama8bDecodeEngineWarm(benchmark::State& state) {
   const auto hw = h100();
-  const auto models = gpusim::models::default_kernel_models();
-  const auto w = job("decode");
-  auto steps = gpusim::workloads::build_steps(w, hw, models);
+  auto steps = gpusim::workloads::build_steps(job("decode"), hw, gpusim::models::default_kernel_models());
   const auto nodes = std::move(steps.front().dag).to_nodes();
   gpusim::hw::KernelOutcomeCache cache(hw);
   for (auto _ : state) {
     benchmark::DoNotOptimize(gpusim::hw::run_engine(hw, gpusim::hw::LaunchMode::kGraph, nodes, nullptr, &cache));
-  }
-}
-
-void BM_Llama8bDecodeStepFromScratch(benchmark::State& state) {
-  const auto hw = h100();
-  const auto models = gpusim::models::default_kernel_models();
-  const auto w = job("decode");
-  gpusim::workloads::SimulateOptions options;
-  options.reuse = false;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(gpusim::workloads::simulate_model(w, hw, gpusim::hw::LaunchMode::kGraph, models, options));
   }
 }
 
@@ -76,14 +69,7 @@ void BM_Llama8bDecodeLoweringOnly(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(gpusim::workloads::build_steps(w, hw, models));
 }
 
-void BM_Llama8bPrefill2048(benchmark::State& state) {
-  const auto hw = h100();
-  const auto models = gpusim::models::default_kernel_models();
-  const auto w = job("prefill");
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(gpusim::workloads::simulate_model(w, hw, gpusim::hw::LaunchMode::kGraph, models));
-  }
-}
+void BM_Llama8bPrefill2048(benchmark::State& state) { simulate_job(state, "prefill"); }
 
 }  // namespace
 

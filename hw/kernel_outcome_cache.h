@@ -38,7 +38,6 @@ class KernelOutcomeCache {
   explicit KernelOutcomeCache(const HardwareSpec& hw) : hw_(hw) {}
 
   bool serves(const HardwareSpec& hw) const { return same_timing(hw_, hw); }
-  const HardwareSpec& hw() const { return hw_; }
 
   // The outcome of `launch` alone on the chip when `read_miss` of its input bytes miss in L2.
   const SoloOutcome* find(const Launch& launch, double read_miss);
@@ -46,7 +45,6 @@ class KernelOutcomeCache {
 
   std::size_t size() const { return size_; }
   std::uint64_t hits() const { return hits_; }
-  std::uint64_t misses() const { return misses_; }
 
  private:
   struct Entry {
@@ -60,7 +58,7 @@ class KernelOutcomeCache {
   std::unordered_map<std::uint64_t, std::vector<Entry>> entries_;  // by key hash
   std::vector<std::uint64_t> scratch_;
   std::size_t size_ = 0;
-  std::uint64_t hits_ = 0, misses_ = 0;
+  std::uint64_t hits_ = 0;
 };
 
 // One cache per chip, for a caller that simulates several (a study's points, a report's grid):

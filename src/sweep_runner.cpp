@@ -291,8 +291,10 @@ SweepSummary run_sweep(const Study& study, const Environment& env, const SweepOp
   if (!journal) throw ConfigError(my_journal.string(), 0, "", "cannot write this file");
   ProgressLine progress(world.root() ? options.progress : nullptr, fmt::format("study {}", study.name));
   std::mutex lock;
-  std::size_t finished = 0;
-  progress.update(finished, mine.size());
+  // Rank 0 shows the points already in the journals and its own share.
+  const std::size_t shown = rows.size() + mine.size();
+  std::size_t finished = rows.size();
+  progress.update(finished, shown);
   const models::KernelModelRegistry models = models::default_kernel_models();
   // Points on one chip share kernel outcomes: each thread keeps a cache per chip it has seen.
   // Cached outcomes are exact, so results do not depend on which thread ran which point.
@@ -309,11 +311,12 @@ SweepSummary run_sweep(const Study& study, const Environment& env, const SweepOp
     const std::lock_guard<std::mutex> guard(lock);
     journal << line << kCompleteMark << "\n" << std::flush;
     done[i] = line;
-    progress.update(++finished, mine.size());
+    progress.update(++finished, shown);
   };
-  // An error in one process must not leave the others waiting at the gather: it travels with
-  // the rows, and every process then throws it.
-  std::string failure;
+  // An error in one process must not leave the others waiting at the gather: its text travels
+  // with the rows, and every process then throws (its own error as it was raised).
+  std::exception_ptr failure;
+  std::string failure_text;
   try {
     std::optional<tbb::global_control> limit;
     if (options.threads > 0) {
@@ -321,17 +324,18 @@ SweepSummary run_sweep(const Study& study, const Environment& env, const SweepOp
     }
     tbb::parallel_for(std::size_t{0}, mine.size(), simulate);
   } catch (const std::exception& e) {
-    failure = e.what();
+    failure = std::current_exception();
+    failure_text = e.what();
   }
   journal.close();
   summary.simulated = pending.size();
 
-  std::string mine_text = failure.empty() ? "ok\n" : "error\n" + failure;
-  if (failure.empty()) {
+  std::string mine_text = failure ? "error\n" + failure_text : "ok\n";
+  if (!failure) {
     for (const auto& [i, line] : done) mine_text += std::to_string(i) + "\t" + line + "\n";
   }
   const auto gathered = world.gather(mine_text);
-  if (!failure.empty() && !world.root()) throw ModelError(failure);
+  if (failure) std::rethrow_exception(failure);
   if (!world.root()) return summary;
   for (const auto& text : gathered) {
     if (text.rfind("error\n", 0) == 0) throw ModelError(text.substr(6));

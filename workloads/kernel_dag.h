@@ -44,11 +44,6 @@ class KernelDag {
   // and insertion order is a topological order).
   Vertex add(hw::Launch launch, std::string op, const std::vector<Vertex>& deps,
              std::optional<KernelSemantics> semantics = std::nullopt);
-  // Room for `n` vertices (a step's size is known from the step before).
-  void reserve(std::size_t n) {
-    vertices_.reserve(n);
-    deps_.reserve(n);
-  }
 
   std::size_t size() const { return vertices_.size(); }
   std::size_t edge_count() const;

@@ -7,36 +7,6 @@
 
 namespace gpusim::workloads {
 
-const std::vector<hw::Launch>& OpLoweringCache::lower(const models::Op& op) {
-  const std::string key = models::describe(op);
-  auto cached = lowered_.find(key);
-  if (cached == lowered_.end()) cached = lowered_.emplace(key, models_.lower(op, hw_, "#")).first;
-  return cached->second;
-}
-
-std::vector<hw::Launch> OpLoweringCache::lower_elementwise(const models::ElementwiseProblem& p) {
-  // Placeholders no program tensor is named: a control character, then the operand.
-  static constexpr char kMark = '\x1f';
-  const ElementwiseKey key{p.func, p.n, p.in, p.out, p.strided, p.mask_bytes, p.inputs.size()};
-  auto cached = elementwise_.find(key);
-  if (cached == elementwise_.end()) {
-    models::ElementwiseProblem shape = p;
-    for (std::size_t i = 0; i < shape.inputs.size(); ++i) shape.inputs[i] = std::string(1, kMark) + std::to_string(i);
-    shape.output = std::string(1, kMark) + "out";
-    cached = elementwise_.emplace(key, models::lower_elementwise(shape, hw_, "")).first;
-  }
-  std::vector<hw::Launch> launches = cached->second;
-  for (auto& l : launches) {
-    for (auto* uses : {&l.reads, &l.writes}) {
-      for (auto& u : *uses) {
-        if (u.tensor.empty() || u.tensor[0] != kMark) continue;
-        u.tensor = u.tensor == std::string(1, kMark) + "out" ? p.output : p.inputs[std::stoul(u.tensor.substr(1))];
-      }
-    }
-  }
-  return launches;
-}
-
 hw::TensorUse ProgramBuilder::state(const std::string& name, double bytes) {
   return hw::TensorUse{name, static_cast<std::int64_t>(bytes)};
 }
@@ -79,10 +49,10 @@ void ProgramBuilder::emit(const std::string& label, std::vector<hw::Launch> laun
 void ProgramBuilder::emit_op(const std::string& label, const models::Op& op,
                              const std::map<std::string, hw::TensorUse>& names,
                              std::optional<KernelSemantics> semantics) {
-  const std::string tag = new_tag();
+  const std::string tag = "k" + std::to_string(next_id_++);
   std::vector<hw::Launch> launches = lowering_.lower(op);
   // The model's tensors were lowered as "#.<local>": a named local becomes the program's
-  // tensor, the others "<tag>.<local>" (as emit_renamed would make them).
+  // tensor, the others "<tag>.<local>".
   for (auto& l : launches) {
     for (auto* uses : {&l.reads, &l.writes}) {
       for (auto& u : *uses) {
@@ -92,25 +62,6 @@ void ProgramBuilder::emit_op(const std::string& label, const models::Op& op,
         u.tensor = named != names.end() ? named->second.tensor : tag + "." + std::string(local);
       }
     }
-  }
-  emit(label, std::move(launches), std::move(semantics));
-}
-
-void ProgramBuilder::emit_renamed(const std::string& label, const std::string& tag,
-                                  std::vector<hw::Launch> launches,
-                                  const std::map<std::string, hw::TensorUse>& names,
-                                  std::optional<KernelSemantics> semantics) {
-  const auto rename = [&](std::vector<hw::TensorUse>& uses) {
-    for (auto& u : uses) {
-      if (u.tensor.rfind(tag + ".", 0) != 0) continue;
-      if (const auto it = names.find(u.tensor.substr(tag.size() + 1)); it != names.end()) {
-        u.tensor = it->second.tensor;
-      }
-    }
-  };
-  for (auto& l : launches) {
-    rename(l.reads);
-    rename(l.writes);
   }
   emit(label, std::move(launches), std::move(semantics));
 }

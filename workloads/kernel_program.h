@@ -6,55 +6,27 @@
 
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "hw/hardware_spec.h"
 #include "hw/launch.h"
-#include "models/families.h"
 #include "models/kernel_model.h"
 #include "models/op.h"
 #include "workloads/kernel_dag.h"
+#include "workloads/op_lowering_cache.h"
 
 namespace gpusim::workloads {
 
-// Launches per op (by models::describe), lowered once under the tag "#": the 32 layers of a
-// model repeat the same ops, and so do the steps of a generate run; GEMM tile choice is the
-// costly part of lowering. Lowering is a pure function of the op and the chip, so one cache
-// serves every step on one chip.
-class OpLoweringCache {
- public:
-  OpLoweringCache(const hw::HardwareSpec& hw, const models::KernelModelRegistry& models)
-      : hw_(hw), models_(models) {}
-  const hw::HardwareSpec& hw() const { return hw_; }
-  const std::vector<hw::Launch>& lower(const models::Op& op);
-  // models::lower_elementwise(p, hw, ""), lowered once per shape (its tensors stand in as
-  // placeholders) and given p's tensor names on each use.
-  std::vector<hw::Launch> lower_elementwise(const models::ElementwiseProblem& p);
-
- private:
-  const hw::HardwareSpec& hw_;
-  const models::KernelModelRegistry& models_;
-  std::unordered_map<std::string, std::vector<hw::Launch>> lowered_;
-  using ElementwiseKey = std::tuple<models::EwFunc, std::int64_t, hw::DType, hw::DType, bool, std::int64_t, std::size_t>;
-  std::map<ElementwiseKey, std::vector<hw::Launch>> elementwise_;
-};
-
 class ProgramBuilder {
  public:
-  // With a cache of its own...
-  ProgramBuilder(const hw::HardwareSpec& hw, const models::KernelModelRegistry& models)
-      : own_cache_(std::make_unique<OpLoweringCache>(hw, models)), lowering_(*own_cache_) {}
-  // ...or one shared with other steps on the same chip.
+  // Ops are lowered through `lowering`, which the run's other steps on the same chip share.
   explicit ProgramBuilder(OpLoweringCache& lowering) : lowering_(lowering) {}
 
   const hw::HardwareSpec& hw() const { return lowering_.hw(); }
   OpLoweringCache& lowering() { return lowering_; }
-
 
   // A tensor that outlives the step (a weight, the KV cache): never counted as an activation.
   hw::TensorUse state(const std::string& name, double bytes);
@@ -66,16 +38,11 @@ class ProgramBuilder {
   void emit(const std::string& label, std::vector<hw::Launch> launches,
             std::optional<KernelSemantics> semantics = std::nullopt);
 
-  // Lowers `op` with the cost models, renaming the model's tensors ("<tag>.<local>") to the
-  // program's tensors per `names` (local name -> tensor); unnamed locals stay private to the op.
+  // Lowers `op` with the cost models, renaming the model's tensors to the program's tensors per
+  // `names` (local name -> tensor); unnamed locals stay private to the op ("<tag>.<local>").
   void emit_op(const std::string& label, const models::Op& op,
                const std::map<std::string, hw::TensorUse>& names,
                std::optional<KernelSemantics> semantics = std::nullopt);
-  // The same for launches a model lowered under `tag` (from new_tag()).
-  void emit_renamed(const std::string& label, const std::string& tag, std::vector<hw::Launch> launches,
-                    const std::map<std::string, hw::TensorUse>& names,
-                    std::optional<KernelSemantics> semantics = std::nullopt);
-  std::string new_tag() { return "k" + std::to_string(next_id_++); }
 
   const KernelDag& dag() const { return dag_; }
   KernelDag take_dag() { return std::move(dag_); }
@@ -87,7 +54,6 @@ class ProgramBuilder {
     double bytes = 0;
     std::int64_t first = -1, last = -1;  // vertices that write it first and read it last
   };
-  std::unique_ptr<OpLoweringCache> own_cache_;
   OpLoweringCache& lowering_;
   KernelDag dag_;
   std::unordered_map<std::string, KernelDag::Vertex> producer_;

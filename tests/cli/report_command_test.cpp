@@ -33,12 +33,7 @@ std::string job(const std::string& name) {
   return (config_dir() / "workloads" / (name + ".yaml")).string();
 }
 
-std::string read(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using gpusim::testing::read_file;
 
 // A small model keeps the grid fast: CS336 "small" (12 layers, d_model 768), bf16.
 constexpr const char* kSmallDecode =
@@ -95,7 +90,7 @@ class ReportLlama : public ::testing::Test {
     std::filesystem::remove_all(*dir_);
     result_ = new Result(run({"report", job("decode"), "--hw", "h100", "--batches", "1,128",
                               "--seq-lens", "256,8192", "--out", (*dir_ / "r").string()}));
-    md_ = new std::string(read(*dir_ / "r" / "report.md"));
+    md_ = new std::string(read_file(*dir_ / "r" / "report.md"));
   }
   static void TearDownTestSuite() {
     std::filesystem::remove_all(*dir_);
@@ -230,7 +225,7 @@ TEST_F(ReportLlama, RooflineImageWhenMatplotlibIsThere) {
   if (!matplotlib_available()) GTEST_SKIP() << "python3 with matplotlib is not installed";
   const auto png = out() / "r" / "roofline.png";
   ASSERT_TRUE(std::filesystem::is_regular_file(png));
-  EXPECT_EQ(read(png).substr(1, 3), "PNG");
+  EXPECT_EQ(read_file(png).substr(1, 3), "PNG");
   EXPECT_NE(md_->find("![Roofline"), std::string::npos);
   EXPECT_NE(result_->out.find("roofline.png"), std::string::npos);
 }
@@ -243,15 +238,15 @@ TEST(ReportCommand, IdenticalAcrossRunsAndThreadCounts) {
                                       "1,8",    "--seq-lens", "256,1024", "--out", out};
   const Result a = run(args);
   ASSERT_EQ(a.status, 0) << a.err;
-  const std::string md = read(dir.path() / "r" / "report.md");
-  const std::string csv = read(dir.path() / "r" / "kernels.csv");
+  const std::string md = read_file(dir.path() / "r" / "report.md");
+  const std::string csv = read_file(dir.path() / "r" / "kernels.csv");
   {
     const tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
     const Result b = run(args);
     ASSERT_EQ(b.status, 0) << b.err;
   }
-  EXPECT_EQ(read(dir.path() / "r" / "report.md"), md);
-  EXPECT_EQ(read(dir.path() / "r" / "kernels.csv"), csv);
+  EXPECT_EQ(read_file(dir.path() / "r" / "report.md"), md);
+  EXPECT_EQ(read_file(dir.path() / "r" / "kernels.csv"), csv);
   // The small model's TTFT grows along each row.
   const auto ttft = table_after(md, "Time to first token (ms), bf16");
   ASSERT_EQ(ttft.size(), 3u);
@@ -263,7 +258,7 @@ TEST(ReportCommand, OpWorkloadHasKernelSectionsOnly) {
   const Result r =
       run({"report", job("ops"), "--hw", "rtx5090", "--out", (dir.path() / "r").string()});
   ASSERT_EQ(r.status, 0) << r.err;
-  const std::string md = read(dir.path() / "r" / "report.md");
+  const std::string md = read_file(dir.path() / "r" / "report.md");
   EXPECT_NE(md.find("# projection-and-norm on the rtx5090"), std::string::npos);
   EXPECT_NE(md.find("need a model workload"), std::string::npos);
   EXPECT_EQ(md.find("### 2.1 Peak memory"), std::string::npos);

@@ -25,12 +25,7 @@ using gpusim::testing::run_json;
 
 std::string ops_yaml() { return (config_dir() / "workloads" / "ops.yaml").string(); }
 
-std::string read(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using gpusim::testing::read_file;
 
 TEST(RunCommand, JsonCarriesTheDesignFields) {
   const auto j = run_json(ops_yaml(), "h100");
@@ -122,8 +117,8 @@ TEST(RunCommand, OutWritesEveryFormatAndTraceIsChromeFormat) {
   for (const char* f : {"summary.txt", "result.json", "kernels.csv", "trace.json"}) {
     EXPECT_TRUE(std::filesystem::exists(out / f)) << f;
   }
-  const auto result = nlohmann::json::parse(read(out / "result.json"));
-  const auto t = nlohmann::json::parse(read(trace));
+  const auto result = nlohmann::json::parse(read_file(out / "result.json"));
+  const auto t = nlohmann::json::parse(read_file(trace));
   ASSERT_TRUE(t.contains("traceEvents"));
   std::size_t spans = 0;
   for (const auto& e : t["traceEvents"]) {
@@ -136,7 +131,7 @@ TEST(RunCommand, OutWritesEveryFormatAndTraceIsChromeFormat) {
   }
   EXPECT_EQ(spans, result["kernels"].size());
   // CSV: a header and one row per kernel.
-  std::istringstream csv(read(out / "kernels.csv"));
+  std::istringstream csv(read_file(out / "kernels.csv"));
   std::size_t lines = 0;
   for (std::string line; std::getline(csv, line);) ++lines;
   EXPECT_EQ(lines, result["kernels"].size() + 1);

@@ -19,12 +19,7 @@ namespace {
 using gpusim::testing::run_gpusim;
 using gpusim::testing::TempDir;
 
-std::string read(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using gpusim::testing::read_file;
 
 // 8 decode points of a small model on two chips.
 std::filesystem::path study(const TempDir& dir) {
@@ -50,7 +45,7 @@ TEST(SweepMpi, NoCacheGivesTheSameResults) {
   ASSERT_EQ(run_gpusim({"sweep", s.string(), "--out", (dir.path() / "a").string()}).status, 0);
   const auto r = run_gpusim({"sweep", s.string(), "--out", (dir.path() / "b").string(), "--no-cache", "--threads", "1"});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(read(dir.path() / "a" / "results.csv"), read(dir.path() / "b" / "results.csv"));
+  EXPECT_EQ(read_file(dir.path() / "a" / "results.csv"), read_file(dir.path() / "b" / "results.csv"));
 }
 
 // An MPI run interrupted after rank 1 journaled some points (one line cut short): a later run,
@@ -60,7 +55,7 @@ TEST(SweepMpi, ResumesFromTheJournalsOfRanks) {
   const auto s = study(dir);
   const auto whole = dir.path() / "whole";
   ASSERT_EQ(run_gpusim({"sweep", s.string(), "--out", whole.string()}).status, 0);
-  std::istringstream journal(read(whole / "journal.csv"));
+  std::istringstream journal(read_file(whole / "journal.csv"));
   std::vector<std::string> lines;
   for (std::string l; std::getline(journal, l);) lines.push_back(l);
   ASSERT_EQ(lines.size(), 10u);  // fingerprint, header, 8 points
@@ -72,7 +67,7 @@ TEST(SweepMpi, ResumesFromTheJournalsOfRanks) {
   const auto r = run_gpusim({"sweep", s.string(), "--out", cut.string()});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("8 points (5 simulated, 3 from an earlier run)"), std::string::npos) << r.out;
-  EXPECT_EQ(read(cut / "results.csv"), read(whole / "results.csv"));
+  EXPECT_EQ(read_file(cut / "results.csv"), read_file(whole / "results.csv"));
   EXPECT_EQ(files_in(cut), files_in(whole));  // the rank's journal was folded into journal.csv
 }
 
@@ -90,13 +85,13 @@ TEST(SweepMpi, TwoProcessesWriteWhatOneWrites) {
       "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
       "ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 " GPUSIM_BINARY " sweep " + s.string() + " --out " +
       two.string() + " --threads 1 > " + (dir.path() / "mpi.log").string() + " 2>&1";
-  ASSERT_EQ(std::system(command.c_str()), 0) << read(dir.path() / "mpi.log");
-  EXPECT_NE(read(dir.path() / "mpi.log").find("8 points (8 simulated"), std::string::npos) << read(dir.path() / "mpi.log");
-  EXPECT_EQ(read(two / "results.csv"), read(one / "results.csv"));
+  ASSERT_EQ(std::system(command.c_str()), 0) << read_file(dir.path() / "mpi.log");
+  EXPECT_NE(read_file(dir.path() / "mpi.log").find("8 points (8 simulated"), std::string::npos) << read_file(dir.path() / "mpi.log");
+  EXPECT_EQ(read_file(two / "results.csv"), read_file(one / "results.csv"));
   EXPECT_EQ(files_in(two), files_in(one));
   // The same study resumed by two processes simulates nothing.
-  ASSERT_EQ(std::system(command.c_str()), 0) << read(dir.path() / "mpi.log");
-  EXPECT_NE(read(dir.path() / "mpi.log").find("(0 simulated, 8 from an earlier run)"), std::string::npos);
+  ASSERT_EQ(std::system(command.c_str()), 0) << read_file(dir.path() / "mpi.log");
+  EXPECT_NE(read_file(dir.path() / "mpi.log").find("(0 simulated, 8 from an earlier run)"), std::string::npos);
 }
 
 // A point that fails in one process (a kernel the chip cannot run) ends every process with the
@@ -117,9 +112,9 @@ TEST(SweepMpi, AnErrorInOneProcessEndsThemAll) {
       "ASAN_OPTIONS=detect_leaks=0 timeout 120 mpirun -np 2 " GPUSIM_BINARY " sweep " + s.string() + " --out " +
       (dir.path() / "out").string() + " --threads 1 > " + log.string() + " 2>&1";
   const int status = std::system(command.c_str());
-  ASSERT_NE(status, 0) << read(log);
-  EXPECT_NE(WEXITSTATUS(status), 124) << "timed out: a process waited for the others\n" << read(log);
-  EXPECT_NE(read(log).find("cannot run on h100-sxm5"), std::string::npos) << read(log);
+  ASSERT_NE(status, 0) << read_file(log);
+  EXPECT_NE(WEXITSTATUS(status), 124) << "timed out: a process waited for the others\n" << read_file(log);
+  EXPECT_NE(read_file(log).find("cannot run on h100-sxm5"), std::string::npos) << read_file(log);
 }
 
 }  // namespace

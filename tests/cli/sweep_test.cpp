@@ -18,12 +18,7 @@ using gpusim::testing::run_gpusim;
 using gpusim::testing::run_json;
 using gpusim::testing::TempDir;
 
-std::string read(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using gpusim::testing::read_file;
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
@@ -50,7 +45,7 @@ TEST(Sweep, EveryPointMatchesTheSameRun) {
   const auto r = run_gpusim({"sweep", study.string(), "--out", (dir.path() / "out").string()});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("4 points (4 simulated, 0 from an earlier run)"), std::string::npos) << r.out;
-  const auto rows = lines(read(dir.path() / "out" / "results.csv"));
+  const auto rows = lines(read_file(dir.path() / "out" / "results.csv"));
   ASSERT_EQ(rows.size(), 5u);
   EXPECT_EQ(rows[0], "point,name,hw.sm_count,workload.ops[1].n,total_us,kernel_time_us,kernels,top_bound,top_kernel_ctas");
   // The first key varies slowest; each row's total is what `gpusim run` gives with the same --set.
@@ -76,7 +71,7 @@ TEST(Sweep, ResultsDoNotDependOnTheThreadCount) {
   const auto study = small_study(dir);
   ASSERT_EQ(run_gpusim({"sweep", study.string(), "--out", (dir.path() / "one").string(), "--threads", "1"}).status, 0);
   ASSERT_EQ(run_gpusim({"sweep", study.string(), "--out", (dir.path() / "two").string(), "--threads", "2"}).status, 0);
-  EXPECT_EQ(read(dir.path() / "one" / "results.csv"), read(dir.path() / "two" / "results.csv"));
+  EXPECT_EQ(read_file(dir.path() / "one" / "results.csv"), read_file(dir.path() / "two" / "results.csv"));
 }
 
 TEST(Sweep, ResumesAfterAnInterruptionWithoutRedoingPoints) {
@@ -84,9 +79,9 @@ TEST(Sweep, ResumesAfterAnInterruptionWithoutRedoingPoints) {
   const auto study = small_study(dir);
   const auto out = dir.path() / "out";
   ASSERT_EQ(run_gpusim({"sweep", study.string(), "--out", out.string()}).status, 0);
-  const std::string complete = read(out / "results.csv");
+  const std::string complete = read_file(out / "results.csv");
   // As if killed part-way: two points finished, a third cut off mid-line, no results.csv yet.
-  auto journal = lines(read(out / "journal.csv"));
+  auto journal = lines(read_file(out / "journal.csv"));
   ASSERT_EQ(journal.size(), 6u);  // fingerprint, header, 4 rows (in completion order)
   std::ofstream cut(out / "journal.csv", std::ios::trunc);
   cut << journal[0] << "\n" << journal[1] << "\n" << journal[2] << "\n" << journal[3] << "\n"
@@ -96,11 +91,11 @@ TEST(Sweep, ResumesAfterAnInterruptionWithoutRedoingPoints) {
   const auto again = run_gpusim({"sweep", study.string(), "--out", out.string()});
   ASSERT_EQ(again.status, 0) << again.err;
   EXPECT_NE(again.out.find("4 points (2 simulated, 2 from an earlier run)"), std::string::npos) << again.out;
-  EXPECT_EQ(read(out / "results.csv"), complete);
+  EXPECT_EQ(read_file(out / "results.csv"), complete);
   // A finished study run again simulates nothing.
   const auto done = run_gpusim({"sweep", study.string(), "--out", out.string()});
   EXPECT_NE(done.out.find("(0 simulated, 4 from an earlier run)"), std::string::npos) << done.out;
-  EXPECT_EQ(read(out / "results.csv"), complete);
+  EXPECT_EQ(read_file(out / "results.csv"), complete);
 }
 
 TEST(Sweep, AnotherStudysFolderIsRefused) {
@@ -124,7 +119,7 @@ TEST(Sweep, NamedPointsOverPresets) {
                                "metrics: [kernel_time_us]\n");
   const auto r = run_gpusim({"sweep", study.string(), "--out", (dir.path() / "out").string()});
   ASSERT_EQ(r.status, 0) << r.err;
-  const auto rows = lines(read(dir.path() / "out" / "results.csv"));
+  const auto rows = lines(read_file(dir.path() / "out" / "results.csv"));
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[0], "point,name,hw,hw.dram.bandwidth,kernel_time_us");
   auto time_of = [&](std::size_t i) { return std::stod(rows[i].substr(rows[i].rfind(',') + 1)); };
@@ -177,7 +172,7 @@ TEST(Sweep, OccupancyStudyDividesByTheAxis) {
                                    "metrics: [kernel_time_us, \"kernel_time_us/workload.ops[0].H\", top_kernel_ctas]\n");
   const auto r = run_gpusim({"sweep", study.string(), "--out", (dir.path() / "out").string()});
   ASSERT_EQ(r.status, 0) << r.err;
-  const auto rows = lines(read(dir.path() / "out" / "results.csv"));
+  const auto rows = lines(read_file(dir.path() / "out" / "results.csv"));
   ASSERT_EQ(rows.size(), 3u);
   for (std::size_t i = 1; i < rows.size(); ++i) {
     std::istringstream row(rows[i]);

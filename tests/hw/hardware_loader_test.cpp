@@ -17,12 +17,7 @@ using gpusim::testing::TempDir;
 
 PresetCatalog catalog() { return PresetCatalog(config_dir() / "hw"); }
 
-std::string read(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using gpusim::testing::read_file;
 
 // Loads and expects a ConfigError; returns it for assertions on file, line and key.
 ConfigError load_error(const std::string& hw, std::vector<HardwareOverride> overrides = {}) {
@@ -183,7 +178,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(HardwareFile, MissingRequiredKeyNamesTheKeyAndItsSection) {
   TempDir dir;
-  std::string text = read(config_dir() / "hw" / "h100-sxm5.yaml");
+  std::string text = read_file(config_dir() / "hw" / "h100-sxm5.yaml");
   const auto at = text.find("  hit_latency:");
   ASSERT_NE(at, std::string::npos);
   text.erase(at, text.find('\n', at) + 1 - at);

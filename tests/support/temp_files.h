@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <unistd.h>
 
@@ -12,6 +13,14 @@ namespace gpusim::testing {
 
 inline std::filesystem::path repo_dir() { return GPUSIM_REPO_DIR; }
 inline std::filesystem::path config_dir() { return repo_dir() / "configs"; }
+
+// A whole file's bytes ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::string text;
+  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return text;
+}
 
 class TempDir {
  public:
