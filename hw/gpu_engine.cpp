@@ -86,6 +86,10 @@ class Engine {
     capacities_ = {hw.dram.achievable_bandwidth(), hw.l2.bandwidth};
   }
 
+  // Every kernel finds this share of its input bytes missing in L2, whatever the L2 holds.
+  void force_read_miss(double read_miss) { forced_read_miss_ = read_miss; }
+  double warp_seconds(int index) const { return kernels_[static_cast<std::size_t>(index)].warp_seconds; }
+
   EngineResult run(const std::vector<KernelNode>& nodes) {
     prepare(nodes);
     sim_.run([this] { after_batch(); });
@@ -250,25 +254,9 @@ class Engine {
 
   // What the kernel finds in L2, then what it leaves there.
   void apply_l2(KernelState& k) {
-    const Launch& l = k.node->launch;
-    // Writes reach DRAM (the measured elementwise kernels pay for every byte they write, however
-    // small); they also stay resident in L2 for the next kernel to read.
-    double read_bytes = 0, hits = 0, write_bytes = 0;
-    for (const auto& t : l.reads) {
-      read_bytes += static_cast<double>(t.bytes);
-      hits += static_cast<double>(std::min(l2_.resident(t.tensor), t.bytes));
-    }
-    // While the kernel runs, its own writes take L2 lines, and the LRU victims are the inputs
-    // it has not read yet (those it read became most recent): only what its writes leave room
-    // for can still hit.
-    for (const auto& t : l.writes) write_bytes += static_cast<double>(t.bytes);
-    hits = std::min(hits, std::max(0.0, static_cast<double>(l2_.capacity()) - write_bytes));
-    k.read_miss = read_bytes > 0 ? 1.0 - hits / read_bytes : 1.0;
-    k.result.l2_read_hit_rate = read_bytes > 0 ? hits / read_bytes : 0.0;
-    for (const auto& t : l.reads) {
-      if (!t.evict_first) l2_.touch(t.tensor, t.bytes);
-    }
-    for (const auto& t : l.writes) l2_.touch(t.tensor, t.bytes);
+    const L2Pass pass = pass_through_l2(l2_, k.node->launch.reads, k.node->launch.writes);
+    k.read_miss = forced_read_miss_.value_or(pass.read_miss);
+    k.result.l2_read_hit_rate = pass.read_hit_rate;
   }
 
   void kernel_done(int index) {
@@ -691,6 +679,7 @@ class Engine {
   KernelOutcomeCache* cache_;  // may be null
   sim::Simulation sim_;
   std::vector<SmState> sms_;
+  std::optional<double> forced_read_miss_;
   L2Residency l2_;
   std::vector<KernelState> kernels_;
   std::vector<Cohort> cohorts_;
@@ -733,6 +722,15 @@ EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
   }
   Engine engine(hw, mode, observer, cache);
   return engine.run(nodes);
+}
+
+SoloOutcome simulate_solo(const HardwareSpec& hw, const Launch& launch, double read_miss) {
+  const std::vector<KernelNode> nodes{KernelNode{launch, {}, 0, {}}};
+  Engine engine(hw, LaunchMode::kGraph, nullptr, nullptr);
+  engine.force_read_miss(read_miss);
+  const EngineResult r = engine.run(nodes);
+  const KernelResult& k = r.kernels.front();
+  return {k.end - k.start, engine.warp_seconds(0), k.dram_read_bytes, k.dram_write_bytes, r.events - 1};
 }
 
 }  // namespace gpusim::hw

@@ -59,6 +59,7 @@ struct EngineResult {
 };
 
 class KernelOutcomeCache;
+struct SoloOutcome;
 
 // Runs the nodes (dependencies must point to earlier nodes) on an idle GPU whose L2 holds none of
 // their tensors (as after a profiler's flush). Throws ModelError for a launch the chip cannot
@@ -68,5 +69,9 @@ class KernelOutcomeCache;
 // records new ones; it does not change the result either (hw/kernel_outcome_cache.h).
 EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode, const std::vector<KernelNode>& nodes,
                         EngineObserver* observer = nullptr, KernelOutcomeCache* cache = nullptr);
+
+// What `launch` does alone on an idle chip when `read_miss` of its input bytes miss in L2,
+// simulated CTA by CTA: the outcome a KernelOutcomeCache keeps. Throws ModelError as run_engine.
+SoloOutcome simulate_solo(const HardwareSpec& hw, const Launch& launch, double read_miss);
 
 }  // namespace gpusim::hw

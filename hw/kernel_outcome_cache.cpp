@@ -20,12 +20,12 @@ bool same_timing(const HardwareSpec& a, const HardwareSpec& b) {
   return timing_fields(a) == timing_fields(b);
 }
 
+namespace {
+
 // Every Launch field the engine's timing reads, except reads/writes, which reach it only
 // through read_miss. A new timing field of Launch or CtaWork must be added here.
-std::uint64_t KernelOutcomeCache::make_key(const Launch& l, double read_miss) {
-  auto& k = scratch_;
-  k.clear();
-  k.insert(k.end(), {bits(read_miss), bits(l.grid.x), bits(l.grid.y), bits(l.grid.z), bits(l.block.x),
+void append_timing_words(const Launch& l, std::vector<std::uint64_t>& k) {
+  k.insert(k.end(), {bits(l.grid.x), bits(l.grid.y), bits(l.grid.z), bits(l.block.x),
                      bits(l.block.y), bits(l.block.z), bits(std::int64_t{l.regs_per_thread}),
                      bits(l.smem_per_cta)});
   for (const CtaClass& c : l.ctas) {
@@ -35,6 +35,22 @@ std::uint64_t KernelOutcomeCache::make_key(const Launch& l, double read_miss) {
                        bits(w.dram_read_bytes), bits(w.dram_write_bytes), bits(w.max_inflight_bytes),
                        bits(w.pipe_overlap), bits(w.critical_path), bits(w.fixed)});
   }
+}
+
+}  // namespace
+
+bool same_launch_timing(const Launch& a, const Launch& b) {
+  std::vector<std::uint64_t> x, y;
+  append_timing_words(a, x);
+  append_timing_words(b, y);
+  return x == y;
+}
+
+std::uint64_t KernelOutcomeCache::make_key(const Launch& l, double read_miss) {
+  auto& k = scratch_;
+  k.clear();
+  k.push_back(bits(read_miss));
+  append_timing_words(l, k);
   std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the words, mixed per word
   for (const std::uint64_t word : k) {
     h ^= word + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);

@@ -32,6 +32,10 @@ struct SoloOutcome {
 // value origins aside).
 bool same_timing(const HardwareSpec& a, const HardwareSpec& b);
 
+// True when two launches give the engine the same timing inputs (every field but names and
+// tensors): the same outcome whenever they find the same share of their inputs in L2.
+bool same_launch_timing(const Launch& a, const Launch& b);
+
 // Outcomes for one chip's timing parameters. Not thread-safe: one per thread.
 class KernelOutcomeCache {
  public:

@@ -1,15 +1,19 @@
 #include "hw/l2_residency.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
 
 namespace gpusim::hw {
 
-std::int64_t L2Residency::resident(const std::string& tensor) const {
+template <class Key>
+std::int64_t BasicL2Residency<Key>::resident(const Key& tensor) const {
   const auto it = index_.find(tensor);
   return it == index_.end() ? 0 : it->second->bytes;
 }
 
-void L2Residency::touch(const std::string& tensor, std::int64_t bytes) {
+template <class Key>
+void BasicL2Residency<Key>::touch(const Key& tensor, std::int64_t bytes) {
   // The touched tensor moves to the front with nothing resident, then the least recently used
   // others make room for what it keeps (it is never its own victim).
   auto found = index_.find(tensor);
@@ -43,5 +47,8 @@ void L2Residency::touch(const std::string& tensor, std::int64_t bytes) {
   lru_.front().bytes = keep;
   used_ += keep;
 }
+
+template class BasicL2Residency<std::string>;
+template class BasicL2Residency<std::int32_t>;
 
 }  // namespace gpusim::hw

@@ -78,7 +78,8 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
   const TensorUse table = e.weight("embed_tokens", static_cast<double>(m.vocab * d));
   TensorUse x = e.new_act("embed_tokens", static_cast<double>(T * d));
   e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())});
-  for (int i = 0; i < static_cast<int>(m.layers); ++i) {
+  for (int i = 0; i < static_cast<int>(b.layers_to_lower(m.layers)); ++i) {
+    b.begin_layer();
     const std::string L = fmt::format("layers[{}]", i);
     const TensorUse h = fused_norm(e, L + ".input_norm", x);
     const TensorUse qkv = e.linear(L + ".attn.qkv_proj", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h,
@@ -105,9 +106,10 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
                                     e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
     // The residual add is fused into the next norm: x + proj is written once, by it.
     const TensorUse h2 = fused_norm(e, L + ".post_attention_norm", proj);
-    const bool dense = !m.moe || i < m.moe->dense_layers;
+    const bool dense = layer_kind(m, i) == LayerKind::kDense;
     x = dense ? gated_mlp(e, L + ".mlp", h2, m.d_ff) : fused_moe(e, L + ".moe", h2, w.expert_weights);
   }
+  b.end_layers();
   const TensorUse h = fused_norm(e, "final_norm", x);
   const TensorUse head = m.tied_embeddings ? table : e.weight("lm_head", static_cast<double>(m.vocab * d));
   e.linear("lm_head", s.batch, m.vocab, d, false, h, head);

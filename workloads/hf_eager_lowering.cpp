@@ -367,7 +367,7 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
                                   att, e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
   x = e.pointwise(L + ".residual_attn", EwFunc::kAdd, T * d, a, a, {x, proj}, false);
   const TensorUse h2 = norm(e, L + ".post_attention_norm", x);
-  const bool dense = !m.moe || i < m.moe->dense_layers;
+  const bool dense = layer_kind(m, i) == LayerKind::kDense;
   const TensorUse f = dense ? mlp(e, L + ".mlp", h2, m.d_ff) : moe(e, L + ".moe", h2, expert_weights);
   x = e.pointwise(L + ".residual_mlp", EwFunc::kAdd, T * d, a, a, {x, f}, false);
 }
@@ -392,7 +392,11 @@ void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   mask_check(e);
   std::pair<TensorUse, TensorUse> rot;
   if (m.positions == Positions::kRope) rot = rotary_table(e);
-  for (int i = 0; i < static_cast<int>(m.layers); ++i) layer(e, i, x, rot, w.expert_weights);
+  for (int i = 0; i < static_cast<int>(b.layers_to_lower(m.layers)); ++i) {
+    b.begin_layer();
+    layer(e, i, x, rot, w.expert_weights);
+  }
+  b.end_layers();
   const TensorUse h = norm(e, "final_norm", x);
   // logits_to_keep=1: the head runs on each sequence's last position only.
   const TensorUse head = m.tied_embeddings ? table : e.weight("lm_head", static_cast<double>(m.vocab * d));

@@ -66,22 +66,26 @@ void ProgramBuilder::emit_op(const std::string& label, const models::Op& op,
   emit(label, std::move(launches), std::move(semantics));
 }
 
-double ProgramBuilder::activation_peak_bytes() const {
+std::vector<double> ProgramBuilder::activation_profile() const {
   // Sweep over vertices: a tensor is alive from its first writer to its last reader; one
   // never read (the logits) stays alive to the end of the step.
   const auto end = static_cast<std::int64_t>(dag_.size());
-  std::vector<double> delta(static_cast<std::size_t>(end) + 1, 0.0);
+  std::vector<double> live(static_cast<std::size_t>(end) + 1, 0.0);
   for (const auto& [name, t] : activations_) {
     if (t.first < 0) continue;
     const std::int64_t last = t.last < t.first ? end - 1 : t.last;
-    delta[static_cast<std::size_t>(t.first)] += t.bytes;
-    delta[static_cast<std::size_t>(last) + 1] -= t.bytes;
+    live[static_cast<std::size_t>(t.first)] += t.bytes;
+    live[static_cast<std::size_t>(last) + 1] -= t.bytes;
   }
-  double live = 0, peak = 0;
-  for (const double d : delta) {
-    live += d;
-    peak = std::max(peak, live);
-  }
+  double sum = 0;
+  for (double& d : live) d = sum += d;
+  live.pop_back();
+  return live;
+}
+
+double ProgramBuilder::activation_peak_bytes() const {
+  double peak = 0;
+  for (const double live : activation_profile()) peak = std::max(peak, live);
   return peak;
 }
 

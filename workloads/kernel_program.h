@@ -44,9 +44,24 @@ class ProgramBuilder {
                const std::map<std::string, hw::TensorUse>& names,
                std::optional<KernelSemantics> semantics = std::nullopt);
 
+  // Layers, for steps whose layers repeat (workloads/layer_repeat.h): a lowering lowers the first
+  // layers_to_lower(layers) of a model's layers, calling begin_layer() before each and
+  // end_layers() after the last. A limit (set by whoever builds the step) lowers fewer.
+  void limit_layers(std::int64_t layers) { layer_limit_ = layers; }
+  std::int64_t layers_to_lower(std::int64_t layers) const {
+    return layer_limit_ && *layer_limit_ < layers ? *layer_limit_ : layers;
+  }
+  void begin_layer() { layer_starts_.push_back(dag_.size()); }
+  void end_layers() { layers_end_ = dag_.size(); }
+  // The first vertex of each layer lowered, and the first after the last layer.
+  const std::vector<std::size_t>& layer_starts() const { return layer_starts_; }
+  std::size_t layers_end() const { return layers_end_; }
+
   const KernelDag& dag() const { return dag_; }
   KernelDag take_dag() { return std::move(dag_); }
-  // The largest total size of activations alive at once (produced and still to be read).
+  // The total size of activations alive (produced and still to be read) while each vertex runs,
+  // and the largest of them (0 without any).
+  std::vector<double> activation_profile() const;
   double activation_peak_bytes() const;
 
  private:
@@ -60,6 +75,9 @@ class ProgramBuilder {
   // Sizes are whole bytes (exact in a double), so the peak does not depend on visiting order.
   std::unordered_map<std::string, Lifetime> activations_;
   std::int64_t next_id_ = 0;
+  std::optional<std::int64_t> layer_limit_;
+  std::vector<std::size_t> layer_starts_;
+  std::size_t layers_end_ = 0;
 };
 
 }  // namespace gpusim::workloads

@@ -9,6 +9,8 @@
 #include <exception>
 #include <mutex>
 
+#include "workloads/layer_repeat.h"
+
 namespace gpusim::workloads {
 namespace {
 
@@ -67,9 +69,19 @@ ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::
   std::mutex progress_lock;
   std::size_t done = 0;
   auto step = [&](std::size_t i, OpLoweringCache& lowering, hw::KernelOutcomeCache* cache) {
-    StepProgram p = build_step(w, shapes[i].first, shapes[i].second, lowering);
-    peaks[i] = p.activation_peak_bytes;
-    runs[i] = run_step(std::move(p), detailed_step(shapes, i), hw, mode, options, cache);
+    const bool detailed = detailed_step(shapes, i);
+    std::optional<ExtendedStep> extended;
+    if (!detailed && cache) {
+      extended = simulate_repeating_layers(w, shapes[i].first, shapes[i].second, lowering, mode, *cache);
+    }
+    if (extended) {
+      peaks[i] = extended->activation_peak_bytes;
+      runs[i] = std::move(extended->run);
+    } else {
+      StepProgram p = build_step(w, shapes[i].first, shapes[i].second, lowering);
+      peaks[i] = p.activation_peak_bytes;
+      runs[i] = run_step(std::move(p), detailed, hw, mode, options, cache);
+    }
     if (options.on_step) {
       const std::lock_guard guard(progress_lock);
       options.on_step(++done, shapes.size());

@@ -38,6 +38,9 @@ struct StepRun {
   std::int64_t kernels = 0;
   std::uint64_t events = 0;
   std::optional<StepDetail> detail;  // the first step of each phase and the last step
+  // Simulated with its first repeating layers only and extended (workloads/layer_repeat.h):
+  // the same totals, reached faster.
+  bool extended = false;
 };
 
 struct ModelRun {

@@ -1,5 +1,7 @@
 #include "workloads/transformer_phases.h"
 
+#include <algorithm>
+
 namespace gpusim::workloads {
 
 std::vector<std::pair<std::string, StepShape>> step_shapes(const ModelWorkload& w) {
@@ -22,16 +24,19 @@ std::vector<std::pair<std::string, StepShape>> step_shapes(const ModelWorkload& 
 }
 
 StepProgram build_step(const ModelWorkload& w, const std::string& phase, const StepShape& shape,
-                       OpLoweringCache& lowering) {
+                       OpLoweringCache& lowering, std::optional<std::int64_t> layer_limit) {
   ProgramBuilder b(lowering);
+  if (layer_limit) b.limit_layers(*layer_limit);
   if (w.lowering == Lowering::kFused) {
     lower_fused_step(w, shape, b);
   } else {
     lower_hf_eager_step(w, shape, b);
     if (w.phase == Phase::kGenerate) lower_hf_generate_bookkeeping(w, shape, b);
   }
-  const double peak = b.activation_peak_bytes();
-  return {phase, shape, b.take_dag(), peak};
+  std::vector<double> profile = b.activation_profile();
+  double peak = 0;
+  for (const double live : profile) peak = std::max(peak, live);
+  return {phase, shape, b.take_dag(), peak, std::move(profile), w.model.layers, b.layer_starts(), b.layers_end()};
 }
 
 std::vector<StepProgram> build_steps(const ModelWorkload& w, const hw::HardwareSpec& hw,

@@ -4,6 +4,8 @@
 // is sampled but never fed back). Each step is a kernel DAG in the workload's lowering.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,12 +22,19 @@ struct StepProgram {
   StepShape shape;
   KernelDag dag;
   double activation_peak_bytes = 0;
+  std::vector<double> activation_profile;  // bytes alive while each vertex runs
+  // The model's layers, and the first vertex of each layer lowered and after the last (all of
+  // them unless the step was built with a layer limit).
+  std::int64_t layers = 0;
+  std::vector<std::size_t> layer_starts;
+  std::size_t layers_end = 0;
 };
 
 // One step of `w` (a phase name and shape from step_shapes), lowered with a cache that may be
 // shared with the run's other steps.
+// With `layer_limit`, only that many of the model's layers are lowered (workloads/layer_repeat.h).
 StepProgram build_step(const ModelWorkload& w, const std::string& phase, const StepShape& shape,
-                       OpLoweringCache& lowering);
+                       OpLoweringCache& lowering, std::optional<std::int64_t> layer_limit = std::nullopt);
 
 // The steps of `w`, in order. Generate steps include what `generate` launches around each
 // forward call (hf-eager only; a serving engine fuses sampling into its step).

@@ -16,6 +16,14 @@ struct StepShape {
   std::int64_t past_tokens = 0;  // already in the KV cache
 };
 
+// What a layer lowers to, by its index: layers of one kind lower to the same kernels on the same
+// shapes, tensor and op names aside, and read nothing of earlier layers but the previous layer's
+// output (workloads/layer_repeat.h relies on it). A MoE model's first dense_layers are dense.
+enum class LayerKind { kDense, kMoe };
+inline LayerKind layer_kind(const ModelConfig& m, std::int64_t i) {
+  return m.moe && i >= m.moe->dense_layers ? LayerKind::kMoe : LayerKind::kDense;
+}
+
 // Hugging Face transformers 5.x in eager mode (sdpa attention, DynamicCache): every small
 // kernel it launches (dtype casts of RMSNorm, RoPE's rotate_half, the KV-cache torch.cat, the
 // grouped_mm MoE dispatch), as measured in validation/data/hf_models_h100.json.

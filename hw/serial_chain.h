@@ -1,0 +1,54 @@
+// Kernels on one stream, run one after another: the engine's answer without its event loop.
+//
+// When each kernel of a program waits for the one before (one stream, as eager PyTorch and a
+// replayed CUDA graph run a forward step), every kernel becomes ready on an idle chip with
+// nothing else pending and runs alone. run_engine would then make kernel j ready at
+// max(end of j - 1 + graph gap, host issue time j x eager gap), find its inputs in L2, and run
+// it for its solo outcome (hw/kernel_outcome_cache.h); this does exactly that, fold by fold,
+// with tensors as integer ids, and keeps totals only. Outcomes not yet known are simulated
+// CTA by CTA (simulate_solo) and go to the cache. Tests hold it to run_engine's totals.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "hw/gpu_engine.h"
+#include "hw/hardware_spec.h"
+#include "hw/kernel_outcome_cache.h"
+#include "hw/l2_residency.h"
+#include "hw/launch.h"
+#include "sim/time.h"
+
+namespace gpusim::hw {
+
+// A tensor a kernel reads or writes, by id (see TensorUse).
+struct TensorAccess {
+  std::int32_t tensor = 0;
+  std::int64_t bytes = 0;
+  bool evict_first = false;
+};
+
+class SerialChain {
+ public:
+  SerialChain(const HardwareSpec& hw, LaunchMode mode, KernelOutcomeCache& cache);
+
+  // Runs the stream's next kernel: `launch` with its tensors as ids.
+  void run(const Launch& launch, std::span<const TensorAccess> reads, std::span<const TensorAccess> writes);
+
+  std::int64_t kernels() const { return kernels_; }
+  sim::Time end() const { return end_; }                // when the last kernel finished
+  std::uint64_t events() const { return events_; }      // as run_engine counts them
+  double kernel_time_us() const { return kernel_time_us_; }  // sum of kernel spans, in order
+
+ private:
+  const HardwareSpec& hw_;
+  LaunchMode mode_;
+  KernelOutcomeCache& cache_;
+  BasicL2Residency<std::int32_t> l2_;
+  std::int64_t kernels_ = 0;
+  sim::Time end_;
+  std::uint64_t events_ = 0;
+  double kernel_time_us_ = 0;
+};
+
+}  // namespace gpusim::hw

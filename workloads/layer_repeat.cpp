@@ -1,0 +1,220 @@
+#include "workloads/layer_repeat.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "hw/serial_chain.h"
+#include "workloads/transformer_phases.h"
+
+namespace gpusim::workloads {
+namespace {
+
+// The step's kernels with their tensor accesses as ids: each vertex's reads, then its writes,
+// one after another in `access`.
+struct IdProgram {
+  std::vector<hw::TensorAccess> access;
+  std::vector<std::size_t> first_access;  // by vertex, into `access` (one more at the end)
+  std::vector<std::size_t> reads;         // by vertex: how many of its accesses are reads
+  std::vector<std::size_t> seen_first;    // by tensor id: its first access
+  std::int32_t tensors = 0;
+};
+
+IdProgram ids_of(const KernelDag& dag) {
+  IdProgram p;
+  std::unordered_map<std::string_view, std::int32_t> id;
+  auto add = [&](const hw::TensorUse& t) {
+    const auto [it, fresh] = id.try_emplace(t.tensor, p.tensors);
+    if (fresh) {
+      ++p.tensors;
+      p.seen_first.push_back(p.access.size());
+    }
+    p.access.push_back({it->second, t.bytes, t.evict_first});
+  };
+  for (std::size_t v = 0; v < dag.size(); ++v) {
+    const hw::Launch& l = dag[static_cast<KernelDag::Vertex>(v)].launch;
+    p.first_access.push_back(p.access.size());
+    p.reads.push_back(l.reads.size());
+    for (const auto& t : l.reads) add(t);
+    for (const auto& t : l.writes) add(t);
+  }
+  p.first_access.push_back(p.access.size());
+  return p;
+}
+
+// Two layers' kernels ask the same of the chip, with accesses of the same sizes.
+bool same_kernels(const KernelDag& dag, std::size_t a, std::size_t b, std::size_t period) {
+  auto same_uses = [](const std::vector<hw::TensorUse>& x, const std::vector<hw::TensorUse>& y) {
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (x[i].bytes != y[i].bytes || x[i].evict_first != y[i].evict_first) return false;
+    }
+    return true;
+  };
+  for (std::size_t i = 0; i < period; ++i) {
+    const hw::Launch& x = dag[static_cast<KernelDag::Vertex>(a + i)].launch;
+    const hw::Launch& y = dag[static_cast<KernelDag::Vertex>(b + i)].launch;
+    if (!hw::same_launch_timing(x, y) || !same_uses(x.reads, y.reads) || !same_uses(x.writes, y.writes)) return false;
+  }
+  return true;
+}
+
+// What a tensor C accesses is in a later layer (see the header).
+struct Role {
+  enum Kind { kShared, kOwn, kFromPrevious } kind = kShared;
+  std::int32_t index = 0;  // kOwn: which of the layer's own tensors; kFromPrevious: the access in the layer before
+};
+
+// The roles of C's accesses (a, b, c: the first access of layers A, B, C; q accesses a layer),
+// or nothing when the three layers do not follow the pattern.
+std::optional<std::vector<Role>> roles_of(const IdProgram& p, std::size_t a, std::size_t b, std::size_t c,
+                                          std::size_t q, std::int32_t& own_count) {
+  std::vector<Role> roles(q);
+  std::unordered_map<std::int32_t, std::int32_t> own;
+  for (std::size_t i = 0; i < q; ++i) {
+    const std::int32_t ta = p.access[a + i].tensor, tb = p.access[b + i].tensor, tc = p.access[c + i].tensor;
+    const std::size_t first_b = p.seen_first[static_cast<std::size_t>(tb)];
+    const std::size_t first_c = p.seen_first[static_cast<std::size_t>(tc)];
+    if (tc == tb) {
+      if (tb != ta || first_c >= a) return std::nullopt;  // shared: made before the first of the run
+      roles[i] = {Role::kShared, 0};
+    } else if (first_c >= c) {
+      if (first_b < b) return std::nullopt;  // B's counterpart must be B's own too
+      roles[i] = {Role::kOwn, own.try_emplace(tc, static_cast<std::int32_t>(own.size())).first->second};
+    } else if (first_c >= b && first_c < c) {
+      // Made by B, first met at B's access s: B's counterpart must be made by A at A's access s.
+      const std::size_t s = first_c - b;
+      if (first_b != a + s) return std::nullopt;
+      roles[i] = {Role::kFromPrevious, static_cast<std::int32_t>(s)};
+    } else {
+      return std::nullopt;
+    }
+  }
+  own_count = static_cast<std::int32_t>(own.size());
+  return roles;
+}
+
+// The activation peak of the whole step from the lowered one's profile (bytes alive at each
+// vertex): A is the first layer of the run, B and C the next, e the epilogue's first vertex.
+// Layers between C and the last are B again, the last is C, and each layer may leave bytes alive
+// to the step's end (an output nothing reads): B's profile exceeds A's by those bytes at every
+// vertex, and each extra layer adds them once more. Bytes are whole, so the sums are exact.
+std::optional<double> whole_step_peak(const std::vector<double>& live, std::size_t a, std::size_t b,
+                                      std::int64_t extra) {
+  const std::size_t period = b - a;
+  const double left = live[b] - live[a];
+  if (left < 0) return std::nullopt;
+  double peak = 0;
+  for (std::size_t v = 0; v < live.size(); ++v) {
+    if (v >= a && v < b && live[v + period] - live[v] != left) return std::nullopt;
+    const bool after_b = v >= b;  // B (repeated up to the last but one layer), C and the epilogue
+    peak = std::max(peak, live[v] + (after_b ? static_cast<double>(extra) * left : 0.0));
+  }
+  return peak;
+}
+
+}  // namespace
+
+std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, const std::string& phase,
+                                                      const StepShape& shape, OpLoweringCache& lowering,
+                                                      hw::LaunchMode mode, hw::KernelOutcomeCache& cache) {
+  const ModelConfig& m = w.model;
+  // The repeating run: layers [first, layers) of the last layer's kind; lowered up to its third.
+  std::int64_t first = m.layers - 1;
+  while (first > 0 && layer_kind(m, first - 1) == layer_kind(m, m.layers - 1)) --first;
+  const std::int64_t lowered = std::min(m.layers, first + 3);
+  const std::int64_t extra = m.layers - lowered;
+  const StepProgram step = build_step(w, phase, shape, lowering, lowered);
+  const KernelDag& dag = step.dag;
+  const IdProgram p = ids_of(dag);
+  hw::SerialChain chain(lowering.hw(), mode, cache);
+  auto run = [&](std::size_t v, std::span<const hw::TensorAccess> access) {
+    const std::size_t reads = p.reads[v];
+    chain.run(dag[static_cast<KernelDag::Vertex>(v)].launch, access.first(reads), access.subspan(reads));
+  };
+  auto lowered_access = [&](std::size_t v) {
+    return std::span(p.access).subspan(p.first_access[v], p.first_access[v + 1] - p.first_access[v]);
+  };
+
+  std::size_t layers_end = dag.size();  // where the lowered kernels run up to before the extra layers
+  std::vector<hw::TensorAccess> layer, epilogue;  // the extra layers' accesses; the epilogue's, renamed
+  std::size_t c = 0;
+  double peak = step.activation_peak_bytes;
+  if (extra > 0) {
+    if (static_cast<std::int64_t>(step.layer_starts.size()) != lowered) return std::nullopt;
+    const std::size_t va = step.layer_starts[static_cast<std::size_t>(first)];
+    const std::size_t vb = step.layer_starts[static_cast<std::size_t>(first + 1)];
+    c = step.layer_starts[static_cast<std::size_t>(first + 2)];
+    layers_end = step.layers_end;
+    const std::size_t period = vb - va;
+    if (c - vb != period || layers_end - c != period || !same_kernels(dag, va, vb, period) ||
+        !same_kernels(dag, vb, c, period)) {
+      return std::nullopt;
+    }
+    const std::size_t a = p.first_access[va], b = p.first_access[vb], cc = p.first_access[c];
+    const std::size_t q = b - a;
+    std::int32_t own_count = 0;
+    const auto roles = roles_of(p, a, b, cc, q, own_count);
+    const auto whole_peak = whole_step_peak(step.activation_profile, va, vb, extra);
+    if (!roles || !whole_peak) return std::nullopt;
+    peak = *whole_peak;
+    // The epilogue reads what C made where it reads the last layer's tensors.
+    const std::size_t e = p.first_access[layers_end];
+    epilogue.assign(p.access.begin() + static_cast<std::ptrdiff_t>(e), p.access.end());
+    std::vector<std::size_t> from_c(epilogue.size(), q);  // C's access s standing for it, or q
+    for (std::size_t i = 0; i < epilogue.size(); ++i) {
+      const std::size_t seen = p.seen_first[static_cast<std::size_t>(epilogue[i].tensor)];
+      if (seen >= cc && seen < e) {
+        from_c[i] = seen - cc;
+      } else if (seen >= a && seen < cc) {
+        return std::nullopt;  // the epilogue would read an earlier layer's own tensor
+      }
+    }
+    // Layer by layer: C's accesses as lowered, then each extra layer's ids from the one before.
+    std::vector<std::int32_t> previous(q), ids(q);
+    for (std::size_t i = 0; i < q; ++i) previous[i] = p.access[cc + i].tensor;
+    layer.assign(p.access.begin() + static_cast<std::ptrdiff_t>(cc), p.access.begin() + static_cast<std::ptrdiff_t>(cc + q));
+    for (std::size_t v = 0; v < layers_end; ++v) run(v, lowered_access(v));
+    for (std::int64_t r = 1; r <= extra; ++r) {
+      for (std::size_t i = 0; i < q; ++i) {
+        const Role& role = (*roles)[i];
+        ids[i] = role.kind == Role::kShared ? previous[i]
+                 : role.kind == Role::kOwn  ? p.tensors + static_cast<std::int32_t>(r - 1) * own_count + role.index
+                                            : previous[static_cast<std::size_t>(role.index)];
+      }
+      for (std::size_t i = 0; i < q; ++i) layer[i].tensor = ids[i];
+      previous.swap(ids);
+      for (std::size_t v = c; v < layers_end; ++v) {
+        const std::size_t from = p.first_access[v] - cc, to = p.first_access[v + 1] - cc;
+        run(v, std::span(layer).subspan(from, to - from));
+      }
+    }
+    for (std::size_t i = 0; i < epilogue.size(); ++i) {
+      if (from_c[i] < q) epilogue[i].tensor = previous[from_c[i]];
+    }
+    for (std::size_t v = layers_end; v < dag.size(); ++v) {
+      const std::size_t from = p.first_access[v] - e, to = p.first_access[v + 1] - e;
+      run(v, std::span(epilogue).subspan(from, to - from));
+    }
+  } else {
+    for (std::size_t v = 0; v < dag.size(); ++v) run(v, lowered_access(v));
+  }
+
+  ExtendedStep out;
+  out.activation_peak_bytes = peak;
+  StepRun& s = out.run;
+  s.phase = phase;
+  s.shape = shape;
+  s.total_us = chain.end().us();
+  s.kernel_time_us = chain.kernel_time_us();
+  s.kernels = chain.kernels();
+  s.events = chain.events();
+  s.extended = extra > 0;
+  return out;
+}
+
+}  // namespace gpusim::workloads

@@ -1,0 +1,40 @@
+// A step's totals without lowering every layer: the repeating layers are lowered three times and
+// the rest follow by renaming.
+//
+// A model's last layers are all of one kind (layer_kind): they lower to the same kernels, tensor
+// names aside, and each reads nothing of earlier layers but its predecessor's output. The step is
+// lowered with the first three layers of that run (A, B, C) only. Comparing them tells, for each
+// tensor C accesses, whether it is the same in every layer (a rotary table), made by the layer
+// itself (its weights, caches and activations: fresh in each later layer), or made by the layer
+// before (the residual stream). Layers after C are C's kernels with their tensors renamed by that
+// rule, and the epilogue reads the last layer's output where it read C's. The whole step's
+// kernel sequence then runs on a SerialChain (hw/serial_chain.h), L2 state included, kernel by
+// kernel: the totals are the whole step's, bit for bit (tests/workloads/layer_repeat_test.cpp
+// compares them with run_engine on the fully lowered step, on many workloads). When the three
+// layers do not show that pattern, nothing is extended and the caller lowers every layer.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "hw/gpu_engine.h"
+#include "hw/kernel_outcome_cache.h"
+#include "workloads/model_run.h"
+#include "workloads/op_lowering_cache.h"
+#include "workloads/transformer_step.h"
+#include "workloads/workload.h"
+
+namespace gpusim::workloads {
+
+struct ExtendedStep {
+  StepRun run;  // totals only (no detail)
+  double activation_peak_bytes = 0;
+};
+
+// The totals of one step of `w` as simulating all of its layers gives them, or nullopt when the
+// layers lowered do not repeat as layer_kind promises.
+std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, const std::string& phase,
+                                                      const StepShape& shape, OpLoweringCache& lowering,
+                                                      hw::LaunchMode mode, hw::KernelOutcomeCache& cache);
+
+}  // namespace gpusim::workloads
