@@ -3,8 +3,11 @@
 // a prefill. The H100 runs that decode step in about 11 ms.
 #include <benchmark/benchmark.h>
 
+#include <optional>
+
 #include "hw/hardware_loader.h"
 #include "models/kernel_model.h"
+#include "workloads/layer_repeat.h"
 #include "workloads/model_run.h"
 #include "workloads/transformer_phases.h"
 #include "workloads/workload.h"
@@ -71,6 +74,31 @@ void BM_Llama8bDecodeLoweringOnly(benchmark::State& state) {
 
 void BM_Llama8bPrefill2048(benchmark::State& state) { simulate_job(state, "prefill"); }
 
+// One step's totals, as a generate run simulates its middle steps and serving every step: three
+// layers lowered and the rest renamed (workloads/layer_repeat.h). Cold: lowering and kernel
+// outcomes from scratch in every iteration; warm: both kept, as from one step to the next.
+void step_totals(benchmark::State& state, const std::string& name, bool warm) {
+  const auto hw = h100();
+  const auto models = gpusim::models::default_kernel_models();
+  const auto w = job(name);
+  const auto [phase, shape] = gpusim::workloads::step_shapes(w).front();
+  std::optional<gpusim::workloads::OpLoweringCache> lowering;
+  std::optional<gpusim::hw::KernelOutcomeCache> cache;
+  for (auto _ : state) {
+    if (!warm || !cache) {
+      lowering.emplace(hw, models);
+      cache.emplace(hw);
+    }
+    const auto step = gpusim::workloads::simulate_repeating_layers(w, phase, shape, *lowering,
+                                                                   gpusim::hw::LaunchMode::kGraph, *cache);
+    if (!step || !step->run.extended) state.SkipWithError("the step was not extended");
+    benchmark::DoNotOptimize(step);
+  }
+}
+void BM_Llama8bDecodeStepTotals(benchmark::State& state) { step_totals(state, "decode", false); }
+void BM_Llama8bDecodeStepTotalsWarm(benchmark::State& state) { step_totals(state, "decode", true); }
+void BM_Llama8bPrefill2048Totals(benchmark::State& state) { step_totals(state, "prefill", false); }
+
 }  // namespace
 
 BENCHMARK(BM_Llama8bDecodeStep)->Unit(benchmark::kMillisecond);
@@ -79,3 +107,6 @@ BENCHMARK(BM_Llama8bDecodeEngineWarm)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Llama8bDecodeStepFromScratch)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Llama8bDecodeLoweringOnly)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Llama8bPrefill2048)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Llama8bDecodeStepTotals)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Llama8bDecodeStepTotalsWarm)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Llama8bPrefill2048Totals)->Unit(benchmark::kMillisecond);

@@ -49,6 +49,50 @@ void BasicL2Residency<Key>::touch(const Key& tensor, std::int64_t bytes) {
 }
 
 template class BasicL2Residency<std::string>;
-template class BasicL2Residency<std::int32_t>;
+
+void DenseL2Residency::unlink(std::int32_t t) {
+  const auto i = static_cast<std::size_t>(t);
+  (newer_[i] >= 0 ? older_[static_cast<std::size_t>(newer_[i])] : newest_) = older_[i];
+  (older_[i] >= 0 ? newer_[static_cast<std::size_t>(older_[i])] : oldest_) = newer_[i];
+  listed_[i] = 0;
+}
+
+// BasicL2Residency::touch, step for step.
+void DenseL2Residency::touch(std::int32_t tensor, std::int64_t bytes) {
+  const auto i = static_cast<std::size_t>(tensor);
+  if (i >= bytes_.size()) {
+    const std::size_t n = std::max(i + 1, 2 * bytes_.size());
+    bytes_.resize(n, 0);
+    newer_.resize(n, -1);
+    older_.resize(n, -1);
+    listed_.resize(n, 0);
+  }
+  const bool found = listed_[i] != 0;
+  if (found) {
+    used_ -= bytes_[i];
+    bytes_[i] = 0;
+    unlink(tensor);
+  }
+  // In front, with nothing resident yet (so never its own victim).
+  newer_[i] = -1;
+  older_[i] = newest_;
+  (newest_ >= 0 ? newer_[static_cast<std::size_t>(newest_)] : oldest_) = tensor;
+  newest_ = tensor;
+  listed_[i] = 1;
+  const std::int64_t keep = std::min(bytes, capacity_);
+  while (used_ + keep > capacity_ && oldest_ != tensor) {
+    const auto v = static_cast<std::size_t>(oldest_);
+    const std::int64_t evict = std::min(bytes_[v], used_ + keep - capacity_);
+    bytes_[v] -= evict;
+    used_ -= evict;
+    if (bytes_[v] == 0) unlink(oldest_);
+  }
+  if (keep <= 0) {
+    unlink(tensor);
+    return;
+  }
+  bytes_[i] = keep;
+  used_ += keep;
+}
 
 }  // namespace gpusim::hw

@@ -9,6 +9,7 @@
 #include <list>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace gpusim::hw {
 
@@ -37,14 +38,37 @@ class BasicL2Residency {
 
 using L2Residency = BasicL2Residency<std::string>;
 
+// The same rule for tensors numbered 0, 1, 2, ... (hw/serial_chain.h): arrays by id instead of
+// a hash table and list nodes.
+class DenseL2Residency {
+ public:
+  explicit DenseL2Residency(std::int64_t capacity) : capacity_(capacity) {}
+
+  std::int64_t capacity() const { return capacity_; }
+  std::int64_t resident(std::int32_t tensor) const {
+    return static_cast<std::size_t>(tensor) < bytes_.size() ? bytes_[static_cast<std::size_t>(tensor)] : 0;
+  }
+  void touch(std::int32_t tensor, std::int64_t bytes);
+
+ private:
+  void unlink(std::int32_t t);
+  std::int64_t capacity_;
+  std::int64_t used_ = 0;
+  // By id: resident bytes (0 when out), and the neighbours in recency order (-1: none).
+  std::vector<std::int64_t> bytes_;
+  std::vector<std::int32_t> newer_, older_;
+  std::vector<char> listed_;
+  std::int32_t newest_ = -1, oldest_ = -1;
+};
+
 // A kernel's pass through L2: the share of its input bytes it finds there, then what it leaves.
 // Uses are TensorUse-like (tensor, bytes, evict_first) with tensors named as the L2 names them.
 struct L2Pass {
   double read_miss = 1;     // share of input bytes not found in L2 (1 without inputs)
   double read_hit_rate = 0;  // share found (0 without inputs)
 };
-template <class Key, class Uses>
-L2Pass pass_through_l2(BasicL2Residency<Key>& l2, const Uses& reads, const Uses& writes) {
+template <class Residency, class Uses>
+L2Pass pass_through_l2(Residency& l2, const Uses& reads, const Uses& writes) {
   // Writes reach DRAM (the measured elementwise kernels pay for every byte they write, however
   // small); they also stay resident in L2 for the next kernel to read.
   double read_bytes = 0, hits = 0, write_bytes = 0;

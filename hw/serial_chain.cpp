@@ -13,13 +13,15 @@ void SerialChain::run(const Launch& launch, std::span<const TensorAccess> reads,
   const sim::Time host = mode_ == LaunchMode::kEager ? sim::Time::from_ps(hw_.launch.eager_gap.ps() * kernels_) : sim::Time();
   const sim::Time ready = kernels_ == 0 ? host : std::max(end_ + hw_.launch.graph_gap, host);
   const double read_miss = pass_through_l2(l2_, reads, writes).read_miss;
-  const SoloOutcome* known = cache_.find(launch, read_miss);
-  SoloOutcome simulated;
-  if (!known) {
-    simulated = simulate_solo(hw_, launch, read_miss);
-    cache_.insert(launch, read_miss, simulated);
-    known = &simulated;
+  const Seen key{&launch, read_miss};
+  auto it = seen_.find(key);
+  if (it == seen_.end()) {
+    const SoloOutcome* cached = cache_.find(launch, read_miss);
+    const SoloOutcome outcome = cached ? *cached : simulate_solo(hw_, launch, read_miss);
+    if (!cached) cache_.insert(launch, read_miss, outcome);
+    it = seen_.emplace(key, outcome).first;
   }
+  const SoloOutcome* known = &it->second;
   end_ = ready + known->duration;
   kernel_time_us_ += known->duration.us();
   events_ += 1 + known->events;  // its ready event, then its own

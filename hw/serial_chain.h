@@ -10,7 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <unordered_map>
 
 #include "hw/gpu_engine.h"
 #include "hw/hardware_spec.h"
@@ -32,7 +34,9 @@ class SerialChain {
  public:
   SerialChain(const HardwareSpec& hw, LaunchMode mode, KernelOutcomeCache& cache);
 
-  // Runs the stream's next kernel: `launch` with its tensors as ids.
+  // Runs the stream's next kernel: `launch` with its tensors as ids. A launch passed again (the
+  // same object, as a layer's kernels repeat) must be unchanged: its outcomes are remembered by
+  // address for the chain's lifetime.
   void run(const Launch& launch, std::span<const TensorAccess> reads, std::span<const TensorAccess> writes);
 
   std::int64_t kernels() const { return kernels_; }
@@ -44,7 +48,18 @@ class SerialChain {
   const HardwareSpec& hw_;
   LaunchMode mode_;
   KernelOutcomeCache& cache_;
-  BasicL2Residency<std::int32_t> l2_;
+  DenseL2Residency l2_;
+  struct Seen {
+    const Launch* launch;
+    double read_miss;
+    bool operator==(const Seen&) const = default;
+  };
+  struct SeenHash {
+    std::size_t operator()(const Seen& s) const {
+      return std::hash<const void*>()(s.launch) ^ (std::hash<double>()(s.read_miss) * 0x9e3779b97f4a7c15ull);
+    }
+  };
+  std::unordered_map<Seen, SoloOutcome, SeenHash> seen_;  // outcomes met by this chain
   std::int64_t kernels_ = 0;
   sim::Time end_;
   std::uint64_t events_ = 0;

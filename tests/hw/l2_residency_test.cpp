@@ -1,5 +1,5 @@
-// L2 residency: least recently used out, partial residency of the oldest tensor, against a plain
-// reference (a list rebuilt on every touch) over long random sequences of touches.
+// L2 residency (by name and by id): least recently used out, partial residency of the oldest
+// tensor, against a plain reference (a list rebuilt on every touch) over long random sequences of touches.
 #include "hw/l2_residency.h"
 
 #include <gtest/gtest.h>
@@ -45,18 +45,22 @@ TEST(L2Residency, MatchesThePlainRuleOnRandomTouches) {
   for (const std::int64_t capacity : {1000, 4096, 50000}) {
     std::mt19937_64 random(static_cast<std::uint64_t>(capacity));
     L2Residency l2(capacity);
+    DenseL2Residency dense(capacity);  // the same rule by tensor id
     ReferenceL2 reference(capacity);
     for (int step = 0; step < 5000; ++step) {
-      const std::string t = "t" + std::to_string(random() % 40);
+      const auto id = static_cast<std::int32_t>(random() % 40);
+      const std::string t = "t" + std::to_string(id);
       // Mostly small tensors, some larger than the whole cache, some empty.
       const std::int64_t bytes = random() % 10 == 0 ? static_cast<std::int64_t>(random() % (3 * capacity))
                                  : random() % 25 == 0 ? 0
                                                       : static_cast<std::int64_t>(random() % (capacity / 4));
       l2.touch(t, bytes);
+      dense.touch(id, bytes);
       reference.touch(t, bytes);
       for (int k = 0; k < 40; ++k) {
         const std::string name = "t" + std::to_string(k);
         ASSERT_EQ(l2.resident(name), reference.resident(name)) << "step " << step << ", " << name;
+        ASSERT_EQ(dense.resident(k), reference.resident(name)) << "step " << step << ", id " << k;
       }
     }
   }
