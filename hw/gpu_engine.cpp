@@ -175,35 +175,9 @@ class Engine {
   }
 
   void init_result(KernelState& k) {
-    const Launch& l = k.node->launch;
-    KernelResult& r = k.result;
-    r.name = l.name;
-    r.op = k.node->op;
-    r.family = l.family;
-    r.ctas_per_sm = k.occupancy.ctas_per_sm;
-    r.theoretical_occupancy = k.occupancy.theoretical;
-    r.waves = static_cast<double>(l.cta_count()) / (k.occupancy.ctas_per_sm * hw_.sm_count);
-    r.start = sim::Time::from_ps(-1);
-    const LaunchTotals t = totals(l);
-    r.tensor_flops = t.tensor_flops;
-    r.fp32_flops = t.fp32_flops;
-    r.sfu_ops = t.sfu_ops;
-    r.l2_bytes = t.l2_bytes;
-    const double cold_bytes = t.dram_read_bytes + t.dram_write_bytes;
-    double tensor_seconds = 0;  // at each class's dtype rate
-    for (const auto& c : l.ctas) {
-      if (c.work.tensor_flops <= 0) continue;
-      tensor_seconds += static_cast<double>(c.count) * c.work.tensor_flops /
-                        (hw_.tensor_flops_per_cycle(c.work.tensor_dtype) * hw_.sm_count *
-                         hw_.clocks.sustained_tensor_hz);
-    }
-    // Kernels that keep the tensor pipes busy a large share of their time draw the power that
-    // pulls the clock down to its sustained tensor value: those whose tensor time at full rate is
-    // at least half their cold DRAM time (attention's softmax phases count as busy too).
-    constexpr double kTensorHeavyShareOfDramTime = 0.5;
-    r.tensor_heavy = tensor_seconds > 0 &&
-                     tensor_seconds >= kTensorHeavyShareOfDramTime * cold_bytes /
-                                           hw_.dram.achievable_bandwidth();
+    k.result = launch_result(hw_, k.node->launch, k.occupancy);
+    k.result.op = k.node->op;
+    k.result.start = sim::Time::from_ps(-1);
   }
 
   // --- the launch front end ---
@@ -262,9 +236,7 @@ class Engine {
   void kernel_done(int index) {
     KernelState& k = kernels_[index];
     k.result.end = sim_.now();
-    const double seconds = (k.result.end - k.result.start).seconds();
-    k.result.achieved_occupancy =
-        seconds > 0 ? k.warp_seconds / (seconds * hw_.sm.max_warps * hw_.sm_count) : 0.0;
+    k.result.achieved_occupancy = achieved_occupancy(hw_, k.warp_seconds, k.result.end - k.result.start);
     if (k.result.tensor_heavy) --tensor_heavy_running_;
     std::erase(live_, index);
     if (k.solo_events_before) {
@@ -713,6 +685,39 @@ class Engine {
 };
 
 }  // namespace
+
+KernelResult launch_result(const HardwareSpec& hw, const Launch& l, const Occupancy& occupancy) {
+  KernelResult r;
+  r.name = l.name;
+  r.family = l.family;
+  r.ctas_per_sm = occupancy.ctas_per_sm;
+  r.theoretical_occupancy = occupancy.theoretical;
+  r.waves = static_cast<double>(l.cta_count()) / (occupancy.ctas_per_sm * hw.sm_count);
+  const LaunchTotals t = totals(l);
+  r.tensor_flops = t.tensor_flops;
+  r.fp32_flops = t.fp32_flops;
+  r.sfu_ops = t.sfu_ops;
+  r.l2_bytes = t.l2_bytes;
+  const double cold_bytes = t.dram_read_bytes + t.dram_write_bytes;
+  double tensor_seconds = 0;  // at each class's dtype rate
+  for (const auto& c : l.ctas) {
+    if (c.work.tensor_flops <= 0) continue;
+    tensor_seconds += static_cast<double>(c.count) * c.work.tensor_flops /
+                      (hw.tensor_flops_per_cycle(c.work.tensor_dtype) * hw.sm_count * hw.clocks.sustained_tensor_hz);
+  }
+  // Kernels that keep the tensor pipes busy a large share of their time draw the power that
+  // pulls the clock down to its sustained tensor value: those whose tensor time at full rate is
+  // at least half their cold DRAM time (attention's softmax phases count as busy too).
+  constexpr double kTensorHeavyShareOfDramTime = 0.5;
+  r.tensor_heavy = tensor_seconds > 0 &&
+                   tensor_seconds >= kTensorHeavyShareOfDramTime * cold_bytes / hw.dram.achievable_bandwidth();
+  return r;
+}
+
+double achieved_occupancy(const HardwareSpec& hw, double warp_seconds, sim::Time span) {
+  const double seconds = span.seconds();
+  return seconds > 0 ? warp_seconds / (seconds * hw.sm.max_warps * hw.sm_count) : 0.0;
+}
 
 EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
                         const std::vector<KernelNode>& nodes, EngineObserver* observer,

@@ -19,6 +19,7 @@
 #include "hw/engine_observer.h"
 #include "hw/hardware_spec.h"
 #include "hw/launch.h"
+#include "hw/occupancy.h"
 #include "sim/time.h"
 
 namespace gpusim::hw {
@@ -57,6 +58,12 @@ struct EngineResult {
   sim::Time end;                      // when the last kernel finished
   std::uint64_t events = 0;
 };
+
+// The parts of a kernel's result that follow from its launch alone (name, family, totals,
+// occupancy, waves, whether it is tensor-heavy); its op, span and what it met are the run's.
+KernelResult launch_result(const HardwareSpec& hw, const Launch& launch, const Occupancy& occupancy);
+// Resident warps averaged over a kernel's span, as a share of every warp slot of the chip.
+double achieved_occupancy(const HardwareSpec& hw, double warp_seconds, sim::Time span);
 
 class KernelOutcomeCache;
 struct SoloOutcome;

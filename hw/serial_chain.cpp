@@ -9,23 +9,56 @@ SerialChain::SerialChain(const HardwareSpec& hw, LaunchMode mode, KernelOutcomeC
   if (!cache.serves(hw)) throw std::logic_error("SerialChain: the kernel outcome cache was made for another chip");
 }
 
-void SerialChain::run(const Launch& launch, std::span<const TensorAccess> reads, std::span<const TensorAccess> writes) {
+SerialChain::Known& SerialChain::advance(const Launch& launch, std::span<const TensorAccess> reads,
+                                         std::span<const TensorAccess> writes, sim::Time& ready,
+                                         double& read_hit_rate) {
   const sim::Time host = mode_ == LaunchMode::kEager ? sim::Time::from_ps(hw_.launch.eager_gap.ps() * kernels_) : sim::Time();
-  const sim::Time ready = kernels_ == 0 ? host : std::max(end_ + hw_.launch.graph_gap, host);
-  const double read_miss = pass_through_l2(l2_, reads, writes).read_miss;
-  const Seen key{&launch, read_miss};
+  ready = kernels_ == 0 ? host : std::max(end_ + hw_.launch.graph_gap, host);
+  const L2Pass pass = pass_through_l2(l2_, reads, writes);
+  read_hit_rate = pass.read_hit_rate;
+  const Seen key{&launch, pass.read_miss};
   auto it = seen_.find(key);
   if (it == seen_.end()) {
-    const SoloOutcome* cached = cache_.find(launch, read_miss);
-    const SoloOutcome outcome = cached ? *cached : simulate_solo(hw_, launch, read_miss);
-    if (!cached) cache_.insert(launch, read_miss, outcome);
-    it = seen_.emplace(key, outcome).first;
+    const SoloOutcome* cached = cache_.find(launch, pass.read_miss);
+    const SoloOutcome outcome = cached ? *cached : simulate_solo(hw_, launch, pass.read_miss);
+    if (!cached) cache_.insert(launch, pass.read_miss, outcome);
+    it = seen_.emplace(key, Known{outcome, std::nullopt}).first;
   }
-  const SoloOutcome* known = &it->second;
-  end_ = ready + known->duration;
-  kernel_time_us_ += known->duration.us();
-  events_ += 1 + known->events;  // its ready event, then its own
+  const SoloOutcome& known = it->second.outcome;
+  end_ = ready + known.duration;
+  kernel_time_us_ += known.duration.us();
+  events_ += 1 + known.events;  // its ready event, then its own
   ++kernels_;
+  return it->second;
+}
+
+void SerialChain::run(const Launch& launch, std::span<const TensorAccess> reads, std::span<const TensorAccess> writes) {
+  sim::Time ready;
+  double hit_rate = 0;
+  advance(launch, reads, writes, ready, hit_rate);
+}
+
+KernelResult SerialChain::run_listed(const Launch& launch, std::span<const TensorAccess> reads,
+                                     std::span<const TensorAccess> writes, const std::string& op) {
+  sim::Time ready;
+  double hit_rate = 0;
+  Known& known = advance(launch, reads, writes, ready, hit_rate);
+  if (!known.listed) {
+    const BlockResources block{static_cast<int>(launch.block.count()), launch.regs_per_thread, launch.smem_per_cta};
+    known.listed = launch_result(hw_, launch, compute_occupancy(hw_.sm, block));
+  }
+  KernelResult r = *known.listed;
+  const SoloOutcome& o = known.outcome;
+  r.op = op;
+  r.start = ready;
+  r.end = ready + o.duration;
+  r.dram_read_bytes = o.dram_read_bytes;
+  r.dram_write_bytes = o.dram_write_bytes;
+  r.l2_read_hit_rate = hit_rate;
+  // It runs alone: the clock is the one its own power draw sets.
+  r.clock_hz = r.tensor_heavy ? hw_.clocks.sustained_tensor_hz : hw_.clocks.sustained_other_hz;
+  r.achieved_occupancy = achieved_occupancy(hw_, o.warp_seconds, o.duration);
+  return r;
 }
 
 }  // namespace gpusim::hw

@@ -5,12 +5,14 @@
 // nothing else pending and runs alone. run_engine would then make kernel j ready at
 // max(end of j - 1 + graph gap, host issue time j x eager gap), find its inputs in L2, and run
 // it for its solo outcome (hw/kernel_outcome_cache.h); this does exactly that, fold by fold,
-// with tensors as integer ids, and keeps totals only. Outcomes not yet known are simulated
+// with tensors as integer ids, and keeps totals (and, when asked, each kernel's result). Outcomes not yet known are simulated
 // CTA by CTA (simulate_solo) and go to the cache. Tests hold it to run_engine's totals.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 #include <span>
 #include <unordered_map>
 
@@ -38,6 +40,9 @@ class SerialChain {
   // same object, as a layer's kernels repeat) must be unchanged: its outcomes are remembered by
   // address for the chain's lifetime.
   void run(const Launch& launch, std::span<const TensorAccess> reads, std::span<const TensorAccess> writes);
+  // The same, returning the kernel's result as run_engine reports it, with `op` as its op.
+  KernelResult run_listed(const Launch& launch, std::span<const TensorAccess> reads,
+                          std::span<const TensorAccess> writes, const std::string& op);
 
   std::int64_t kernels() const { return kernels_; }
   sim::Time end() const { return end_; }                // when the last kernel finished
@@ -59,7 +64,15 @@ class SerialChain {
       return std::hash<const void*>()(s.launch) ^ (std::hash<double>()(s.read_miss) * 0x9e3779b97f4a7c15ull);
     }
   };
-  std::unordered_map<Seen, SoloOutcome, SeenHash> seen_;  // outcomes met by this chain
+  struct Known {
+    SoloOutcome outcome;
+    std::optional<KernelResult> listed;  // launch_result, once a listed run needs it
+  };
+  std::unordered_map<Seen, Known, SeenHash> seen_;  // outcomes met by this chain
+  // Runs the next kernel; returns its outcome, when it became ready and the share of its
+  // input bytes it found in L2.
+  Known& advance(const Launch& launch, std::span<const TensorAccess> reads, std::span<const TensorAccess> writes,
+                 sim::Time& ready, double& read_hit_rate);
   std::int64_t kernels_ = 0;
   sim::Time end_;
   std::uint64_t events_ = 0;

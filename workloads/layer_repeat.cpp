@@ -117,11 +117,41 @@ std::optional<double> whole_step_peak(const std::vector<double>& live, std::size
   return peak;
 }
 
+// How a listed step names layer i's ops ("layers[i]" before the rest of the op's name).
+std::string layer_prefix(std::int64_t i) { return "layers[" + std::to_string(i) + "]"; }
+
+// Whether a listed step can follow C's kernels into later layers: C's ops are named by its layer
+// index, and C's kernels depend on C and B as B's do on B and A (other producers the same).
+bool listing_repeats(const KernelDag& dag, std::int64_t first, std::size_t va, std::size_t vb, std::size_t c,
+                     std::size_t layers_end) {
+  const std::string prefix = layer_prefix(first + 2);
+  const std::size_t period = vb - va;
+  for (std::size_t v = c; v < layers_end; ++v) {
+    const std::string& op = dag[static_cast<KernelDag::Vertex>(v)].op;
+    if (op.compare(0, prefix.size(), prefix) != 0) return false;
+    const auto& in_c = dag.deps(static_cast<KernelDag::Vertex>(v));
+    const auto& in_b = dag.deps(static_cast<KernelDag::Vertex>(v - period));
+    if (in_c.size() != in_b.size()) return false;
+    for (std::size_t i = 0; i < in_c.size(); ++i) {
+      const std::size_t expected = in_b[i] >= va ? in_b[i] + period : in_b[i];
+      if (in_c[i] != expected) return false;
+    }
+  }
+  // The epilogue waits for the last layer or for what came before the run, never for A or B.
+  for (std::size_t v = layers_end; v < dag.size(); ++v) {
+    for (const auto d : dag.deps(static_cast<KernelDag::Vertex>(v))) {
+      if (d >= va && d < c) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, const std::string& phase,
                                                       const StepShape& shape, OpLoweringCache& lowering,
-                                                      hw::LaunchMode mode, hw::KernelOutcomeCache& cache) {
+                                                      hw::LaunchMode mode, hw::KernelOutcomeCache& cache,
+                                                      bool listed) {
   const ModelConfig& m = w.model;
   // The repeating run: layers [first, layers) of the last layer's kind; lowered up to its third.
   std::int64_t first = m.layers - 1;
@@ -132,9 +162,37 @@ std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, co
   const KernelDag& dag = step.dag;
   const IdProgram p = ids_of(dag);
   hw::SerialChain chain(lowering.hw(), mode, cache);
-  auto run = [&](std::size_t v, std::span<const hw::TensorAccess> access) {
+  // Listed: every kernel's node and result, as run_step gives them (see ExtendedStep).
+  std::vector<hw::KernelNode> nodes;
+  std::vector<hw::KernelResult> results;
+  if (listed) {
+    nodes.reserve(dag.size() + static_cast<std::size_t>(extra) * (dag.size() / static_cast<std::size_t>(lowered)));
+    results.reserve(nodes.capacity());
+  }
+  // Runs vertex v's kernel with `access` as its tensors; when listed, as the kernel of `op`
+  // waiting for `deps`, its tensor lists kept when `own_tensors` (they are the lowered vertex's).
+  auto run_as = [&](std::size_t v, std::span<const hw::TensorAccess> access, std::string op, std::vector<int> deps,
+                    bool own_tensors) {
     const std::size_t reads = p.reads[v];
-    chain.run(dag[static_cast<KernelDag::Vertex>(v)].launch, access.first(reads), access.subspan(reads));
+    const hw::Launch& launch = dag[static_cast<KernelDag::Vertex>(v)].launch;
+    if (!listed) {
+      chain.run(launch, access.first(reads), access.subspan(reads));
+      return;
+    }
+    results.push_back(chain.run_listed(launch, access.first(reads), access.subspan(reads), op));
+    hw::KernelNode node{launch, std::move(op), 0, std::move(deps)};
+    if (!own_tensors) {
+      node.launch.reads.clear();
+      node.launch.writes.clear();
+    }
+    nodes.push_back(std::move(node));
+  };
+  auto deps_of = [&](std::size_t v) {
+    const auto& d = dag.deps(static_cast<KernelDag::Vertex>(v));
+    return listed ? std::vector<int>(d.begin(), d.end()) : std::vector<int>();
+  };
+  auto run = [&](std::size_t v, std::span<const hw::TensorAccess> access) {
+    run_as(v, access, listed ? dag[static_cast<KernelDag::Vertex>(v)].op : std::string(), deps_of(v), true);
   };
   auto lowered_access = [&](std::size_t v) {
     return std::span(p.access).subspan(p.first_access[v], p.first_access[v + 1] - p.first_access[v]);
@@ -162,6 +220,7 @@ std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, co
     const auto whole_peak = whole_step_peak(step.activation_profile, va, vb, extra);
     if (!roles || !whole_peak) return std::nullopt;
     peak = *whole_peak;
+    if (listed && !listing_repeats(dag, first, va, vb, c, layers_end)) return std::nullopt;
     // The epilogue reads what C made where it reads the last layer's tensors.
     const std::size_t e = p.first_access[layers_end];
     epilogue.assign(p.access.begin() + static_cast<std::ptrdiff_t>(e), p.access.end());
@@ -188,17 +247,36 @@ std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, co
       }
       for (std::size_t i = 0; i < q; ++i) layer[i].tensor = ids[i];
       previous.swap(ids);
+      const std::string prefix = listed ? layer_prefix(first + 2 + r) : std::string();
       for (std::size_t v = c; v < layers_end; ++v) {
         const std::size_t from = p.first_access[v] - cc, to = p.first_access[v + 1] - cc;
-        run(v, std::span(layer).subspan(from, to - from));
+        if (!listed) {
+          run_as(v, std::span(layer).subspan(from, to - from), {}, {}, false);
+          continue;
+        }
+        // Layer r's kernels depend on layer r and r - 1 as C's do on C and B; shared producers stay.
+        std::vector<int> deps = deps_of(v);
+        for (int& d : deps) {
+          if (d >= static_cast<int>(vb)) d += static_cast<int>(r * static_cast<std::int64_t>(period));
+        }
+        const std::string& op = dag[static_cast<KernelDag::Vertex>(v)].op;
+        run_as(v, std::span(layer).subspan(from, to - from), prefix + op.substr(op.find(']') + 1), std::move(deps),
+               false);
       }
     }
     for (std::size_t i = 0; i < epilogue.size(); ++i) {
       if (from_c[i] < q) epilogue[i].tensor = previous[from_c[i]];
     }
+    const int shift = static_cast<int>(extra * static_cast<std::int64_t>(period));
     for (std::size_t v = layers_end; v < dag.size(); ++v) {
       const std::size_t from = p.first_access[v] - e, to = p.first_access[v + 1] - e;
-      run(v, std::span(epilogue).subspan(from, to - from));
+      std::vector<int> deps = deps_of(v);
+      for (int& d : deps) {
+        if (d >= static_cast<int>(c)) d += shift;  // the last layer's kernels, or the epilogue's
+      }
+      run_as(v, std::span(epilogue).subspan(from, to - from),
+             listed ? dag[static_cast<KernelDag::Vertex>(v)].op : std::string(), std::move(deps),
+             false);  // its activations are numbered as in the shorter program
     }
   } else {
     for (std::size_t v = 0; v < dag.size(); ++v) run(v, lowered_access(v));
@@ -214,6 +292,7 @@ std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, co
   s.kernels = chain.kernels();
   s.events = chain.events();
   s.extended = extra > 0;
+  if (listed) s.detail = StepDetail{std::move(nodes), hw::EngineResult{std::move(results), chain.end(), s.events}, std::nullopt};
   return out;
 }
 

@@ -27,14 +27,16 @@
 namespace gpusim::workloads {
 
 struct ExtendedStep {
-  StepRun run;  // totals only (no detail)
+  StepRun run;  // totals, and when listed its detail: every kernel's node and result as run_step
+                // gives them, except that the kernels after the lowered layers list no tensors
   double activation_peak_bytes = 0;
 };
 
-// The totals of one step of `w` as simulating all of its layers gives them, or nullopt when the
-// layers lowered do not repeat as layer_kind promises.
+// The totals of one step of `w` as simulating all of its layers gives them (`listed`: and its
+// kernels), or nullopt when the layers lowered do not repeat as layer_kind promises.
 std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, const std::string& phase,
                                                       const StepShape& shape, OpLoweringCache& lowering,
-                                                      hw::LaunchMode mode, hw::KernelOutcomeCache& cache);
+                                                      hw::LaunchMode mode, hw::KernelOutcomeCache& cache,
+                                                      bool listed = false);
 
 }  // namespace gpusim::workloads

@@ -71,8 +71,9 @@ ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::
   auto step = [&](std::size_t i, OpLoweringCache& lowering, hw::KernelOutcomeCache* cache) {
     const bool detailed = detailed_step(shapes, i);
     std::optional<ExtendedStep> extended;
-    if (!detailed && cache) {
-      extended = simulate_repeating_layers(w, shapes[i].first, shapes[i].second, lowering, mode, *cache);
+    // A step with a recorded timeline needs the engine's CTA-level events.
+    if (cache && !(detailed && options.record_timeline)) {
+      extended = simulate_repeating_layers(w, shapes[i].first, shapes[i].second, lowering, mode, *cache, detailed);
     }
     if (extended) {
       peaks[i] = extended->activation_peak_bytes;

@@ -30,7 +30,7 @@ ModelWorkload model_workload(const std::string& yaml) {
 
 struct Case {
   std::string name, yaml, hw;
-  std::vector<hw::HardwareOverride> overrides;
+  std::vector<hw::HardwareOverride> overrides = {};
   hw::LaunchMode mode = hw::LaunchMode::kGraph;
   bool extends = true;  // has more layers of the repeating kind than the three lowered
 };
@@ -65,6 +65,45 @@ std::vector<Case> cases() {
   };
 }
 
+// A listed extended step's kernel against the engine's on the whole step: everything reports
+// use, and the tensor lists where the extended step keeps them.
+void expect_same_kernel(const hw::KernelNode& node, const hw::KernelResult& k, const hw::KernelNode& whole_node,
+                        const hw::KernelResult& whole) {
+  EXPECT_EQ(node.op, whole_node.op);
+  EXPECT_EQ(node.stream, whole_node.stream);
+  EXPECT_EQ(node.deps, whole_node.deps);
+  EXPECT_EQ(node.launch.name, whole_node.launch.name);
+  EXPECT_TRUE(hw::same_launch_timing(node.launch, whole_node.launch));
+  if (!node.launch.reads.empty() || !node.launch.writes.empty()) {
+    ASSERT_EQ(node.launch.reads.size(), whole_node.launch.reads.size());
+    for (std::size_t i = 0; i < node.launch.reads.size(); ++i) {
+      EXPECT_EQ(node.launch.reads[i].tensor, whole_node.launch.reads[i].tensor);
+    }
+    ASSERT_EQ(node.launch.writes.size(), whole_node.launch.writes.size());
+    for (std::size_t i = 0; i < node.launch.writes.size(); ++i) {
+      EXPECT_EQ(node.launch.writes[i].tensor, whole_node.launch.writes[i].tensor);
+    }
+  }
+  EXPECT_EQ(k.name, whole.name);
+  EXPECT_EQ(k.op, whole.op);
+  EXPECT_EQ(k.family, whole.family);
+  EXPECT_EQ(k.start, whole.start);
+  EXPECT_EQ(k.end, whole.end);
+  EXPECT_EQ(k.tensor_flops, whole.tensor_flops);
+  EXPECT_EQ(k.fp32_flops, whole.fp32_flops);
+  EXPECT_EQ(k.sfu_ops, whole.sfu_ops);
+  EXPECT_EQ(k.l2_bytes, whole.l2_bytes);
+  EXPECT_EQ(k.dram_read_bytes, whole.dram_read_bytes);
+  EXPECT_EQ(k.dram_write_bytes, whole.dram_write_bytes);
+  EXPECT_EQ(k.l2_read_hit_rate, whole.l2_read_hit_rate);
+  EXPECT_EQ(k.ctas_per_sm, whole.ctas_per_sm);
+  EXPECT_EQ(k.theoretical_occupancy, whole.theoretical_occupancy);
+  EXPECT_EQ(k.achieved_occupancy, whole.achieved_occupancy);
+  EXPECT_EQ(k.waves, whole.waves);
+  EXPECT_EQ(k.clock_hz, whole.clock_hz);
+  EXPECT_EQ(k.tensor_heavy, whole.tensor_heavy);
+}
+
 TEST(LayerRepeat, ExtendedStepsEqualWholeSteps) {
   const auto models = models::default_kernel_models();
   for (const Case& c : cases()) {
@@ -86,6 +125,25 @@ TEST(LayerRepeat, ExtendedStepsEqualWholeSteps) {
       EXPECT_EQ(extended->run.kernels, static_cast<std::int64_t>(whole.dag.size()));
       EXPECT_EQ(extended->run.events, r.events);
       EXPECT_EQ(extended->activation_peak_bytes, whole.activation_peak_bytes);
+      EXPECT_FALSE(extended->run.detail.has_value());
+
+      // Listed: every kernel as the engine reports it on the whole step.
+      const auto listed = simulate_repeating_layers(w, phase, shape, lowering, c.mode, cache, true);
+      ASSERT_TRUE(listed.has_value());
+      ASSERT_TRUE(listed->run.detail.has_value());
+      EXPECT_EQ(listed->run.total_us, extended->run.total_us);
+      EXPECT_EQ(listed->run.events, extended->run.events);
+      const auto whole_nodes = whole.dag.to_nodes();
+      const StepDetail& d = *listed->run.detail;
+      ASSERT_EQ(d.nodes.size(), whole_nodes.size());
+      ASSERT_EQ(d.result.kernels.size(), r.kernels.size());
+      EXPECT_EQ(d.result.end, r.end);
+      EXPECT_EQ(d.result.events, r.events);
+      for (std::size_t i = 0; i < whole_nodes.size(); ++i) {
+        SCOPED_TRACE("kernel " + std::to_string(i));
+        expect_same_kernel(d.nodes[i], d.result.kernels[i], whole_nodes[i], r.kernels[i]);
+        if (::testing::Test::HasFailure()) return;
+      }
     }
   }
 }
