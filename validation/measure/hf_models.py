@@ -29,7 +29,9 @@ cache excluded).
 Usage (GPU machine, repository root):
   PYTHONUNBUFFERED=1 python3 validation/measure/hf_models.py --gpu h100 --out $OUT
   options: --only REGEX, --split calibration|holdout, --deadline-s N, --show-holdout,
-           --set2 (the fresh held-out cases CASES2, written to hf_models2_<gpu>.json)
+           --set2 (the fresh held-out cases CASES2, written to hf_models2_<gpu>.json),
+           --set3 (issue 13's families, CASES3, written to hf_models3[_<split>]_<gpu>.json),
+           --no-reference (no defaults/sources dump)
 Writes $OUT/hf_models_<gpu>.json (rewritten after every case), $OUT/hf_configs/<case>.json
 (the config.json of each case, as save_pretrained writes it), $OUT/hf_defaults.json
 (each config class's defaults) and $OUT/sources/ (the modeling files, for reading).
@@ -158,6 +160,105 @@ CASES2 = [
 ]
 
 
+# Set 3 (issue 13): the families users try next, with a calibration split (looked at while building
+# their lowerings) and a holdout split (first compared at the final evaluation). Shapes are the
+# published models' (fewer layers where the whole model would be slow to build).
+QWEN3_17B = dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
+                 num_key_value_heads=8, head_dim=128, vocab_size=151936, rms_norm_eps=1e-6,
+                 rope_theta=1000000.0, max_position_embeddings=40960, tie_word_embeddings=True,
+                 use_sliding_window=False)
+QWEN3_MOE_4L = dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=4, num_attention_heads=32,
+                    num_key_value_heads=4, head_dim=128, vocab_size=151936, rms_norm_eps=1e-6,
+                    rope_theta=1000000.0, max_position_embeddings=40960, tie_word_embeddings=False,
+                    num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768, norm_topk_prob=True,
+                    decoder_sparse_step=1, mlp_only_layers=[], use_sliding_window=False)
+QWEN3_MOE_MIXED = dict(QWEN3_MOE_4L, num_hidden_layers=6, num_experts=32, num_experts_per_tok=4,
+                       decoder_sparse_step=2, mlp_only_layers=[0], norm_topk_prob=False)
+GEMMA2_2B = dict(hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, num_attention_heads=8,
+                 num_key_value_heads=4, head_dim=256, vocab_size=256000, rms_norm_eps=1e-6,
+                 rope_theta=10000.0, max_position_embeddings=8192, sliding_window=4096,
+                 query_pre_attn_scalar=256, attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+                 hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True)
+GEMMA3_1B = dict(hidden_size=1152, intermediate_size=6912, num_hidden_layers=26, num_attention_heads=4,
+                 num_key_value_heads=1, head_dim=256, vocab_size=262144, rms_norm_eps=1e-6,
+                 rope_theta=1000000.0, rope_local_base_freq=10000.0, max_position_embeddings=32768,
+                 sliding_window=512, sliding_window_pattern=6, query_pre_attn_scalar=256,
+                 hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True)
+PHI3_MINI = dict(hidden_size=3072, intermediate_size=8192, num_hidden_layers=32, num_attention_heads=32,
+                 num_key_value_heads=32, vocab_size=32064, rms_norm_eps=1e-5, rope_theta=10000.0,
+                 max_position_embeddings=4096, original_max_position_embeddings=4096, sliding_window=2047,
+                 tie_word_embeddings=False, pad_token_id=32000, bos_token_id=1, eos_token_id=32000)
+PHI4_MINI = dict(hidden_size=3072, intermediate_size=8192, num_hidden_layers=32, num_attention_heads=24,
+                 num_key_value_heads=8, vocab_size=200064, rms_norm_eps=1e-5, rope_theta=10000.0,
+                 partial_rotary_factor=0.75, max_position_embeddings=131072,
+                 original_max_position_embeddings=4096, sliding_window=262144, tie_word_embeddings=True,
+                 pad_token_id=199999, bos_token_id=199999, eos_token_id=199999,
+                 rope_scaling={"type": "longrope", "short_factor": [1.0] * 48, "long_factor": [1.2] * 48})
+DEEPSEEK_V2_LITE_4L = dict(hidden_size=2048, intermediate_size=10944, num_hidden_layers=4,
+                           num_attention_heads=16, num_key_value_heads=16, vocab_size=102400,
+                           q_lora_rank=None, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+                           v_head_dim=128, moe_intermediate_size=1408, n_routed_experts=64,
+                           n_shared_experts=2, num_experts_per_tok=6, first_k_dense_replace=1,
+                           moe_layer_freq=1, topk_method="greedy", n_group=1, topk_group=1,
+                           norm_topk_prob=False, routed_scaling_factor=1.0, rms_norm_eps=1e-6,
+                           rope_theta=10000.0, max_position_embeddings=163840, tie_word_embeddings=False)
+DEEPSEEK_V3_4L = dict(hidden_size=7168, intermediate_size=18432, num_hidden_layers=4, num_attention_heads=128,
+                      num_key_value_heads=128, vocab_size=129280, q_lora_rank=1536, kv_lora_rank=512,
+                      qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, moe_intermediate_size=2048,
+                      n_routed_experts=256, n_shared_experts=1, num_experts_per_tok=8,
+                      first_k_dense_replace=3, n_group=8, topk_group=4, norm_topk_prob=True,
+                      routed_scaling_factor=2.5, rms_norm_eps=1e-6, rope_theta=10000.0,
+                      max_position_embeddings=163840, tie_word_embeddings=False)
+MOONLIGHT_4L = dict(hidden_size=2048, intermediate_size=11264, num_hidden_layers=4, num_attention_heads=16,
+                    num_key_value_heads=16, vocab_size=163840, q_lora_rank=None, kv_lora_rank=512,
+                    qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, moe_intermediate_size=1408,
+                    n_routed_experts=64, n_shared_experts=2, num_experts_per_tok=6, first_k_dense_replace=1,
+                    n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.446,
+                    rms_norm_eps=1e-5, rope_theta=50000.0, max_position_embeddings=8192,
+                    tie_word_embeddings=False)
+MISTRAL_7B_SW = dict(MISTRAL_7B, sliding_window=1024)
+
+CASES3 = [
+    case("qwen3-1.7b_decode_b4_l1024", "calibration", "qwen3", QWEN3_17B, "decode", 4, 1024),
+    case("qwen3-1.7b_prefill_b1_s1024", "calibration", "qwen3", QWEN3_17B, "prefill", 1, 1024),
+    case("qwen3-moe-4l_decode_b4_l1024", "calibration", "qwen3_moe", QWEN3_MOE_4L, "decode", 4, 1024),
+    case("qwen3-moe-4l_prefill_b1_s512", "calibration", "qwen3_moe", QWEN3_MOE_4L, "prefill", 1, 512),
+    case("qwen3-moe-mixed_decode_b4_l512", "calibration", "qwen3_moe", QWEN3_MOE_MIXED, "decode", 4, 512),
+    case("gemma2-2b_decode_b4_l1024", "calibration", "gemma2", GEMMA2_2B, "decode", 4, 1024),
+    case("gemma2-2b_prefill_b1_s1024", "calibration", "gemma2", GEMMA2_2B, "prefill", 1, 1024),
+    case("gemma3-1b_decode_b4_l1024", "calibration", "gemma3_text", GEMMA3_1B, "decode", 4, 1024),
+    case("gemma3-1b_prefill_b1_s1024", "calibration", "gemma3_text", GEMMA3_1B, "prefill", 1, 1024),
+    case("phi3-mini_decode_b4_l1024", "calibration", "phi3", PHI3_MINI, "decode", 4, 1024),
+    case("phi3-mini_prefill_b1_s1024", "calibration", "phi3", PHI3_MINI, "prefill", 1, 1024),
+    case("phi4-mini_decode_b4_l1024", "calibration", "phi3", PHI4_MINI, "decode", 4, 1024),
+    case("deepseek-v2-lite-4l_decode_b4_l1024", "calibration", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 4, 1024),
+    case("deepseek-v2-lite-4l_prefill_b1_s512", "calibration", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "prefill", 1, 512),
+    case("deepseek-v3-4l_decode_b1_l1024", "calibration", "deepseek_v3", DEEPSEEK_V3_4L, "decode", 1, 1024),
+    case("moonlight-4l_prefill_b1_s1024", "calibration", "deepseek_v3", MOONLIGHT_4L, "prefill", 1, 1024),
+    case("mistral-7b-sw_decode_b4_l2048", "calibration", "mistral", MISTRAL_7B_SW, "decode", 4, 2048),
+    case("mistral-7b-sw_prefill_b1_s2048", "calibration", "mistral", MISTRAL_7B_SW, "prefill", 1, 2048),
+    # holdout: for the final report only
+    case("qwen3-1.7b_decode_b16_l2048", "holdout", "qwen3", QWEN3_17B, "decode", 16, 2048),
+    case("qwen3-1.7b_prefill_b2_s2048", "holdout", "qwen3", QWEN3_17B, "prefill", 2, 2048),
+    case("qwen3-moe-4l_decode_b32_l512", "holdout", "qwen3_moe", QWEN3_MOE_4L, "decode", 32, 512),
+    case("qwen3-moe-4l_prefill_b2_s1024", "holdout", "qwen3_moe", QWEN3_MOE_4L, "prefill", 2, 1024),
+    case("qwen3-moe-mixed_prefill_b1_s1024", "holdout", "qwen3_moe", QWEN3_MOE_MIXED, "prefill", 1, 1024),
+    case("gemma2-2b_decode_b1_l8192", "holdout", "gemma2", GEMMA2_2B, "decode", 1, 8192),
+    case("gemma2-2b_prefill_b2_s2048", "holdout", "gemma2", GEMMA2_2B, "prefill", 2, 2048),
+    case("gemma3-1b_decode_b16_l2048", "holdout", "gemma3_text", GEMMA3_1B, "decode", 16, 2048),
+    case("gemma3-1b_prefill_b2_s2048", "holdout", "gemma3_text", GEMMA3_1B, "prefill", 2, 2048),
+    case("phi3-mini_decode_b8_l3000", "holdout", "phi3", PHI3_MINI, "decode", 8, 3000),
+    case("phi3-mini_prefill_b1_s3000", "holdout", "phi3", PHI3_MINI, "prefill", 1, 3000),
+    case("phi4-mini_prefill_b2_s1024", "holdout", "phi3", PHI4_MINI, "prefill", 2, 1024),
+    case("deepseek-v2-lite-4l_decode_b16_l2048", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 16, 2048),
+    case("deepseek-v2-lite-4l_prefill_b2_s1024", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "prefill", 2, 1024),
+    case("deepseek-v3-4l_decode_b8_l512", "holdout", "deepseek_v3", DEEPSEEK_V3_4L, "decode", 8, 512),
+    case("moonlight-4l_decode_b4_l2048", "holdout", "deepseek_v3", MOONLIGHT_4L, "decode", 4, 2048),
+    case("mistral-7b-sw_decode_b2_l4096", "holdout", "mistral", MISTRAL_7B_SW, "decode", 2, 4096),
+    case("mistral-7b-sw_prefill_b1_s3072", "holdout", "mistral", MISTRAL_7B_SW, "prefill", 1, 3072),
+]
+
+
 def provenance(gpu):
     import torch
     import transformers
@@ -179,7 +280,8 @@ def dump_reference(out):
     import transformers
     from transformers import AutoConfig
     defaults = {}
-    for t in ("llama", "mistral", "mixtral", "qwen2", "gpt2", "deepseek_v2", "qwen2_moe"):
+    for t in ("llama", "mistral", "mixtral", "qwen2", "gpt2", "deepseek_v2", "qwen2_moe", "qwen3", "qwen3_moe",
+              "gemma2", "gemma3_text", "phi3", "deepseek_v3"):
         try:
             defaults[t] = AutoConfig.for_model(t).to_dict()
         except Exception as e:  # noqa
@@ -196,7 +298,14 @@ def dump_reference(out):
                 "transformers.models.mistral.modeling_mistral", "transformers.masking_utils",
                 "transformers.integrations.sdpa_attention", "transformers.integrations.moe",
                 "transformers.cache_utils", "transformers.generation.utils",
-                "transformers.models.gpt2.configuration_gpt2"):
+                "transformers.models.gpt2.configuration_gpt2",
+                "transformers.models.qwen3.modeling_qwen3", "transformers.models.qwen3_moe.modeling_qwen3_moe",
+                "transformers.models.gemma2.modeling_gemma2", "transformers.models.gemma3.modeling_gemma3",
+                "transformers.models.phi3.modeling_phi3", "transformers.models.deepseek_v3.modeling_deepseek_v3",
+                "transformers.models.deepseek_v3.configuration_deepseek_v3",
+                "transformers.models.gemma2.configuration_gemma2", "transformers.models.gemma3.configuration_gemma3",
+                "transformers.models.phi3.configuration_phi3", "transformers.models.qwen3_moe.configuration_qwen3_moe",
+                "transformers.modeling_rope_utils", "transformers.activations", "transformers.modeling_utils"):
         try:
             m = importlib.import_module(mod)
             with open(os.path.join(src, mod.split(".")[-1] + ".py"), "w") as f:
@@ -235,9 +344,27 @@ def cache_layers(cache):
 
 
 def cut_cache(cache, L):
+    """The cache as generation leaves it after L tokens: full layers hold L tokens, contiguous;
+    sliding-window layers (DynamicSlidingWindowLayer) hold the last min(L, window - 1) tokens,
+    once the window is full as the view generation leaves (the last window - 1 of a contiguous
+    tensor of window tokens), and count L tokens seen."""
+    import torch
     for layer, k, v in cache_layers(cache):
-        setattr(layer, k, getattr(layer, k)[:, :, :L].contiguous())
-        setattr(layer, v, getattr(layer, v)[:, :, :L].contiguous())
+        if getattr(layer, "is_sliding", False):
+            w = layer.sliding_window
+            n = min(L, w - 1)
+            for name in (k, v):
+                t = getattr(layer, name)[:, :, :n]
+                if n == w - 1:
+                    buf = torch.empty(t.shape[0], t.shape[1], w, t.shape[3], dtype=t.dtype, device=t.device)
+                    buf[:, :, 1:] = t
+                    setattr(layer, name, buf[:, :, 1:])
+                else:
+                    setattr(layer, name, t.contiguous())
+            layer.cumulative_length = L
+        else:
+            setattr(layer, k, getattr(layer, k)[:, :, :L].contiguous())
+            setattr(layer, v, getattr(layer, v)[:, :, :L].contiguous())
     assert cache.get_seq_length() == L, (cache.get_seq_length(), L)
 
 
@@ -434,15 +561,21 @@ def main():
     ap.add_argument("--deadline-s", type=float, default=1e9)
     ap.add_argument("--show-holdout", action="store_true")
     ap.add_argument("--set2", action="store_true", help="measure CASES2 (fresh holdout) instead")
+    ap.add_argument("--set3", action="store_true", help="measure CASES3 (issue 13's families) instead")
+    ap.add_argument("--no-reference", action="store_true", help="skip the defaults and sources dump")
     args = ap.parse_args()
     start = time.time()
     os.makedirs(os.path.join(args.out, "hf_configs"), exist_ok=True)
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
-    dump_reference(args.out)
+    if not args.no_reference:
+        dump_reference(args.out)
     result = {"provenance": provenance(args.gpu), "method": __doc__, "cases": [], "errors": []}
-    out_json = os.path.join(args.out, f"hf_models{'2' if args.set2 else ''}_{args.gpu}.json")
-    for c in (CASES2 if args.set2 else CASES):
+    suffix = "3" if args.set3 else "2" if args.set2 else ""
+    if args.split:
+        suffix += "_" + args.split
+    out_json = os.path.join(args.out, f"hf_models{suffix}_{args.gpu}.json")
+    for c in (CASES3 if args.set3 else CASES2 if args.set2 else CASES):
         if args.only and not re.search(args.only, c["id"]):
             continue
         if args.split and c["split"] != args.split:
