@@ -106,7 +106,7 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
                                     e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
     // The residual add is fused into the next norm: x + proj is written once, by it.
     const TensorUse h2 = fused_norm(e, L + ".post_attention_norm", proj);
-    const bool dense = layer_kind(m, i) == LayerKind::kDense;
+    const bool dense = !m.moe_layer(i);
     x = dense ? gated_mlp(e, L + ".mlp", h2, m.d_ff) : fused_moe(e, L + ".moe", h2, w.expert_weights);
   }
   b.end_layers();

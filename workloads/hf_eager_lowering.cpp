@@ -367,7 +367,7 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
                                   att, e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
   x = e.pointwise(L + ".residual_attn", EwFunc::kAdd, T * d, a, a, {x, proj}, false);
   const TensorUse h2 = norm(e, L + ".post_attention_norm", x);
-  const bool dense = layer_kind(m, i) == LayerKind::kDense;
+  const bool dense = !m.moe_layer(i);
   const TensorUse f = dense ? mlp(e, L + ".mlp", h2, m.d_ff) : moe(e, L + ".moe", h2, expert_weights);
   x = e.pointwise(L + ".residual_mlp", EwFunc::kAdd, T * d, a, a, {x, f}, false);
 }

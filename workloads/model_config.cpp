@@ -172,7 +172,12 @@ std::string_view name(Norm norm) {
 }
 
 std::string_view name(Activation activation) {
-  return activation == Activation::kGelu ? "gelu" : "swiglu";
+  switch (activation) {
+    case Activation::kGelu: return "gelu";
+    case Activation::kSwiglu: return "swiglu";
+    case Activation::kGeglu: return "geglu";
+  }
+  return "?";
 }
 
 std::string_view name(Positions positions) {

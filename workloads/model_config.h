@@ -30,6 +30,35 @@
 //       shared_expert_d_ff: 896  # default expert_d_ff
 //       dense_layers: 0        # the first N layers use a dense MLP of width d_ff; default 0
 //       norm_topk_prob: true   # optional: renormalize the top-k routing weights
+//       every: 1               # MoE on layers i >= dense_layers with i % every == phase
+//       phase: 0               #   (Qwen3-MoE decoder_sparse_step s: every s, phase s - 1)
+//       dense_list: [0]        # more dense layers by index (Qwen3-MoE mlp_only_layers)
+//       scoring: softmax       # router scores: softmax | sigmoid (DeepSeek-V3)
+//       topk_method: greedy    # greedy | group_limited_greedy | noaux_tc (with the bias)
+//       groups: 1              # n_group; topk_group: groups kept (grouped top-k)
+//       topk_groups: 1
+//       routed_scaling: 1.0    # routed_scaling_factor
+//     # This year's families (issue 13); all optional, off by default:
+//     qk_norm: false           # RMSNorm over head_dim on q and k before RoPE (Qwen3, Gemma 3)
+//     fused_qkv: false         # one qkv_proj (Phi-3)
+//     fused_gate_up: false     # one gate_up_proj (Phi-3)
+//     rotary_fraction: 1.0     # share of head_dim RoPE rotates (partial_rotary_factor)
+//     rope_scaling: default    # default | linear | dynamic | yarn | longrope | llama3
+//     norm_weight_offset: false  # RMSNorm scales by (1 + weight) (Gemma)
+//     sandwich_norms: false    # norms after attention and after the MLP too (Gemma 2/3)
+//     embed_scale: false       # embeddings times sqrt(d_model) (Gemma)
+//     attn_softcap: 50.0       # attention logit soft-capping (Gemma 2)
+//     final_softcap: 30.0      # final logit soft-capping (Gemma 2)
+//     query_scale: 256         # scores scaled by query_scale^-0.5 (query_pre_attn_scalar)
+//     sliding_window: 4096     # keys a windowed layer attends (itself included)
+//     sliding_layers: [true, false]  # per layer, repeated over the layers; default: all windowed
+//     rope_local_theta: 10000  # RoPE base of windowed layers when it differs (Gemma 3)
+//     mla:                     # multi-head latent attention (DeepSeek-V2/V3)
+//       q_lora_rank: 0         # 0: q projected directly
+//       kv_lora_rank: 512
+//       qk_nope_head_dim: 128
+//       qk_rope_head_dim: 64
+//       v_head_dim: 128
 #pragma once
 
 #include <cstdint>
@@ -60,7 +89,13 @@ inline constexpr double kMaxRopeTheta = 1e12;
 }  // namespace model_limits
 
 enum class Norm { kLayerNorm, kRmsNorm };
-enum class Activation { kGelu, kSwiglu };
+enum class Activation {
+  kGelu,    // up, GELU, down (GPT-2)
+  kSwiglu,  // silu(gate) * up, down
+  kGeglu,   // gelu_tanh(gate) * up, down (Gemma)
+};
+enum class RouterScoring { kSoftmax, kSigmoid };
+enum class TopkMethod { kGreedy, kGroupLimitedGreedy, kNoauxTc };
 enum class Positions { kLearned, kRope };
 
 struct MoeConfig {
@@ -73,6 +108,34 @@ struct MoeConfig {
   std::int64_t shared_expert_d_ff = 0;
   std::int64_t dense_layers = 0;  // the first N layers are dense (DeepSeek first_k_dense_replace)
   std::optional<bool> norm_topk_prob;
+  // Which layers after the dense prefix are MoE: i % every == phase, and i not in dense_list.
+  std::int64_t every = 1;
+  std::int64_t phase = 0;
+  std::vector<std::int64_t> dense_list;
+  RouterScoring scoring = RouterScoring::kSoftmax;
+  TopkMethod topk_method = TopkMethod::kGreedy;
+  std::int64_t groups = 1;       // n_group
+  std::int64_t topk_groups = 1;  // topk_group
+  double routed_scaling = 1.0;   // routed_scaling_factor
+
+  bool moe_layer(std::int64_t i) const {
+    if (i < dense_layers || i % every != phase) return false;
+    for (const std::int64_t d : dense_list) {
+      if (d == i) return false;
+    }
+    return true;
+  }
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3): keys and values come from a compressed latent of
+// kv_lora_rank per token (plus a shared RoPE key of qk_rope_head_dim).
+struct MlaConfig {
+  std::int64_t q_lora_rank = 0;  // 0: q is projected from the hidden state directly
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+  std::int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
 };
 
 struct ModelConfig {
@@ -95,6 +158,31 @@ struct ModelConfig {
   bool mlp_bias = false;
   bool tied_embeddings = false;
   std::optional<MoeConfig> moe;
+
+  // This year's families (see the file comment); defaults leave a model as before.
+  bool qk_norm = false;
+  bool fused_qkv = false;
+  bool fused_gate_up = false;
+  double rotary_fraction = 1.0;
+  std::string rope_scaling = "default";
+  bool norm_weight_offset = false;
+  bool sandwich_norms = false;
+  bool embed_scale = false;
+  std::optional<double> attn_softcap;
+  std::optional<double> final_softcap;
+  std::optional<double> query_scale;
+  std::optional<std::int64_t> sliding_window;
+  std::vector<bool> sliding_layers;  // repeated over the layers; empty: every layer
+  std::optional<double> rope_local_theta;
+  std::optional<MlaConfig> mla;
+
+  // Whether layer i attends within the window.
+  bool sliding_layer(std::int64_t i) const {
+    if (!sliding_window) return false;
+    if (sliding_layers.empty()) return true;
+    return sliding_layers[static_cast<std::size_t>(i) % sliding_layers.size()];
+  }
+  bool moe_layer(std::int64_t i) const { return moe && moe->moe_layer(i); }
 };
 
 // Reads the model mapping `node` of `doc`; `key_path` prefixes error keys ("model"), and
@@ -115,7 +203,7 @@ std::optional<std::filesystem::path> find_model_preset(std::string_view name,
 std::vector<std::string> model_preset_names(const std::filesystem::path& models_dir);
 
 std::string_view name(Norm norm);              // "layernorm", "rmsnorm"
-std::string_view name(Activation activation);  // "gelu", "swiglu"
+std::string_view name(Activation activation);  // "gelu", "swiglu", "geglu"
 std::string_view name(Positions positions);    // "learned", "rope"
 
 }  // namespace gpusim::workloads

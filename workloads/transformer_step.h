@@ -18,11 +18,14 @@ struct StepShape {
 
 // What a layer lowers to, by its index: layers of one kind lower to the same kernels on the same
 // shapes, tensor and op names aside, and read nothing of earlier layers but the previous layer's
-// output (workloads/layer_repeat.h relies on it). A MoE model's first dense_layers are dense.
-enum class LayerKind { kDense, kMoe };
-inline LayerKind layer_kind(const ModelConfig& m, std::int64_t i) {
-  return m.moe && i >= m.moe->dense_layers ? LayerKind::kMoe : LayerKind::kDense;
-}
+// output (workloads/layer_repeat.h relies on it). A MoE model's dense layers are MoeConfig's.
+// A windowed layer attends fewer keys than a global one, so the two are different kinds too.
+struct LayerKind {
+  bool moe = false;
+  bool sliding = false;
+  bool operator==(const LayerKind&) const = default;
+};
+inline LayerKind layer_kind(const ModelConfig& m, std::int64_t i) { return {m.moe_layer(i), m.sliding_layer(i)}; }
 
 // Hugging Face transformers 5.x in eager mode (sdpa attention, DynamicCache): every small
 // kernel it launches (dtype casts of RMSNorm, RoPE's rotate_half, the KV-cache torch.cat, the
