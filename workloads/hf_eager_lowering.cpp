@@ -18,6 +18,7 @@
 
 #include "models/common.h"
 #include "sim/error.h"
+#include "workloads/hf_eager_pieces.h"
 #include "workloads/step_emitter.h"
 
 namespace gpusim::workloads {
@@ -66,47 +67,78 @@ void mask_check(StepEmitter& e) {
   e.emit("mask_check.item", {models::detail::memcpy_launch(true, 1, eq, eq, e.hw())});
 }
 
-// LlamaRotaryEmbedding: inv_freq[B, D/2, 1] @ positions[B, 1, q] in fp32, then the table.
-std::pair<TensorUse, TensorUse> rotary_table(StepEmitter& e) {
-  const auto& s = e.s();
-  const std::int64_t half = e.m().head_dim / 2, T = e.tokens();
-  const TensorUse pos = e.b().state("position_ids", static_cast<double>(T) * 8);
-  const TensorUse posf = e.pointwise("rotary.positions", EwFunc::kCast, T, DType::kBf16, kF32, {pos}, false,
-                                     Sem{"positions", {}, "", {s.batch, s.new_tokens, s.past_tokens}});
-  const TensorUse inv = e.b().state("rotary.inv_freq", static_cast<double>(half) * 4);
-  const TensorUse freqs = e.new_act("rotary.freqs", static_cast<double>(T * half), kF32);
-  batched_gemm(e, "rotary.matmul", half, s.new_tokens, 1, s.batch, kF32, inv, posf, freqs,
-               Sem{"rope_freqs", {posf.tensor}, freqs.tensor, {T, half}, e.m().rope_theta.value_or(10000.0)});
-  const TensorUse emb = e.new_act("rotary.emb", static_cast<double>(T * 2 * half), kF32);
-  e.emit("rotary.cat", {models::lower_cat({T * half, T * half}, kF32, s.new_tokens == 1, {freqs, freqs}, emb, e.hw())},
-         Sem{"cat_last", {freqs.tensor, freqs.tensor}, emb.tensor, {T, 1, 2 * half}});
-  const std::int64_t n = T * 2 * half;
-  const TensorUse cos = e.pointwise("rotary.cos", EwFunc::kCos, n, kF32, kF32, {emb}, false);
-  // attention_scaling is 1 for the default rope type.
-  const TensorUse cs = e.pointwise("rotary.cos_scale", EwFunc::kMulScalar, n, kF32, kF32, {cos}, false, with_scalar(1.0));
-  const TensorUse sin = e.pointwise("rotary.sin", EwFunc::kSin, n, kF32, kF32, {emb}, false);
-  const TensorUse ss = e.pointwise("rotary.sin_scale", EwFunc::kMulScalar, n, kF32, kF32, {sin}, false, with_scalar(1.0));
-  return {e.cast("rotary.cos_cast", n, kF32, e.act(), cs), e.cast("rotary.sin_cast", n, kF32, e.act(), ss)};
+// The head dimensions RoPE rotates (partial_rotary_factor), even.
+std::int64_t rotary_dim(const ModelConfig& m) {
+  return std::max<std::int64_t>(2, 2 * static_cast<std::int64_t>(std::llround(m.rotary_fraction * static_cast<double>(m.head_dim) / 2)));
 }
 
-// LlamaRMSNorm: computed in fp32 and cast back before the weight multiply.
-TensorUse rms_norm(StepEmitter& e, const std::string& label, const TensorUse& x) {
-  const std::int64_t T = e.tokens(), d = e.m().d_model, n = T * d;
-  const TensorUse w = e.weight(label + ".weight", static_cast<double>(d));
-  const TensorUse xf = e.cast(label + ".to_fp32", n, e.act(), kF32, x);
+// LlamaRotaryEmbedding: inv_freq[B, D/2, 1] @ positions[B, 1, q] in fp32, then the table. Gemma 3
+// builds a second one (prefix "rotary_local") for its windowed layers.
+std::pair<TensorUse, TensorUse> rotary_table(StepEmitter& e, const std::string& prefix = "rotary",
+                                             double theta = 0) {
+  const auto& s = e.s();
+  const std::int64_t half = rotary_dim(e.m()) / 2, T = e.tokens();
+  if (theta <= 0) theta = e.m().rope_theta.value_or(10000.0);
+  const TensorUse pos = e.b().state("position_ids", static_cast<double>(T) * 8);
+  const TensorUse posf = e.pointwise(prefix + ".positions", EwFunc::kCast, T, DType::kBf16, kF32, {pos}, false,
+                                     Sem{"positions", {}, "", {s.batch, s.new_tokens, s.past_tokens}});
+  const TensorUse inv = e.b().state(prefix + ".inv_freq", static_cast<double>(half) * 4);
+  const TensorUse freqs = e.new_act(prefix + ".freqs", static_cast<double>(T * half), kF32);
+  batched_gemm(e, prefix + ".matmul", half, s.new_tokens, 1, s.batch, kF32, inv, posf, freqs,
+               Sem{"rope_freqs", {posf.tensor}, freqs.tensor, {T, half}, theta});
+  const TensorUse emb = e.new_act(prefix + ".emb", static_cast<double>(T * 2 * half), kF32);
+  e.emit(prefix + ".cat", {models::lower_cat({T * half, T * half}, kF32, s.new_tokens == 1, {freqs, freqs}, emb, e.hw())},
+         Sem{"cat_last", {freqs.tensor, freqs.tensor}, emb.tensor, {T, 1, 2 * half}});
+  const std::int64_t n = T * 2 * half;
+  const TensorUse cos = e.pointwise(prefix + ".cos", EwFunc::kCos, n, kF32, kF32, {emb}, false);
+  // attention_scaling is 1 for the default rope type.
+  const TensorUse cs = e.pointwise(prefix + ".cos_scale", EwFunc::kMulScalar, n, kF32, kF32, {cos}, false, with_scalar(1.0));
+  const TensorUse sin = e.pointwise(prefix + ".sin", EwFunc::kSin, n, kF32, kF32, {emb}, false);
+  const TensorUse ss = e.pointwise(prefix + ".sin_scale", EwFunc::kMulScalar, n, kF32, kF32, {sin}, false, with_scalar(1.0));
+  return {e.cast(prefix + ".cos_cast", n, kF32, e.act(), cs), e.cast(prefix + ".sin_cast", n, kF32, e.act(), ss)};
+}
+
+}  // namespace
+
+namespace detail {
+// LlamaRMSNorm over `rows` rows of `width`: computed in fp32 and cast back before the weight
+// multiply; Gemma's (norm_weight_offset) multiplies by 1 + weight in fp32 and casts last. A
+// strided input (a split view) is read by the legacy copy kernel.
+TensorUse rms_norm_rows(StepEmitter& e, const std::string& label, const TensorUse& x, std::int64_t rows,
+                        std::int64_t width, bool strided_input) {
+  const std::int64_t n = rows * width;
+  const TensorUse w = e.weight(label + ".weight", static_cast<double>(width));
+  const TensorUse xf = strided_input ? e.pointwise(label + ".to_fp32", EwFunc::kCast, n, e.act(), kF32, {x}, true)
+                                     : e.cast(label + ".to_fp32", n, e.act(), kF32, x);
   const TensorUse sq = e.pointwise(label + ".pow", EwFunc::kPowScalar, n, kF32, kF32, {xf}, false, with_scalar(2.0));
-  const TensorUse var = e.new_act(label + ".mean", static_cast<double>(T), kF32);
-  e.emit(label + ".mean", {models::lower_reduce(T, d, kF32, kF32, true,
+  const TensorUse var = e.new_act(label + ".mean", static_cast<double>(rows), kF32);
+  e.emit(label + ".mean", {models::lower_reduce(rows, width, kF32, kF32, true,
                                                 "at::native::MeanOps<float, float, float, float>",
                                                 sq, var, e.hw())},
-         Sem{"mean_last", {sq.tensor}, var.tensor, {T, 1}});
-  const TensorUse ve = e.pointwise(label + ".add_eps", EwFunc::kAddScalar, T, kF32, kF32, {var}, false,
+         Sem{"mean_last", {sq.tensor}, var.tensor, {rows, 1}});
+  const TensorUse ve = e.pointwise(label + ".add_eps", EwFunc::kAddScalar, rows, kF32, kF32, {var}, false,
                                    with_scalar(e.m().norm_eps.value_or(1e-5)));
-  const TensorUse r = e.pointwise(label + ".rsqrt", EwFunc::kRsqrt, T, kF32, kF32, {ve}, false);
+  const TensorUse r = e.pointwise(label + ".rsqrt", EwFunc::kRsqrt, rows, kF32, kF32, {ve}, false);
   const TensorUse xn = e.pointwise(label + ".scale", EwFunc::kMul, n, kF32, kF32, {xf, r}, true);
+  if (e.m().norm_weight_offset) {
+    const TensorUse wf = e.cast(label + ".weight_to_fp32", width, e.act(), kF32, w);
+    const TensorUse w1 = e.pointwise(label + ".weight_add_one", EwFunc::kAddScalar, width, kF32, kF32, {wf}, false,
+                                     with_scalar(1.0));
+    const TensorUse y = e.pointwise(label + ".weight_mul", EwFunc::kMul, n, kF32, kF32, {xn, w1}, rows > 1);
+    return e.cast(label + ".to_act", n, kF32, e.act(), y);
+  }
   const TensorUse xb = e.cast(label + ".to_act", n, kF32, e.act(), xn);
   // weight[d] * x[T, d]: a broadcast unless there is a single row.
-  return e.pointwise(label + ".weight_mul", EwFunc::kMul, n, e.act(), e.act(), {w, xb}, T > 1, Sem{"mul", {}, "", {d}});
+  return e.pointwise(label + ".weight_mul", EwFunc::kMul, n, e.act(), e.act(), {w, xb}, rows > 1, Sem{"mul", {}, "", {width}});
+}
+
+}  // namespace detail
+
+namespace {
+using detail::rms_norm_rows;
+
+TensorUse rms_norm(StepEmitter& e, const std::string& label, const TensorUse& x) {
+  return rms_norm_rows(e, label, x, e.tokens(), e.m().d_model, false);
 }
 
 TensorUse layer_norm(StepEmitter& e, const std::string& label, const TensorUse& x) {
@@ -122,27 +154,50 @@ TensorUse norm(StepEmitter& e, const std::string& label, const TensorUse& x) {
 }
 
 // apply_rotary_pos_emb for `heads` heads: x*cos + rotate_half(x)*sin. q and k are transposed
-// views of the projection ([B, S, H, D] memory), so with more than one token every kernel but
-// the neg takes the strided path; the final add is dense for a single token.
+// views of the projection ([B, S, H, D] memory), and cos/sin broadcast over the heads, so with
+// more than one head the multiplies take the strided path (a single head is dense); the final add
+// is dense for a single token. Phi-3 rotates the first rotary_dim dimensions and cats the rest
+// back on (a cat even when nothing passes through).
 TensorUse rope(StepEmitter& e, const std::string& label, const TensorUse& x, std::int64_t heads,
                const TensorUse& cos, const TensorUse& sin) {
-  const std::int64_t n = e.tokens() * heads * e.m().head_dim;
+  const auto& m = e.m();
+  const std::int64_t rot = rotary_dim(m);
+  const std::int64_t n = e.tokens() * heads * rot;
   const DType a = e.act();
-  const std::vector<std::int64_t> shape{e.tokens(), heads, e.m().head_dim};
-  const TensorUse xc = e.pointwise(label + ".mul_cos", EwFunc::kMul, n, a, a, {x, cos}, true, Sem{"mul", {}, "", shape});
+  const bool broadcast = heads > 1 || rot < m.head_dim;
+  const std::vector<std::int64_t> shape{e.tokens(), heads, m.head_dim};
+  const TensorUse xc = e.pointwise(label + ".mul_cos", EwFunc::kMul, n, a, a, {x, cos}, broadcast, Sem{"mul", {}, "", shape});
   const TensorUse ng = e.pointwise(label + ".neg", EwFunc::kNeg, n / 2, a, a, {x}, true,
                                    Sem{"neg_second_half", {}, "", shape});
-  const TensorUse rot = e.new_act(label + ".rotate_half", static_cast<double>(n));
-  e.emit(label + ".cat", {models::lower_cat({n / 2, n / 2}, a, false, {ng, x}, rot, e.hw())},
-         Sem{"rotate_half_cat", {ng.tensor, x.tensor}, rot.tensor, shape});
-  const TensorUse rs = e.pointwise(label + ".mul_sin", EwFunc::kMul, n, a, a, {rot, sin}, true);
-  return e.pointwise(label + ".add", EwFunc::kAdd, n, a, a, {xc, rs}, e.s().new_tokens > 1);
+  const TensorUse rt = e.new_act(label + ".rotate_half", static_cast<double>(n));
+  e.emit(label + ".cat", {models::lower_cat({n / 2, n / 2}, a, false, {ng, x}, rt, e.hw())},
+         Sem{"rotate_half_cat", {ng.tensor, x.tensor}, rt.tensor, shape});
+  const TensorUse rs = e.pointwise(label + ".mul_sin", EwFunc::kMul, n, a, a, {rt, sin}, broadcast);
+  const TensorUse out = e.pointwise(label + ".add", EwFunc::kAdd, n, a, a, {xc, rs}, e.s().new_tokens > 1 && broadcast);
+  // Phi-3's apply_rotary_pos_emb (the fused-projection family) always cats the pass-through on.
+  if (!m.fused_qkv) return out;
+  const std::int64_t pass = e.tokens() * heads * (m.head_dim - rot);
+  const TensorUse joined = e.new_act(label + ".pass_cat", static_cast<double>(n + pass));
+  std::vector<std::int64_t> parts{n};
+  std::vector<TensorUse> inputs{out};
+  if (pass > 0) {
+    parts.push_back(pass);
+    inputs.push_back(x);
+  } else {
+    parts.push_back(0);
+  }
+  e.emit(label + ".pass_cat", {models::lower_cat(parts, a, pass == 0, inputs, joined, e.hw())});
+  return joined;
 }
 
 // DynamicCache.update: torch.cat([cache, new], dim=-2) allocates the grown cache.
+// A windowed layer (DynamicSlidingWindowLayer) keeps the last window - 1 tokens: `past` is what
+// the layer holds, and once the window is full it holds a view of the previous step's cat, which
+// the next cat reads strided.
 TensorUse cache_append(StepEmitter& e, const std::string& label, const std::string& which,
-                       const TensorUse& fresh, bool dense_inputs) {
-  const auto& s = e.s();
+                       const TensorUse& fresh, bool dense_inputs, std::int64_t held, bool window_full) {
+  StepShape s = e.s();
+  s.past_tokens = held;
   const std::int64_t per_token = s.batch * e.m().kv_heads * e.m().head_dim;
   const double eb = e.act_bytes();
   const TensorUse past = e.b().state(fmt::format("{}.{}.cache", label, which),
@@ -150,7 +205,7 @@ TensorUse cache_append(StepEmitter& e, const std::string& label, const std::stri
   const TensorUse grown = e.b().state(fmt::format("{}.{}.cache_new", label, which),
                                       static_cast<double>(per_token * (s.past_tokens + s.new_tokens)) * eb);
   // The first update concatenates onto an empty tensor: the strided kernel.
-  const bool vectorized = dense_inputs && s.past_tokens > 0 && s.new_tokens == 1;
+  const bool vectorized = dense_inputs && !window_full && s.past_tokens > 0 && s.new_tokens == 1;
   e.emit(label + "." + which + "_cat",
          {models::lower_cat({per_token * s.past_tokens, per_token * s.new_tokens}, e.act(), vectorized,
                             {past, fresh}, grown, e.hw())},
@@ -195,27 +250,46 @@ TensorUse naive_attention(StepEmitter& e, const std::string& label, const Tensor
   return out;
 }
 
+// F.scaled_dot_product_attention over `keys` keys. With a materialized mask (a windowed layer
+// whose window is exceeded) transformers expands grouped K and V to every head (repeat_kv: a copy
+// each unless one KV head), turns the boolean mask into an additive one (fill, fill, where) and
+// cuDNN runs its masked kernels: the decode kernel without head grouping, the prefill kernel over
+// every key tile (no causal skipping).
 TensorUse attention_core(StepEmitter& e, const std::string& label, const TensorUse& q,
-                         const TensorUse& k, const TensorUse& v) {
+                         const TensorUse& k, const TensorUse& v, std::int64_t keys, bool masked) {
   const auto& s = e.s();
   const auto& m = e.m();
   if (s.past_tokens > 0 && s.new_tokens > 1) {
     throw ModelError("attention: several new tokens against a filled cache (chunked prefill) is not modeled");
   }
+  TensorUse kk = k, vv = v;
+  std::int64_t kv_heads = m.kv_heads;
+  if (masked) {
+    if (m.kv_heads > 1 && m.heads > m.kv_heads) {
+      const std::int64_t n = s.batch * m.heads * keys * m.head_dim;
+      kk = e.pointwise(label + ".repeat_k", EwFunc::kCopy, n, e.act(), e.act(), {k}, true);
+      vv = e.pointwise(label + ".repeat_v", EwFunc::kCopy, n, e.act(), e.act(), {v}, true);
+    }
+    kv_heads = m.heads;
+    const TensorUse mask = e.b().state("sliding_mask", static_cast<double>(s.batch * s.new_tokens * keys));
+    e.pointwise(label + ".mask_fill", EwFunc::kFill, 1, e.act(), e.act(), {}, false);
+    e.pointwise(label + ".mask_fill", EwFunc::kFill, 1, e.act(), e.act(), {}, false);
+    e.pointwise(label + ".mask_where", EwFunc::kMaskedFill, s.batch * s.new_tokens * keys, e.act(), e.act(), {mask}, true);
+  }
   const TensorUse o = e.new_act(label + ".sdpa", static_cast<double>(e.tokens() * m.heads * m.head_dim));
-  const std::map<std::string, TensorUse> names{{"q", q}, {"k", k}, {"v", v}, {"o", o}};
+  const std::map<std::string, TensorUse> names{{"q", q}, {"k", kk}, {"v", vv}, {"o", o}};
   const Sem sem{"sdpa", {q.tensor, k.tensor, v.tensor}, o.tensor,
                 {s.batch, m.heads, m.kv_heads, s.new_tokens, s.past_tokens + s.new_tokens, m.head_dim}};
   if (s.past_tokens > 0) {
     e.b().emit_op(label + ".sdpa",
                   models::Op(models::OpKind::kSdpaDecode, e.act(),
-                             models::SdpaDecodeShape{s.batch, m.heads, m.kv_heads, s.past_tokens + 1, m.head_dim}),
-                  names, sem);
+                             models::SdpaDecodeShape{s.batch, m.heads, kv_heads, keys, m.head_dim}),
+                  names, masked ? std::nullopt : std::optional<Sem>(sem));
   } else {
     e.b().emit_op(label + ".sdpa",
                   models::Op(models::OpKind::kSdpa, e.act(),
-                             models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, true}),
-                  names, sem);
+                             models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, !masked}),
+                  names, masked ? std::nullopt : std::optional<Sem>(sem));
   }
   return o;
 }
@@ -226,9 +300,20 @@ TensorUse mlp(StepEmitter& e, const std::string& label, const TensorUse& h, std:
   const std::int64_t T = e.tokens(), d = m.d_model, n = T * width;
   const DType a = e.act();
   const double dw = static_cast<double>(d * width);
-  if (m.activation == Activation::kSwiglu) {
+  if (m.activation != Activation::kGelu && m.fused_gate_up) {
+    // Phi3MLP: one gate_up_proj, then act(gate) * up on the two halves (strided views).
+    const TensorUse gu = e.linear(label + ".gate_up_proj", T, 2 * width, d, m.mlp_bias, h,
+                                  e.weight(label + ".gate_up_proj", 2 * dw));
+    const EwFunc f = m.activation == Activation::kGeglu ? EwFunc::kGelu : EwFunc::kSilu;
+    const TensorUse sg = e.pointwise(label + ".act", f, n, a, a, {gu}, true);
+    const TensorUse p = e.pointwise(label + ".mul", EwFunc::kMul, n, a, a, {gu, sg}, true);
+    return e.linear(label + ".down_proj", T, d, width, m.mlp_bias, p, e.weight(label + ".down_proj", dw));
+  }
+  if (m.activation != Activation::kGelu) {
     const TensorUse g = e.linear(label + ".gate_proj", T, width, d, m.mlp_bias, h, e.weight(label + ".gate_proj", dw));
-    const TensorUse sg = e.pointwise(label + ".act", EwFunc::kSilu, n, a, a, {g}, false);
+    // Gemma's GeGLU: gelu with the tanh approximation on the gate.
+    const EwFunc f = m.activation == Activation::kGeglu ? EwFunc::kGelu : EwFunc::kSilu;
+    const TensorUse sg = e.pointwise(label + ".act", f, n, a, a, {g}, false);
     const TensorUse u = e.linear(label + ".up_proj", T, width, d, m.mlp_bias, h, e.weight(label + ".up_proj", dw));
     const TensorUse p = e.pointwise(label + ".mul", EwFunc::kMul, n, a, a, {sg, u}, false);
     return e.linear(label + ".down_proj", T, d, width, m.mlp_bias, p, e.weight(label + ".down_proj", dw));
@@ -333,42 +418,117 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
   return out;
 }
 
+// What a layer's attention sees of the cache: the tokens it holds before this step, whether a
+// windowed layer's window is full (it then holds a strided view), the keys attended and whether
+// the window mask is materialized.
+struct LayerKeys {
+  std::int64_t past = 0;
+  bool window_full = false;
+  std::int64_t keys = 0;
+  bool masked = false;
+};
+LayerKeys layer_keys(const ModelConfig& m, const StepShape& s, std::int64_t i) {
+  LayerKeys k{s.past_tokens, false, s.past_tokens + s.new_tokens, false};
+  if (!m.sliding_layer(i)) return k;
+  const std::int64_t w = *m.sliding_window;
+  k.past = std::min(s.past_tokens, w - 1);
+  k.window_full = s.past_tokens >= w - 1 && s.past_tokens > 0;
+  k.keys = k.past + s.new_tokens;
+  k.masked = s.past_tokens + s.new_tokens > w;
+  return k;
+}
+
+// Whether any layer attends within a window that this step exceeds (the mask is then built).
+bool window_mask_built(const ModelConfig& m, const StepShape& s) {
+  for (std::int64_t i = 0; i < m.layers; ++i) {
+    if (layer_keys(m, s, i).masked) return true;
+  }
+  return false;
+}
+
+// create_sliding_window_causal_mask when the window matters: positions and cache indices
+// (arange, add, index), then the boolean mask over [B, q, kv] (gt, and, le, and, and).
+void window_mask(StepEmitter& e) {
+  const auto& s = e.s();
+  const std::int64_t w = *e.m().sliding_window;
+  const std::int64_t kv = s.past_tokens > 0 ? std::min(s.past_tokens, w - 1) + s.new_tokens : s.new_tokens;
+  const std::int64_t n = s.batch * s.new_tokens * kv;
+  const TensorUse m2 = e.b().state("attention_mask", static_cast<double>(s.batch * (s.past_tokens + s.new_tokens)) * 8);
+  TensorUse t = e.pointwise("window_mask.copy", EwFunc::kCast, s.batch * (s.past_tokens + s.new_tokens), DType::kBf16, kF32, {m2}, false);
+  for (int i = 0; i < 4; ++i) {
+    const TensorUse r = e.new_bytes("window_mask.arange", static_cast<double>(kv) * 8);
+    e.emit("window_mask.arange", {models::lower_arange(i == 3 ? kv : 1, r, e.hw())});
+    t = e.pointwise("window_mask.add", EwFunc::kAddScalar, 1, kF32, kF32, {r}, false);
+  }
+  e.pointwise("window_mask.fill", EwFunc::kFill, 1, kF32, kF32, {}, false);
+  e.pointwise("window_mask.fill", EwFunc::kFill, 1, kF32, kF32, {}, false);
+  e.pointwise("window_mask.sub", EwFunc::kAddScalar, 1, kF32, kF32, {t}, false);
+  // Booleans: one byte an element.
+  const DType b8 = DType::kFp8;
+  TensorUse b = e.pointwise("window_mask.gt", EwFunc::kCompareScalar, n, b8, b8, {t}, true);
+  b = e.pointwise("window_mask.and", EwFunc::kMul, n, b8, b8, {b}, true);
+  b = e.pointwise("window_mask.le", EwFunc::kCompareScalar, n, b8, b8, {b}, true);
+  b = e.pointwise("window_mask.and", EwFunc::kMul, n, b8, b8, {b}, false);
+  b = e.pointwise("window_mask.and", EwFunc::kMul, n, b8, b8, {b}, true);
+  const TensorUse idx = e.new_bytes("window_mask.index", static_cast<double>(s.batch * kv));
+  e.emit("window_mask.index", {models::lower_index_scalars(s.batch * kv, false, b, idx, e.hw())});
+  e.pointwise("window_mask.and", EwFunc::kMul, n, b8, b8, {b, idx}, true);
+}
+
 void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, TensorUse>& rot,
-           const std::vector<double>& expert_weights) {
+           const std::pair<TensorUse, TensorUse>& rot_local, const std::vector<double>& expert_weights) {
   const auto& m = e.m();
   const std::string L = fmt::format("layers[{}]", i);
   const std::int64_t T = e.tokens(), d = m.d_model, q_dim = m.heads * m.head_dim, kv_dim = m.kv_heads * m.head_dim;
   const DType a = e.act();
   const TensorUse h = norm(e, L + ".input_norm", x);
-  TensorUse q, k, v;
-  bool dense_kv = true;
-  if (is_gpt2_style(m)) {
-    // Conv1D c_attn: one addmm, then q, k, v are strided views of its output.
-    const TensorUse qkv = e.linear(L + ".attn.c_attn", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h,
-                                   e.weight(L + ".attn.c_attn", static_cast<double>(d * (q_dim + 2 * kv_dim))));
-    q = k = v = qkv;
-    dense_kv = false;
+  TensorUse proj;
+  if (m.mla) {
+    proj = detail::mla_attention(e, L + ".attn", h, rot);
   } else {
-    q = e.linear(L + ".attn.q_proj", T, q_dim, d, m.qkv_bias, h, e.weight(L + ".attn.q_proj", static_cast<double>(d * q_dim)));
-    k = e.linear(L + ".attn.k_proj", T, kv_dim, d, m.qkv_bias, h, e.weight(L + ".attn.k_proj", static_cast<double>(d * kv_dim)));
-    v = e.linear(L + ".attn.v_proj", T, kv_dim, d, m.qkv_bias, h, e.weight(L + ".attn.v_proj", static_cast<double>(d * kv_dim)));
+    TensorUse q, k, v;
+    bool dense_k = true, dense_v = true;
+    if (is_gpt2_style(m)) {
+      // Conv1D c_attn: one addmm, then q, k, v are strided views of its output.
+      const TensorUse qkv = e.linear(L + ".attn.c_attn", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h,
+                                     e.weight(L + ".attn.c_attn", static_cast<double>(d * (q_dim + 2 * kv_dim))));
+      q = k = v = qkv;
+      dense_k = dense_v = false;
+    } else if (m.fused_qkv) {
+      // Phi3Attention: one qkv_proj; q, k, v are slices of it (k is rotated into a new tensor).
+      const TensorUse qkv = e.linear(L + ".attn.qkv_proj", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h,
+                                     e.weight(L + ".attn.qkv_proj", static_cast<double>(d * (q_dim + 2 * kv_dim))));
+      q = k = v = qkv;
+      dense_v = false;
+    } else {
+      q = e.linear(L + ".attn.q_proj", T, q_dim, d, m.qkv_bias, h, e.weight(L + ".attn.q_proj", static_cast<double>(d * q_dim)));
+      if (m.qk_norm) q = rms_norm_rows(e, L + ".attn.q_norm", q, T * m.heads, m.head_dim, false);
+      k = e.linear(L + ".attn.k_proj", T, kv_dim, d, m.qkv_bias, h, e.weight(L + ".attn.k_proj", static_cast<double>(d * kv_dim)));
+      if (m.qk_norm) k = rms_norm_rows(e, L + ".attn.k_norm", k, T * m.kv_heads, m.head_dim, false);
+      v = e.linear(L + ".attn.v_proj", T, kv_dim, d, m.qkv_bias, h, e.weight(L + ".attn.v_proj", static_cast<double>(d * kv_dim)));
+    }
+    const bool local = m.sliding_layer(i) && m.rope_local_theta;
+    const auto& table = local ? rot_local : rot;
+    if (m.positions == Positions::kRope) {
+      q = rope(e, L + ".attn.rope_q", q, m.heads, table.first, table.second);
+      k = rope(e, L + ".attn.rope_k", k, m.kv_heads, table.first, table.second);
+    }
+    const LayerKeys keys = layer_keys(m, e.s(), i);
+    const TensorUse kc = cache_append(e, L + ".attn", "k", k, dense_k, keys.past, keys.window_full);
+    const TensorUse vc = cache_append(e, L + ".attn", "v", v, dense_v, keys.past, keys.window_full);
+    // fp32 SDPA has no fused kernel modeled (PyTorch would run its mem-efficient kernel): it is
+    // charged as the math backend, the same kernels as written-out attention.
+    const bool naive = e.workload().attention == Attention::kNaive || e.act() == DType::kFp32;
+    const TensorUse att = naive ? naive_attention(e, L + ".attn", q, kc, vc)
+                                : attention_core(e, L + ".attn", q, kc, vc, keys.keys, keys.masked);
+    proj = e.linear(L + (is_gpt2_style(m) ? ".attn.c_proj" : ".attn.o_proj"), T, d, q_dim, m.attn_out_bias,
+                    att, e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
   }
-  if (m.positions == Positions::kRope) {
-    q = rope(e, L + ".attn.rope_q", q, m.heads, rot.first, rot.second);
-    k = rope(e, L + ".attn.rope_k", k, m.kv_heads, rot.first, rot.second);
-  }
-  const TensorUse kc = cache_append(e, L + ".attn", "k", k, dense_kv);
-  const TensorUse vc = cache_append(e, L + ".attn", "v", v, dense_kv);
-  // fp32 SDPA has no fused kernel modeled (PyTorch would run its mem-efficient kernel): it is
-  // charged as the math backend, the same kernels as written-out attention.
-  const bool naive = e.workload().attention == Attention::kNaive || e.act() == DType::kFp32;
-  const TensorUse att = naive ? naive_attention(e, L + ".attn", q, kc, vc) : attention_core(e, L + ".attn", q, kc, vc);
-  const TensorUse proj = e.linear(L + (is_gpt2_style(m) ? ".attn.c_proj" : ".attn.o_proj"), T, d, q_dim, m.attn_out_bias,
-                                  att, e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
+  if (m.sandwich_norms) proj = norm(e, L + ".post_attention_norm", proj);
   x = e.pointwise(L + ".residual_attn", EwFunc::kAdd, T * d, a, a, {x, proj}, false);
-  const TensorUse h2 = norm(e, L + ".post_attention_norm", x);
-  const bool dense = !m.moe_layer(i);
-  const TensorUse f = dense ? mlp(e, L + ".mlp", h2, m.d_ff) : moe(e, L + ".moe", h2, expert_weights);
+  const TensorUse h2 = norm(e, L + (m.sandwich_norms ? ".pre_feedforward_norm" : ".post_attention_norm"), x);
+  TensorUse f = m.moe_layer(i) ? moe(e, L + ".moe", h2, expert_weights) : mlp(e, L + ".mlp", h2, m.d_ff);
+  if (m.sandwich_norms) f = norm(e, L + ".post_feedforward_norm", f);
   x = e.pointwise(L + ".residual_mlp", EwFunc::kAdd, T * d, a, a, {x, f}, false);
 }
 
@@ -383,24 +543,48 @@ void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   TensorUse x = e.new_act("embed_tokens", static_cast<double>(T * d));
   e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())},
          KernelSemantics{"embedding", {ids.tensor, table.tensor}, x.tensor, {s.batch, s.new_tokens, s.past_tokens, d, m.vocab}});
+  if (m.embed_scale) {
+    // Gemma: hidden * normalizer, a 0-dim tensor (the broadcasting kernel).
+    x = e.pointwise("embed_scale", EwFunc::kMul, T * d, e.act(), e.act(), {x}, true);
+  }
   if (is_gpt2_style(m)) {
     const TensorUse wpe = e.weight("embed_positions", static_cast<double>(*m.max_positions * d));
     const TensorUse pos = e.new_act("embed_positions", static_cast<double>(T * d));
     e.emit("embed_positions", {models::lower_embedding_lookup(T, d, e.act(), wpe, pos, e.hw())});
     x = e.pointwise("embed_add", EwFunc::kAdd, T * d, e.act(), e.act(), {x, pos}, false);
   }
-  mask_check(e);
-  std::pair<TensorUse, TensorUse> rot;
-  if (m.positions == Positions::kRope) rot = rotary_table(e);
+  // create_causal_mask for full-attention layers and create_sliding_window_causal_mask for
+  // windowed ones each check the 2-D mask; the windowed one builds its mask instead when the
+  // window is exceeded.
+  bool any_full = false, any_window = false;
+  for (std::int64_t i = 0; i < m.layers; ++i) (m.sliding_layer(i) ? any_window : any_full) = true;
+  const bool built = window_mask_built(m, s);
+  if (any_full) mask_check(e);
+  if (any_window && !built) mask_check(e);
+  if (built) window_mask(e);
+  std::pair<TensorUse, TensorUse> rot, rot_local;
+  if (m.mla) {
+    rot = detail::mla_rotary_table(e);
+  } else if (m.positions == Positions::kRope) {
+    rot = rotary_table(e);
+    if (m.rope_local_theta && any_window) rot_local = rotary_table(e, "rotary_local", *m.rope_local_theta);
+  }
   for (int i = 0; i < static_cast<int>(b.layers_to_lower(m.layers)); ++i) {
     b.begin_layer();
-    layer(e, i, x, rot, w.expert_weights);
+    layer(e, i, x, rot, rot_local, w.expert_weights);
   }
   b.end_layers();
   const TensorUse h = norm(e, "final_norm", x);
   // logits_to_keep=1: the head runs on each sequence's last position only.
   const TensorUse head = m.tied_embeddings ? table : e.weight("lm_head", static_cast<double>(m.vocab * d));
-  e.linear("lm_head", s.batch, m.vocab, d, false, h, head);
+  TensorUse logits = e.linear("lm_head", s.batch, m.vocab, d, false, h, head);
+  if (m.final_softcap) {
+    // Gemma 2: logits / cap, tanh, * cap.
+    const std::int64_t n = s.batch * m.vocab;
+    logits = e.pointwise("final_softcap.div", EwFunc::kMulScalar, n, e.act(), e.act(), {logits}, false);
+    logits = e.pointwise("final_softcap.tanh", EwFunc::kTanh, n, e.act(), e.act(), {logits}, false);
+    e.pointwise("final_softcap.mul", EwFunc::kMulScalar, n, e.act(), e.act(), {logits}, false);
+  }
 }
 
 void lower_hf_generate_bookkeeping(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
