@@ -69,6 +69,14 @@ const std::vector<SuiteSpec>& suites() {
        "the same 24 cases measured on an H200 SXM (nothing on the H200 was used to fit anything; "
        "the split column repeats the H100's)",
        true},
+      {"measured-models3-h100", "h100", "hf_models3_h100.json",
+       "issue 13's families on an H100 SXM5: Qwen3, Qwen3-MoE, Gemma 2 and 3, Phi-3 and Phi-4-mini, "
+       "DeepSeek-V2-Lite, DeepSeek-V3 and Moonlight (MLA), Mistral with a sliding window; 18 "
+       "calibration and 18 held-out cases (validation/data/README-hf-models.md)",
+       true},
+      {"measured-models3-h200", "h200", "hf_models3_h200.json",
+       "the same 36 cases on an H200 SXM (nothing on the H200 was used to fit anything)",
+       true},
       {"seed001", "h100", "seed001_sdpa_h100.csv, ops_h100.csv",
        "seed 001's H100 SDPA baseline (PyTorch 2.4.1, B=16 S=512 D=64 fp16, H=8..128): per-head "
        "kernel time against the reported figures and against our own H100 measurement of the "

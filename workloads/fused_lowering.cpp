@@ -7,6 +7,9 @@
 // no host round trips, no dtype round trips through fp32.
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "models/families.h"
 #include "sim/error.h"
 #include "workloads/step_emitter.h"
 
@@ -29,12 +32,12 @@ TensorUse fused_norm(StepEmitter& e, const std::string& label, const TensorUse& 
 TensorUse gated_mlp(StepEmitter& e, const std::string& label, const TensorUse& h, std::int64_t width) {
   const auto& m = e.m();
   const std::int64_t T = e.tokens(), d = m.d_model;
-  const bool gated = m.activation == Activation::kSwiglu;
+  const bool gated = m.activation != Activation::kGelu;
   const std::int64_t up_width = gated ? 2 * width : width;
   const TensorUse up = e.linear(label + ".gate_up_proj", T, up_width, d, m.mlp_bias, h,
                                 e.weight(label + ".gate_up_proj", static_cast<double>(up_width * d)));
   // One kernel reads the gate and up halves and writes act(gate) * up.
-  const TensorUse act = e.pointwise(label + ".act_and_mul", gated ? EwFunc::kSilu : EwFunc::kGelu,
+  const TensorUse act = e.pointwise(label + ".act_and_mul", m.activation == Activation::kSwiglu ? EwFunc::kSilu : EwFunc::kGelu,
                                     T * width, e.act(), e.act(), {up}, false);
   return e.linear(label + ".down_proj", T, d, width, m.mlp_bias, act,
                   e.weight(label + ".down_proj", static_cast<double>(width * d)));
@@ -65,6 +68,75 @@ TensorUse fused_moe(StepEmitter& e, const std::string& label, const TensorUse& h
   return e.pointwise(label + ".shared_add", EwFunc::kAdd, T * d, e.act(), e.act(), {out, shared}, false);
 }
 
+// torch-style batched GEMM: `batch` products of [M, K] x [K, N].
+TensorUse batched(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
+                  std::int64_t batch, const TensorUse& a, const TensorUse& b) {
+  const TensorUse c = e.new_act(label, static_cast<double>(batch * M * N));
+  models::GemmProblem g;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.batch = batch;
+  g.dtype = e.math();
+  g.a = a.tensor;
+  g.b = b.tensor;
+  g.c = c.tensor;
+  e.emit(label, models::lower_gemm(g, e.hw(), ""));
+  return c;
+}
+
+// Multi-head latent attention as serving engines run it (vLLM with FlashMLA): the cache holds the
+// latent and the rotated shared key (kv_lora_rank + qk_rope_head_dim per token, one head). Decode
+// absorbs kv_b_proj into the query and the output (per-head batched GEMMs) and attends over the
+// latent cache once for all heads; prefill expands the new tokens' keys and values and runs
+// flash attention at head dim qk_nope + qk_rope.
+TensorUse mla_attention(StepEmitter& e, const std::string& L, const TensorUse& h) {
+  const auto& s = e.s();
+  const auto& m = e.m();
+  const auto& mla = *m.mla;
+  const std::int64_t T = e.tokens(), d = m.d_model, H = m.heads;
+  const std::int64_t qk = mla.qk_head_dim(), nope = mla.qk_nope_head_dim, rd = mla.qk_rope_head_dim;
+  const std::int64_t r = mla.kv_lora_rank, vd = mla.v_head_dim;
+  const auto w = [&](const std::string& name, std::int64_t n, std::int64_t k) {
+    return e.weight(L + "." + name, static_cast<double>(n * k));
+  };
+  TensorUse q;
+  if (mla.q_lora_rank == 0) {
+    q = e.linear(L + ".attn.q_proj", T, H * qk, d, false, h, w("q_proj", H * qk, d));
+  } else {
+    const std::int64_t qr = mla.q_lora_rank;
+    TensorUse qa = e.linear(L + ".attn.q_a_proj", T, qr, d, false, h, w("q_a_proj", qr, d));
+    const TensorUse qn = e.new_act(L + ".attn.q_a_layernorm", static_cast<double>(T * qr));
+    e.b().emit_op(L + ".attn.q_a_layernorm", models::Op(models::OpKind::kRmsNorm, e.act(), models::RowShape{T, qr}),
+                  {{"x", qa}, {"y", qn}, {"weight", e.weight(L + ".attn.q_a_layernorm", static_cast<double>(qr))}});
+    q = e.linear(L + ".attn.q_b_proj", T, H * qk, qr, false, qn, w("q_b_proj", H * qk, qr));
+  }
+  const TensorUse ckv = e.linear(L + ".attn.kv_a_proj_with_mqa", T, r + rd, d, false, h, w("kv_a_proj_with_mqa", r + rd, d));
+  const std::int64_t cache_tokens = s.past_tokens + s.new_tokens;
+  // The latent's RMSNorm, RoPE on q_pe and k_pe, and the cache write in one pass.
+  const TensorUse fresh = e.pointwise(L + ".attn.norm_rope_and_cache", EwFunc::kMul, T * (r + rd + H * rd), e.act(),
+                                      e.act(), {ckv, q}, false);
+  const TensorUse cache = e.b().state(L + ".attn.latent_cache",
+                                      static_cast<double>(s.batch * cache_tokens * (r + rd)) * e.act_bytes());
+  const TensorUse w_kv_b = w("kv_b_proj", H * (nope + vd), r);
+  TensorUse o;
+  if (s.past_tokens > 0) {
+    const TensorUse ql = batched(e, L + ".attn.q_absorb", T, r, nope, H, q, w_kv_b);
+    const TensorUse ol = e.new_act(L + ".attn.out_latent", static_cast<double>(T * H * r));
+    e.b().emit_op(L + ".attn.flash_mla",
+                  models::Op(models::OpKind::kSdpaDecode, e.act(), models::SdpaDecodeShape{s.batch, H, 1, cache_tokens, r + rd}),
+                  {{"q", ql}, {"k", cache}, {"v", cache}, {"o", ol}});
+    o = batched(e, L + ".attn.v_absorb", T, vd, r, H, ol, w_kv_b);
+  } else {
+    const TensorUse kv = e.linear(L + ".attn.kv_b_proj", T, H * (nope + vd), r, false, fresh, w_kv_b);
+    o = e.new_act(L + ".attn.out", static_cast<double>(T * H * vd));
+    e.b().emit_op(L + ".attn.flash_attention",
+                  models::Op(models::OpKind::kSdpa, e.act(), models::SdpaShape{s.batch, H, s.new_tokens, qk, true}),
+                  {{"q", q}, {"k", kv}, {"v", kv}, {"o", o}});
+  }
+  return e.linear(L + ".attn.o_proj", T, d, H * vd, false, o, w("o_proj", d, H * vd));
+}
+
 }  // namespace
 
 void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
@@ -82,10 +154,24 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
     b.begin_layer();
     const std::string L = fmt::format("layers[{}]", i);
     const TensorUse h = fused_norm(e, L + ".input_norm", x);
-    const TensorUse qkv = e.linear(L + ".attn.qkv_proj", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h,
-                                   e.weight(L + ".attn.qkv_proj", static_cast<double>(d * (q_dim + 2 * kv_dim))));
-    // RoPE on q and k, and K/V stored into the paged cache, in one pass over the QKV output.
-    const std::int64_t cache_tokens = s.past_tokens + s.new_tokens;
+    TensorUse proj;
+    if (m.mla) {
+      proj = mla_attention(e, L, h);
+    } else {
+    TensorUse qkv = e.linear(L + ".attn.qkv_proj", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h,
+                             e.weight(L + ".attn.qkv_proj", static_cast<double>(d * (q_dim + 2 * kv_dim))));
+    if (m.qk_norm) {
+      // Per-head RMSNorm of q and k in one kernel over their rows.
+      const std::int64_t rows = T * (m.heads + m.kv_heads);
+      const TensorUse y = e.new_act(L + ".attn.qk_norm", static_cast<double>(rows * m.head_dim));
+      b.emit_op(L + ".attn.qk_norm", models::Op(models::OpKind::kRmsNorm, e.act(), models::RowShape{rows, m.head_dim}),
+                {{"x", qkv}, {"y", y}, {"weight", e.weight(L + ".attn.qk_norm", 2.0 * static_cast<double>(m.head_dim))}});
+      qkv = y;
+    }
+    // RoPE on q and k, and K/V stored into the paged cache, in one pass over the QKV output. A
+    // windowed layer attends (and keeps) its window only.
+    std::int64_t cache_tokens = s.past_tokens + s.new_tokens;
+    if (m.sliding_layer(i) && s.past_tokens > 0) cache_tokens = std::min(cache_tokens, *m.sliding_window);
     const TensorUse q = e.pointwise(L + ".attn.rope_and_cache", EwFunc::kMul, T * (q_dim + 2 * kv_dim), e.act(),
                                     e.act(), {qkv}, false);
     const TensorUse cache = b.state(L + ".attn.kv_cache",
@@ -102,12 +188,16 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
                 models::Op(models::OpKind::kSdpa, e.act(), models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, true}),
                 names);
     }
-    const TensorUse proj = e.linear(L + ".attn.o_proj", T, d, q_dim, m.attn_out_bias, o,
-                                    e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
-    // The residual add is fused into the next norm: x + proj is written once, by it.
-    const TensorUse h2 = fused_norm(e, L + ".post_attention_norm", proj);
+    proj = e.linear(L + ".attn.o_proj", T, d, q_dim, m.attn_out_bias, o,
+                    e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
+    }
+    // Gemma's norm after attention, then (as for every model) the residual add fused into the
+    // next norm: x + proj is written once, by it.
+    if (m.sandwich_norms) proj = fused_norm(e, L + ".post_attention_norm", proj);
+    const TensorUse h2 = fused_norm(e, L + (m.sandwich_norms ? ".pre_feedforward_norm" : ".post_attention_norm"), proj);
     const bool dense = !m.moe_layer(i);
     x = dense ? gated_mlp(e, L + ".mlp", h2, m.d_ff) : fused_moe(e, L + ".moe", h2, w.expert_weights);
+    if (m.sandwich_norms) x = fused_norm(e, L + ".post_feedforward_norm", x);
   }
   b.end_layers();
   const TensorUse h = fused_norm(e, "final_norm", x);

@@ -1,5 +1,7 @@
 #include "workloads/memory_footprint.h"
 
+#include <algorithm>
+
 #include "workloads/parameter_count.h"
 
 namespace gpusim::workloads {
@@ -20,7 +22,17 @@ MemoryFootprint memory_footprint(const ModelWorkload& w, double activation_peak_
   }
   // The cache is stored like the activations: bf16 when the GEMMs run in fp8.
   const std::int64_t cache_bytes = w.dtype == hw::DType::kFp8 ? 2 : bytes;
-  f.kv_cache_bytes = 2 * m.layers * w.batch * f.kv_cache_tokens * m.kv_heads * m.head_dim * cache_bytes;
+  // Per layer: K and V of every KV head; MLA keeps the latent and the rotated shared key instead
+  // (transformers 5.x caches them too); a windowed layer keeps its window (transformers: the last
+  // window - 1 tokens between steps).
+  const std::int64_t per_token = m.mla ? m.mla->kv_lora_rank + m.mla->qk_rope_head_dim : 2 * m.kv_heads * m.head_dim;
+  for (std::int64_t i = 0; i < m.layers; ++i) {
+    std::int64_t tokens = f.kv_cache_tokens;
+    if (m.sliding_layer(i)) {
+      tokens = std::min(tokens, w.lowering == Lowering::kHfEager ? *m.sliding_window - 1 : *m.sliding_window);
+    }
+    f.kv_cache_bytes += w.batch * tokens * per_token * cache_bytes;
+  }
   f.activation_peak_bytes = static_cast<std::int64_t>(activation_peak_bytes);
   f.total_bytes = f.weights_bytes + f.kv_cache_bytes + f.activation_peak_bytes;
   f.capacity_bytes = hw.dram.capacity;
