@@ -159,6 +159,15 @@ Launch lower_row_gather(std::int64_t rows, double row_bytes, const TensorUse& in
 Launch lower_index_scalars(std::int64_t n, bool put, const TensorUse& in, const TensorUse& out,
                            const hw::HardwareSpec& hw);
 
+// ---- flash_mla.cpp: FlashMLA decode over a latent cache (metadata, split kernel, combine) ----
+
+// `heads` query heads of B sequences against `keys` cached tokens of latent + rope elements each;
+// the values are the latent. `q` is [B, heads, latent + rope] (queries absorbed into the latent),
+// `out` [B, heads, latent].
+std::vector<Launch> lower_flash_mla(std::int64_t B, std::int64_t heads, std::int64_t keys, std::int64_t latent,
+                                    std::int64_t rope, hw::DType dtype, const TensorUse& q, const TensorUse& cache,
+                                    const TensorUse& out, const hw::HardwareSpec& hw);
+
 // ---- grouped_gemm_model.cpp: torch._grouped_mm (CUTLASS sm90 ptr-array grouped GEMM) ------
 
 // out[rows of expert e] = in[rows of e] @ W[e]^T for every expert with rows; W[e] is [N, K].

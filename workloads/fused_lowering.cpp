@@ -123,9 +123,7 @@ TensorUse mla_attention(StepEmitter& e, const std::string& L, const TensorUse& h
   if (s.past_tokens > 0) {
     const TensorUse ql = batched(e, L + ".attn.q_absorb", T, r, nope, H, q, w_kv_b);
     const TensorUse ol = e.new_act(L + ".attn.out_latent", static_cast<double>(T * H * r));
-    e.b().emit_op(L + ".attn.flash_mla",
-                  models::Op(models::OpKind::kSdpaDecode, e.act(), models::SdpaDecodeShape{s.batch, H, 1, cache_tokens, r + rd}),
-                  {{"q", ql}, {"k", cache}, {"v", cache}, {"o", ol}});
+    e.emit(L + ".attn.flash_mla", models::lower_flash_mla(s.batch, H, cache_tokens, r, rd, e.act(), ql, cache, ol, e.hw()));
     o = batched(e, L + ".attn.v_absorb", T, vd, r, H, ol, w_kv_b);
   } else {
     const TensorUse kv = e.linear(L + ".attn.kv_b_proj", T, H * (nope + vd), r, false, fresh, w_kv_b);

@@ -174,8 +174,9 @@ TensorUse rope(StepEmitter& e, const std::string& label, const TensorUse& x, std
          Sem{"rotate_half_cat", {ng.tensor, x.tensor}, rt.tensor, shape});
   const TensorUse rs = e.pointwise(label + ".mul_sin", EwFunc::kMul, n, a, a, {rt, sin}, broadcast);
   const TensorUse out = e.pointwise(label + ".add", EwFunc::kAdd, n, a, a, {xc, rs}, e.s().new_tokens > 1 && broadcast);
-  // Phi-3's apply_rotary_pos_emb (the fused-projection family) always cats the pass-through on.
-  if (!m.fused_qkv) return out;
+  // The unrotated dimensions are catted back on; Phi-3's apply_rotary_pos_emb (the
+  // fused-projection family) cats even when nothing passes through.
+  if (!m.fused_qkv && rot == m.head_dim) return out;
   const std::int64_t pass = e.tokens() * heads * (m.head_dim - rot);
   const TensorUse joined = e.new_act(label + ".pass_cat", static_cast<double>(n + pass));
   std::vector<std::int64_t> parts{n};
@@ -256,7 +257,9 @@ TensorUse naive_attention(StepEmitter& e, const std::string& label, const Tensor
 // cuDNN runs its masked kernels: the decode kernel without head grouping, the prefill kernel over
 // every key tile (no causal skipping).
 TensorUse attention_core(StepEmitter& e, const std::string& label, const TensorUse& q,
-                         const TensorUse& k, const TensorUse& v, std::int64_t keys, bool masked) {
+                         const TensorUse& k, const TensorUse& v, std::int64_t keys,
+                         const std::optional<TensorUse>& window_mask) {
+  const bool masked = window_mask.has_value();
   const auto& s = e.s();
   const auto& m = e.m();
   if (s.past_tokens > 0 && s.new_tokens > 1) {
@@ -271,7 +274,7 @@ TensorUse attention_core(StepEmitter& e, const std::string& label, const TensorU
       vv = e.pointwise(label + ".repeat_v", EwFunc::kCopy, n, e.act(), e.act(), {v}, true);
     }
     kv_heads = m.heads;
-    const TensorUse mask = e.b().state("sliding_mask", static_cast<double>(s.batch * s.new_tokens * keys));
+    const TensorUse& mask = *window_mask;
     e.pointwise(label + ".mask_fill", EwFunc::kFill, 1, e.act(), e.act(), {}, false);
     e.pointwise(label + ".mask_fill", EwFunc::kFill, 1, e.act(), e.act(), {}, false);
     e.pointwise(label + ".mask_where", EwFunc::kMaskedFill, s.batch * s.new_tokens * keys, e.act(), e.act(), {mask}, true);
@@ -448,7 +451,7 @@ bool window_mask_built(const ModelConfig& m, const StepShape& s) {
 
 // create_sliding_window_causal_mask when the window matters: positions and cache indices
 // (arange, add, index), then the boolean mask over [B, q, kv] (gt, and, le, and, and).
-void window_mask(StepEmitter& e) {
+TensorUse window_mask(StepEmitter& e) {
   const auto& s = e.s();
   const std::int64_t w = *e.m().sliding_window;
   const std::int64_t kv = s.past_tokens > 0 ? std::min(s.past_tokens, w - 1) + s.new_tokens : s.new_tokens;
@@ -472,11 +475,12 @@ void window_mask(StepEmitter& e) {
   b = e.pointwise("window_mask.and", EwFunc::kMul, n, b8, b8, {b}, true);
   const TensorUse idx = e.new_bytes("window_mask.index", static_cast<double>(s.batch * kv));
   e.emit("window_mask.index", {models::lower_index_scalars(s.batch * kv, false, b, idx, e.hw())});
-  e.pointwise("window_mask.and", EwFunc::kMul, n, b8, b8, {b, idx}, true);
+  return e.pointwise("window_mask.and", EwFunc::kMul, n, b8, b8, {b, idx}, true);
 }
 
 void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, TensorUse>& rot,
-           const std::pair<TensorUse, TensorUse>& rot_local, const std::vector<double>& expert_weights) {
+           const std::pair<TensorUse, TensorUse>& rot_local, const std::optional<TensorUse>& window,
+           const std::vector<double>& expert_weights) {
   const auto& m = e.m();
   const std::string L = fmt::format("layers[{}]", i);
   const std::int64_t T = e.tokens(), d = m.d_model, q_dim = m.heads * m.head_dim, kv_dim = m.kv_heads * m.head_dim;
@@ -520,7 +524,8 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
     // charged as the math backend, the same kernels as written-out attention.
     const bool naive = e.workload().attention == Attention::kNaive || e.act() == DType::kFp32;
     const TensorUse att = naive ? naive_attention(e, L + ".attn", q, kc, vc)
-                                : attention_core(e, L + ".attn", q, kc, vc, keys.keys, keys.masked);
+                                : attention_core(e, L + ".attn", q, kc, vc, keys.keys,
+                                                 keys.masked ? window : std::optional<TensorUse>());
     proj = e.linear(L + (is_gpt2_style(m) ? ".attn.c_proj" : ".attn.o_proj"), T, d, q_dim, m.attn_out_bias,
                     att, e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
   }
@@ -561,7 +566,8 @@ void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   const bool built = window_mask_built(m, s);
   if (any_full) mask_check(e);
   if (any_window && !built) mask_check(e);
-  if (built) window_mask(e);
+  std::optional<TensorUse> window;
+  if (built) window = window_mask(e);
   std::pair<TensorUse, TensorUse> rot, rot_local;
   if (m.mla) {
     rot = detail::mla_rotary_table(e);
@@ -571,7 +577,7 @@ void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   }
   for (int i = 0; i < static_cast<int>(b.layers_to_lower(m.layers)); ++i) {
     b.begin_layer();
-    layer(e, i, x, rot, rot_local, w.expert_weights);
+    layer(e, i, x, rot, rot_local, window, w.expert_weights);
   }
   b.end_layers();
   const TensorUse h = norm(e, "final_norm", x);

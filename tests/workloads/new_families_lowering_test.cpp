@@ -1,0 +1,220 @@
+// The lowerings of this year's model features (issue 13), on configurations built in code: each
+// feature adds the kernels its framework launches and changes time and memory through them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "hw/hardware_loader.h"
+#include "hw/kernel_outcome_cache.h"
+#include "models/kernel_model.h"
+#include "tests/support/temp_files.h"
+#include "workloads/layer_repeat.h"
+#include "workloads/memory_footprint.h"
+#include "workloads/model_run.h"
+#include "workloads/transformer_phases.h"
+#include "workloads/workload.h"
+
+namespace gpusim::workloads {
+namespace {
+
+using gpusim::testing::config_dir;
+
+hw::HardwareSpec h100() { return hw::load_hardware("h100", hw::PresetCatalog(config_dir() / "hw"), {}); }
+
+// A small llama-style model, decode at batch 2 against `seq_len` cached tokens.
+ModelWorkload base(std::int64_t seq_len, Phase phase = Phase::kDecode) {
+  ModelWorkload w;
+  w.name = "test";
+  w.model.name = "test";
+  w.model.layers = 6;
+  w.model.d_model = 512;
+  w.model.heads = 8;
+  w.model.kv_heads = 2;
+  w.model.head_dim = 64;
+  w.model.d_ff = 1024;
+  w.model.vocab = 1000;
+  w.phase = phase;
+  w.batch = 2;
+  w.seq_len = seq_len;
+  return w;
+}
+
+StepProgram step(const ModelWorkload& w, const hw::HardwareSpec& hw) {
+  auto steps = build_steps(w, hw, models::default_kernel_models());
+  return std::move(steps.front());
+}
+
+std::size_t count_ops(const StepProgram& p, const std::string& part) {
+  std::size_t n = 0;
+  for (std::size_t v = 0; v < p.dag.size(); ++v) {
+    if (p.dag[static_cast<KernelDag::Vertex>(v)].op.find(part) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+double kernel_time(const ModelWorkload& w, const hw::HardwareSpec& hw) {
+  const auto run = simulate_model(w, hw, hw::LaunchMode::kGraph, models::default_kernel_models());
+  double t = 0;
+  for (const auto& s : run.steps) t += s.kernel_time_us;
+  return t;
+}
+
+TEST(NewFamilies, QkNormRunsAnRmsNormPerHeadOnQAndK) {
+  const auto hw = h100();
+  ModelWorkload w = base(300);
+  const auto plain = step(w, hw);
+  w.model.qk_norm = true;
+  const auto normed = step(w, hw);
+  EXPECT_EQ(count_ops(plain, "q_norm"), 0u);
+  // Eight kernels each (LlamaRMSNorm in fp32), per layer.
+  EXPECT_EQ(count_ops(normed, ".attn.q_norm"), 8u * 6);
+  EXPECT_EQ(count_ops(normed, ".attn.k_norm"), 8u * 6);
+  EXPECT_EQ(normed.dag.size(), plain.dag.size() + 16u * 6);
+}
+
+TEST(NewFamilies, GemmaNormsScaleAndSoftcapAddTheirKernels) {
+  const auto hw = h100();
+  ModelWorkload w = base(300);
+  w.model.activation = Activation::kGeglu;
+  const auto plain = step(w, hw);
+  w.model.norm_weight_offset = true;
+  w.model.sandwich_norms = true;
+  w.model.embed_scale = true;
+  w.model.final_softcap = 30.0;
+  const auto gemma = step(w, hw);
+  // Four norms per layer (pre and post attention and MLP), each ten kernels with 1 + weight.
+  EXPECT_EQ(count_ops(gemma, ".post_feedforward_norm."), 10u * 6);
+  EXPECT_EQ(count_ops(gemma, ".pre_feedforward_norm.weight_add_one"), 6u);
+  EXPECT_EQ(count_ops(gemma, "embed_scale"), 1u);
+  EXPECT_EQ(count_ops(gemma, "final_softcap"), 3u);
+  EXPECT_EQ(count_ops(plain, "softcap"), 0u);
+  EXPECT_GT(kernel_time(w, hw), 0.0);
+}
+
+TEST(NewFamilies, FusedProjectionsAreOneGemmEach) {
+  const auto hw = h100();
+  ModelWorkload w = base(300);
+  w.model.fused_qkv = true;
+  w.model.fused_gate_up = true;
+  const auto p = step(w, hw);
+  EXPECT_GE(count_ops(p, ".attn.qkv_proj"), 6u);  // a GEMM per layer (and a split-K reduce)
+  EXPECT_EQ(count_ops(p, ".attn.q_proj"), 0u);
+  EXPECT_GE(count_ops(p, ".mlp.gate_up_proj"), 6u);
+  EXPECT_EQ(count_ops(p, ".mlp.up_proj"), 0u);
+  // Phi-3 cats the unrotated part back on, even when nothing passes through.
+  EXPECT_EQ(count_ops(p, ".pass_cat"), 2u * 6);
+}
+
+// A window shorter than the cache: windowed layers attend (and keep) only the window. A serving
+// engine gains from it; eager transformers pays the mask, the K/V expansion and cuDNN's masked
+// kernels for it.
+TEST(NewFamilies, SlidingWindowLimitsKeysAndCache) {
+  const auto hw = h100();
+  ModelWorkload w = base(4096);
+  w.lowering = Lowering::kFused;
+  const double full_time = kernel_time(w, hw);
+  w.model.sliding_window = 512;
+  EXPECT_LT(kernel_time(w, hw), full_time);
+  w.lowering = Lowering::kHfEager;
+  w.model.sliding_window.reset();
+  const auto full_memory = memory_footprint(w, 0, hw);
+  w.model.sliding_window = 512;
+  const auto windowed_memory = memory_footprint(w, 0, hw);
+  EXPECT_EQ(full_memory.kv_cache_bytes, 2LL * 6 * 2 * 4097 * 2 * 64 * 2);
+  EXPECT_EQ(windowed_memory.kv_cache_bytes, 2LL * 6 * 2 * 511 * 2 * 64 * 2);  // transformers keeps window - 1
+  w.lowering = Lowering::kFused;
+  EXPECT_EQ(memory_footprint(w, 0, hw).kv_cache_bytes, 2LL * 6 * 2 * 512 * 2 * 64 * 2);
+  // Exceeding the window builds the mask and runs masked attention on every windowed layer.
+  w.lowering = Lowering::kHfEager;
+  const auto p = step(w, hw);
+  EXPECT_GT(count_ops(p, "window_mask"), 0u);
+  EXPECT_EQ(count_ops(p, ".attn.mask_where"), 6u);
+  // Half the layers windowed: only those.
+  w.model.sliding_layers = {true, false};
+  EXPECT_EQ(memory_footprint(w, 0, hw).kv_cache_bytes, 2LL * 3 * 2 * (511 + 4097) * 2 * 64 * 2);
+  EXPECT_EQ(count_ops(step(w, hw), ".attn.mask_where"), 3u);
+  // Within the window nothing is masked and nothing changes.
+  ModelWorkload short_cache = base(300);
+  const double short_full = kernel_time(short_cache, hw);
+  short_cache.model.sliding_window = 512;
+  EXPECT_EQ(kernel_time(short_cache, hw), short_full);
+}
+
+ModelWorkload mla(std::int64_t seq_len, Lowering lowering) {
+  ModelWorkload w = base(seq_len);
+  w.model.heads = w.model.kv_heads = 8;
+  w.model.mla = MlaConfig{0, 256, 64, 32, 64};
+  w.model.head_dim = 96;
+  w.lowering = lowering;
+  return w;
+}
+
+TEST(NewFamilies, MlaCachesTheLatentAndExpandsItEachEagerStep) {
+  const auto hw = h100();
+  const ModelWorkload eager = mla(1000, Lowering::kHfEager);
+  EXPECT_EQ(memory_footprint(eager, 0, hw).kv_cache_bytes, 6LL * 2 * 1001 * (256 + 32) * 2);
+  const auto p = step(eager, hw);
+  EXPECT_EQ(count_ops(p, ".attn.kv_b_proj"), 6u);
+  EXPECT_EQ(count_ops(p, ".attn.latent_cat"), 6u);
+  // Serving engines absorb kv_b_proj and attend over the latent: far less work per step.
+  const ModelWorkload fused = mla(1000, Lowering::kFused);
+  const auto f = step(fused, hw);
+  EXPECT_GE(count_ops(f, ".attn.flash_mla"), 6u);  // metadata, split kernel (and combine) per layer
+  EXPECT_EQ(count_ops(f, "kv_b_proj"), 0u);
+  EXPECT_LT(kernel_time(fused, hw), kernel_time(eager, hw));
+  // Prefill runs too, in both lowerings.
+  ModelWorkload prefill = mla(256, Lowering::kHfEager);
+  prefill.phase = Phase::kPrefill;
+  EXPECT_GT(kernel_time(prefill, hw), 0.0);
+  prefill.lowering = Lowering::kFused;
+  EXPECT_GT(kernel_time(prefill, hw), 0.0);
+}
+
+// MoE on some layers only (Qwen3-MoE's decoder_sparse_step and mlp_only_layers).
+TEST(NewFamilies, MoeLayersFollowTheirPlacement) {
+  const auto hw = h100();
+  ModelWorkload w = base(300);
+  MoeConfig moe;
+  moe.experts = 8;
+  moe.top_k = 2;
+  moe.expert_d_ff = 256;
+  moe.every = 2;
+  moe.phase = 1;
+  moe.dense_list = {3};
+  w.model.moe = moe;
+  const auto p = step(w, hw);
+  // Layers 1 and 5 are MoE; 0, 2, 4 dense by the step, 3 by the list.
+  EXPECT_GT(count_ops(p, "layers[1].moe"), 0u);
+  EXPECT_GT(count_ops(p, "layers[5].moe"), 0u);
+  EXPECT_EQ(count_ops(p, "layers[3].moe"), 0u);
+  EXPECT_GT(count_ops(p, "layers[3].mlp"), 0u);
+  EXPECT_EQ(count_ops(p, "layers[2].moe"), 0u);
+}
+
+// Steps extended from repeating layers stay exact with windows and MLA.
+TEST(NewFamilies, ExtendedStepsStayExact) {
+  const auto hw = h100();
+  const auto models = models::default_kernel_models();
+  ModelWorkload windowed = base(2000);
+  windowed.model.sliding_window = 700;
+  windowed.model.qk_norm = true;
+  const std::vector<ModelWorkload> cases{windowed, mla(700, Lowering::kHfEager), mla(700, Lowering::kFused)};
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    const ModelWorkload& w = cases[i];
+    const auto [phase, shape] = step_shapes(w).front();
+    OpLoweringCache lowering(hw, models);
+    hw::KernelOutcomeCache cache(hw);
+    const auto extended = simulate_repeating_layers(w, phase, shape, lowering, hw::LaunchMode::kGraph, cache);
+    ASSERT_TRUE(extended.has_value());
+    EXPECT_TRUE(extended->run.extended);
+    const StepProgram whole = build_step(w, phase, shape, lowering);
+    const auto r = hw::run_engine(hw, hw::LaunchMode::kGraph, whole.dag.to_nodes());
+    EXPECT_EQ(extended->run.total_us, r.end.us());
+    EXPECT_EQ(extended->activation_peak_bytes, whole.activation_peak_bytes);
+  }
+}
+
+}  // namespace
+}  // namespace gpusim::workloads
