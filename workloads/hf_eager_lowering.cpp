@@ -334,6 +334,75 @@ TensorUse mlp(StepEmitter& e, const std::string& label, const TensorUse& h, std:
   return e.linear(label + ".c_proj", T, d, width, m.mlp_bias, act, e.weight(label + ".c_proj", dw));
 }
 
+// DeepseekV2Moe / DeepseekV3MoE's router: F.linear(hidden.float(), weight.float()), softmax or
+// sigmoid scores, top-k (greedy; group-limited: the best groups first; noaux_tc: with the
+// correction bias, groups ranked by their two best scores), optional renormalization, times
+// routed_scaling_factor. Returns the top-k weights; `logits` gets the router's output.
+TensorUse deepseek_router(StepEmitter& e, const std::string& label, const TensorUse& h, const TensorUse& w_router,
+                          TensorUse& logits) {
+  const auto& cfg = *e.m().moe;
+  const auto& hw = e.hw();
+  const std::int64_t T = e.tokens(), d = e.m().d_model, E = cfg.experts, k = cfg.top_k, S = T * k;
+  const std::int64_t G = std::max<std::int64_t>(1, cfg.groups);
+  const TensorUse hf = e.cast(label + ".router.hidden_fp32", T * d, e.act(), kF32, h);
+  const TensorUse wf = e.cast(label + ".router.weight_fp32", E * d, e.act(), kF32, w_router);
+  logits = e.new_act(label + ".gate", static_cast<double>(T * E), kF32);
+  e.b().emit_op(label + ".gate", models::Op(models::OpKind::kLinear, kF32, models::LinearShape{T, E, d, false}),
+                {{"x", hf}, {"w", wf}, {"y", logits}});
+  TensorUse scores;
+  if (cfg.scoring == RouterScoring::kSigmoid) {
+    scores = e.pointwise(label + ".router.sigmoid", EwFunc::kSilu, T * E, kF32, kF32, {logits}, false);
+  } else {
+    scores = e.new_act(label + ".router.softmax", static_cast<double>(T * E), kF32);
+    e.emit(label + ".router.softmax", models::lower_softmax(T, E, kF32, logits.tensor, scores.tensor, hw, ""));
+  }
+  TensorUse choice = scores;
+  if (cfg.topk_method == TopkMethod::kNoauxTc) {
+    choice = e.pointwise(label + ".router.bias", EwFunc::kAdd, T * E, kF32, kF32, {scores}, true);
+  }
+  if (cfg.topk_method != TopkMethod::kGreedy && G > 1) {
+    // Group scores (noaux_tc: the sum of each group's two best; else its best), the best
+    // topk_group groups, and the other groups' experts masked out.
+    const TensorUse gtop = e.new_bytes(label + ".router.group_topk", static_cast<double>(T * G * 2) * 12);
+    if (cfg.topk_method == TopkMethod::kNoauxTc) {
+      e.emit(label + ".router.group_topk", models::lower_topk(T * G, E / G, 2, choice, gtop, hw));
+    }
+    const TensorUse gs = e.new_act(label + ".router.group_scores", static_cast<double>(T * G), kF32);
+    e.emit(label + ".router.group_scores",
+           {models::lower_reduce(T * G, cfg.topk_method == TopkMethod::kNoauxTc ? 2 : E / G, kF32, kF32, true,
+                                 "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> >",
+                                 cfg.topk_method == TopkMethod::kNoauxTc ? gtop : choice, gs, hw)});
+    const TensorUse gidx = e.new_bytes(label + ".router.group_idx", static_cast<double>(T * cfg.topk_groups) * 12);
+    e.emit(label + ".router.group_idx", {models::lower_topk(T, G, cfg.topk_groups, gs, gidx, hw).front()});
+    TensorUse gm = e.pointwise(label + ".router.group_mask", EwFunc::kFill, T * G, kF32, kF32, {}, false);
+    gm = e.pointwise(label + ".router.group_mask", EwFunc::kCopy, T * G, kF32, kF32, {gm, gidx}, false);
+    gm = e.pointwise(label + ".router.score_mask", EwFunc::kCopy, T * E, kF32, kF32, {gm}, true);
+    gm = e.pointwise(label + ".router.score_mask", EwFunc::kCast, T * E, kF32, kF32, {gm}, false);
+    gm = e.pointwise(label + ".router.not", EwFunc::kNeg, T * E, DType::kFp8, DType::kFp8, {gm}, false);
+    const TensorUse cl = e.new_act(label + ".router.masked", static_cast<double>(T * E), kF32);
+    e.emit(label + ".router.masked", {models::detail::memcpy_launch(false, static_cast<double>(T * E) * 4, choice, cl, hw)});
+    choice = e.pointwise(label + ".router.masked", EwFunc::kMaskedFill, T * E, kF32, kF32, {cl, gm}, false);
+  }
+  const TensorUse top = e.new_bytes(label + ".router.topk", static_cast<double>(S) * 12);
+  auto topk = models::lower_topk(T, E, k, choice, top, hw);
+  if (cfg.topk_method == TopkMethod::kNoauxTc) topk.resize(1);  // sorted=False: no sort kernel
+  e.emit(label + ".router.topk", std::move(topk));
+  TensorUse weights = top;
+  if (cfg.topk_method == TopkMethod::kNoauxTc) {
+    weights = e.new_act(label + ".router.gather", static_cast<double>(S), kF32);
+    e.emit(label + ".router.gather", {models::lower_index_scalars(S, false, scores, weights, hw)});
+  }
+  if (cfg.norm_topk_prob.value_or(false)) {
+    const TensorUse sum = e.new_act(label + ".router.sum", static_cast<double>(T), kF32);
+    e.emit(label + ".router.sum", {models::lower_reduce(T, k, kF32, kF32, true,
+                                                        "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> >",
+                                                        weights, sum, hw)});
+    const TensorUse se = e.pointwise(label + ".router.eps", EwFunc::kAddScalar, T, kF32, kF32, {sum}, false);
+    weights = e.pointwise(label + ".router.div", EwFunc::kDiv, S, kF32, kF32, {weights, se}, true);
+  }
+  return e.pointwise(label + ".router.scale", EwFunc::kMulScalar, S, kF32, kF32, {weights}, false);
+}
+
 // MixtralSparseMoeBlock / DeepseekV2Moe with transformers' grouped_mm experts path.
 TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
               const std::vector<double>& expert_weights) {
@@ -343,22 +412,28 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
   const std::int64_t S = T * k, F = cfg.expert_d_ff;
   const DType a = e.act();
   const auto& hw = e.hw();
-  // Router: logits in fp32, softmax, top-k, optional renormalization.
-  const TensorUse logits = e.linear(label + ".gate", T, E, d, false, h, e.weight(label + ".gate", static_cast<double>(E * d)));
   const TensorUse w_gate_up = e.weight(label + ".experts.gate_up_proj", static_cast<double>(E * 2 * F * d));
   const TensorUse w_down = e.weight(label + ".experts.down_proj", static_cast<double>(E * F * d));
-  const TensorUse lf = e.cast(label + ".router.to_fp32", T * E, a, kF32, logits);
-  const TensorUse probs = e.new_act(label + ".router.softmax", static_cast<double>(T * E), kF32);
-  e.emit(label + ".router.softmax", models::lower_softmax(T, E, kF32, lf.tensor, probs.tensor, hw, ""));
-  const TensorUse top = e.new_bytes(label + ".router.topk", static_cast<double>(S) * 12);
-  e.emit(label + ".router.topk", models::lower_topk(T, E, k, probs, top, hw));
-  TensorUse weights = top;
-  if (cfg.norm_topk_prob.value_or(false)) {
-    const TensorUse sum = e.new_act(label + ".router.sum", static_cast<double>(T), kF32);
-    e.emit(label + ".router.sum", {models::lower_reduce(T, k, kF32, kF32, true,
-                                                        "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> >",
-                                                        top, sum, hw)});
-    weights = e.pointwise(label + ".router.div", EwFunc::kDiv, S, kF32, kF32, {top, sum}, true);
+  const TensorUse w_router = e.weight(label + ".gate", static_cast<double>(E * d));
+  TensorUse logits, weights, top;
+  if (!cfg.router_fp32) {
+    // Router: logits in the model dtype, then fp32: softmax, top-k, optional renormalization.
+    logits = e.linear(label + ".gate", T, E, d, false, h, w_router);
+    const TensorUse lf = e.cast(label + ".router.to_fp32", T * E, a, kF32, logits);
+    const TensorUse probs = e.new_act(label + ".router.softmax", static_cast<double>(T * E), kF32);
+    e.emit(label + ".router.softmax", models::lower_softmax(T, E, kF32, lf.tensor, probs.tensor, hw, ""));
+    top = e.new_bytes(label + ".router.topk", static_cast<double>(S) * 12);
+    e.emit(label + ".router.topk", models::lower_topk(T, E, k, probs, top, hw));
+    weights = top;
+    if (cfg.norm_topk_prob.value_or(false)) {
+      const TensorUse sum = e.new_act(label + ".router.sum", static_cast<double>(T), kF32);
+      e.emit(label + ".router.sum", {models::lower_reduce(T, k, kF32, kF32, true,
+                                                          "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> >",
+                                                          top, sum, hw)});
+      weights = e.pointwise(label + ".router.div", EwFunc::kDiv, S, kF32, kF32, {top, sum}, true);
+    }
+  } else {
+    weights = top = deepseek_router(e, label, h, w_router, logits);
   }
   // grouped_mm_experts_forward: sort the (token, expert) pairs by expert, gather the tokens,
   // count tokens per expert (histc, cumsum), two grouped GEMMs around the gated activation,

@@ -38,6 +38,7 @@
 //       groups: 1              # n_group; topk_group: groups kept (grouped top-k)
 //       topk_groups: 1
 //       routed_scaling: 1.0    # routed_scaling_factor
+//       router_fp32: false     # the gate GEMM in fp32 (DeepSeek)
 //     # This year's families (issue 13); all optional, off by default:
 //     qk_norm: false           # RMSNorm over head_dim on q and k before RoPE (Qwen3, Gemma 3)
 //     fused_qkv: false         # one qkv_proj (Phi-3)
@@ -117,6 +118,9 @@ struct MoeConfig {
   std::int64_t groups = 1;       // n_group
   std::int64_t topk_groups = 1;  // topk_group
   double routed_scaling = 1.0;   // routed_scaling_factor
+  // DeepSeek's router: the gate GEMM in fp32 (hidden state and weight cast up), its scores
+  // scaled by routed_scaling; others run the gate in the model dtype and softmax in fp32.
+  bool router_fp32 = false;
 
   bool moe_layer(std::int64_t i) const {
     if (i < dense_layers || i % every != phase) return false;
