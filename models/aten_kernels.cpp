@@ -172,7 +172,9 @@ std::vector<Launch> lower_topk(std::int64_t rows, std::int64_t cols, std::int64_
   select.name = "void at::native::sbtopk::gatherTopK<float, unsigned int, 1, false>";
   select.family = "topk";
   select.ctas = rows;
-  select.threads = 32;
+  // A thread per element of the row, in whole warps (8 experts: 32; 64: 64; 128: 128; 256: 256;
+  // hf_models_h100.json and hf_models3_h100.json).
+  select.threads = std::clamp<std::int64_t>(32 * ceil_div(cols, 32), 32, 1024);
   select.read_bytes = static_cast<double>(rows * cols) * 4;
   select.write_bytes = static_cast<double>(rows * k) * 12;
   select.round_trips = 9;
@@ -187,7 +189,7 @@ std::vector<Launch> lower_topk(std::int64_t rows, std::int64_t cols, std::int64_
   return {detail::streaming_launch(select, hw), detail::streaming_launch(sort, hw)};
 }
 
-Launch lower_sort(std::int64_t n, const TensorUse& inout, const hw::HardwareSpec& hw) {
+std::vector<Launch> lower_sort(std::int64_t n, const TensorUse& inout, const hw::HardwareSpec& hw) {
   StreamingKernel k;
   k.family = "sort";
   k.read_bytes = k.write_bytes = static_cast<double>(n) * 16;
@@ -197,16 +199,51 @@ Launch lower_sort(std::int64_t n, const TensorUse& inout, const hw::HardwareSpec
     k.name = "void at::native::bitonicSortKVInPlace<-2, -1, 16, 16, long, long, at::native::LTOp<long, true>, unsigned int>";
     k.threads = 16;
     k.round_trips = 7;
-  } else {
+    return {detail::streaming_launch(k, hw)};
+  }
+  if (n <= 4096) {
     // One CTA radix-sorts the 64-bit keys 4 bits a pass (16 passes), each pass a block-wide
-    // scan over 128 keys at a time.
+    // scan; 32 keys a thread (32 threads up to 1,024 keys, 128 threads for 4,096). A pass costs
+    // 4.27 round trips plus 0.044 per 128 keys: 27.1 us at 512 keys (Mixtral prefill) and
+    // 34.1 us at 4,096 (Qwen3-MoE and DeepSeek-V2-Lite prefill calibration cases); fitted on the
+    // first alone it was 1.1 round trips per 128 keys, 200 us at 4,096.
     k.name = "void at::native::radixSortKVInPlace<-2, -1, 32, 32, long, long, unsigned int>";
-    k.threads = 32;
+    k.threads = std::clamp<std::int64_t>(32 * ceil_div(ceil_div(n, 32), 32), 32, 1024);
     k.regs = 223;
     k.smem = 8464;
-    k.round_trips = 4.0 + 16.0 * 1.1 * static_cast<double>(ceil_div(n, 128));
+    k.round_trips = 4.0 + 16.0 * (4.27 + 0.044 * static_cast<double>(ceil_div(n, 128)));
+    return {detail::streaming_launch(k, hw)};
   }
-  return detail::streaming_launch(k, hw);
+  // Longer: cub's onesweep radix sort (Moonlight prefill, 6,144 keys): a histogram over all
+  // keys, an exclusive sum, then 8 passes of 8 bits, each zeroing its tile counters and
+  // scattering tiles of 3,072 keys (384 threads) with decoupled look-back.
+  std::vector<Launch> out;
+  out.push_back(detail::memset_launch(inout.tensor, "radix_sort_histogram", 8 * 256 * 8));
+  StreamingKernel hist = k;
+  hist.name = "void at_cuda_detail::cub::detail::radix_sort::DeviceRadixSortHistogramKernel";
+  hist.ctas = 7 * static_cast<std::int64_t>(hw.sm_count);
+  hist.threads = 128;
+  hist.read_bytes = static_cast<double>(n) * 8;
+  hist.write_bytes = 8.0 * 256 * 4;
+  hist.round_trips = 2;
+  out.push_back(detail::streaming_launch(hist, hw));
+  StreamingKernel scan = k;
+  scan.name = "void at_cuda_detail::cub::detail::radix_sort::DeviceRadixSortExclusiveSumKernel";
+  scan.ctas = 8;
+  scan.threads = 256;
+  scan.read_bytes = scan.write_bytes = 256.0 * 4;
+  scan.round_trips = 1;
+  out.push_back(detail::streaming_launch(scan, hw));
+  StreamingKernel pass = k;
+  pass.name = "void at_cuda_detail::cub::detail::radix_sort::DeviceRadixSortOnesweepKernel";
+  pass.ctas = ceil_div(n, 3072);
+  pass.threads = 384;
+  pass.round_trips = 8;
+  for (int p = 0; p < 8; ++p) {
+    out.push_back(detail::memset_launch(inout.tensor, "radix_sort_lookback", 4 * pass.ctas * 256));
+    out.push_back(detail::streaming_launch(pass, hw));
+  }
+  return out;
 }
 
 Launch lower_histogram(std::int64_t n, std::int64_t bins, const TensorUse& in, const TensorUse& out,

@@ -143,12 +143,13 @@ Launch lower_reduce(std::int64_t outputs, std::int64_t reduced, hw::DType in, hw
                     const TensorUse& output, const hw::HardwareSpec& hw);
 
 // MoE routing bookkeeping (transformers' grouped_mm experts path): top-k over `rows` rows of
-// `cols` logits (2 kernels), sort of `n` expert ids (bitonic up to 32, else the single-CTA
-// radix sort), histogram into `bins`, cumsum over bins (2 kernels), arange of `n`, a row gather
-// of `rows` rows of `row_bytes` bytes, and index/index_put over `n` scalars.
+// `cols` logits (2 kernels), sort of `n` expert ids (bitonic up to 32, the single-CTA radix
+// sort up to 4,096, else cub's onesweep radix sort), histogram into `bins`, cumsum over bins
+// (2 kernels), arange of `n`, a row gather of `rows` rows of `row_bytes` bytes, and
+// index/index_put over `n` scalars.
 std::vector<Launch> lower_topk(std::int64_t rows, std::int64_t cols, std::int64_t k,
                                const TensorUse& in, const TensorUse& out, const hw::HardwareSpec& hw);
-Launch lower_sort(std::int64_t n, const TensorUse& inout, const hw::HardwareSpec& hw);
+std::vector<Launch> lower_sort(std::int64_t n, const TensorUse& inout, const hw::HardwareSpec& hw);
 Launch lower_histogram(std::int64_t n, std::int64_t bins, const TensorUse& in, const TensorUse& out,
                        const hw::HardwareSpec& hw);
 std::vector<Launch> lower_cumsum(std::int64_t n, const TensorUse& in, const TensorUse& out,

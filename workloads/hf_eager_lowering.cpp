@@ -360,7 +360,8 @@ TensorUse deepseek_router(StepEmitter& e, const std::string& label, const Tensor
   if (cfg.topk_method == TopkMethod::kNoauxTc) {
     choice = e.pointwise(label + ".router.bias", EwFunc::kAdd, T * E, kF32, kF32, {scores}, true);
   }
-  if (cfg.topk_method != TopkMethod::kGreedy && G > 1) {
+  // (Run also with a single group, as transformers does.)
+  if (cfg.topk_method != TopkMethod::kGreedy) {
     // Group scores (noaux_tc: the sum of each group's two best; else its best), the best
     // topk_group groups, and the other groups' experts masked out.
     const TensorUse gtop = e.new_bytes(label + ".router.group_topk", static_cast<double>(T * G * 2) * 12);
@@ -444,7 +445,7 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
                                          models::lower_arange(S, ids, hw),
                                          models::detail::memcpy_launch(false, pair_bytes, ids, ids, hw),
                                          models::detail::memcpy_launch(false, pair_bytes, ids, ids, hw)});
-  e.emit(label + ".experts.sort", {models::lower_sort(S, ids, hw)});
+  e.emit(label + ".experts.sort", models::lower_sort(S, ids, hw));
   e.pointwise(label + ".experts.token_index", EwFunc::kFloorDivide, S, kF32, kF32, {ids}, false);
   const TensorUse xg = e.new_act(label + ".experts.gathered", static_cast<double>(S * d));
   e.emit(label + ".experts.gather", {models::lower_row_gather(S, static_cast<double>(d) * e.act_bytes(), h, xg, hw)});
