@@ -594,6 +594,11 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
       k = rope(e, L + ".attn.rope_k", k, m.kv_heads, table.first, table.second);
     }
     const LayerKeys keys = layer_keys(m, e.s(), i);
+    if (m.sliding_layer(i) && e.s().past_tokens == 0) {
+      // DynamicSlidingWindowLayer's first update moves its window size to the device.
+      const TensorUse sw = e.b().state(L + ".attn.window_size", 8);
+      e.emit(L + ".attn.window_size", {models::detail::memcpy_launch(false, 8, sw, sw, e.hw())});
+    }
     const TensorUse kc = cache_append(e, L + ".attn", "k", k, dense_k, keys.past, keys.window_full);
     const TensorUse vc = cache_append(e, L + ".attn", "v", v, dense_v, keys.past, keys.window_full);
     // fp32 SDPA has no fused kernel modeled (PyTorch would run its mem-efficient kernel): it is
@@ -602,8 +607,13 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
     const TensorUse att = naive ? naive_attention(e, L + ".attn", q, kc, vc)
                                 : attention_core(e, L + ".attn", q, kc, vc, keys.keys,
                                                  keys.masked ? window : std::optional<TensorUse>());
+    TensorUse out = att;
+    if (m.fused_qkv && e.s().past_tokens == 0 && !naive) {
+      // Phi-3's q is a slice of qkv: sdpa's output keeps its strides and the transpose back is a copy.
+      out = e.pointwise(L + ".attn.out_contiguous", EwFunc::kCopy, T * q_dim, a, a, {att}, true);
+    }
     proj = e.linear(L + (is_gpt2_style(m) ? ".attn.c_proj" : ".attn.o_proj"), T, d, q_dim, m.attn_out_bias,
-                    att, e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
+                    out, e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
   }
   if (m.sandwich_norms) proj = norm(e, L + ".post_attention_norm", proj);
   x = e.pointwise(L + ".residual_attn", EwFunc::kAdd, T * d, a, a, {x, proj}, false);
