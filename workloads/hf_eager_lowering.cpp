@@ -69,6 +69,7 @@ void mask_check(StepEmitter& e) {
 
 // The head dimensions RoPE rotates (partial_rotary_factor), even.
 std::int64_t rotary_dim(const ModelConfig& m) {
+  if (m.mla) return m.mla->qk_rope_head_dim;
   return std::max<std::int64_t>(2, 2 * static_cast<std::int64_t>(std::llround(m.rotary_fraction * static_cast<double>(m.head_dim) / 2)));
 }
 
@@ -655,7 +656,7 @@ void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   std::optional<TensorUse> window;
   if (built) window = window_mask(e);
   std::pair<TensorUse, TensorUse> rot, rot_local;
-  if (m.mla) {
+  if (m.mla && !m.mla->rope_interleave) {
     rot = detail::mla_rotary_table(e);
   } else if (m.positions == Positions::kRope) {
     rot = rotary_table(e);

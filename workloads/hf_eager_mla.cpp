@@ -84,14 +84,33 @@ TensorUse mla_attention(StepEmitter& e, const std::string& label, const TensorUs
   }
   const TensorUse ckv = e.linear(label + ".kv_a_proj_with_mqa", T, r + rd, d, false, h, w("kv_a_proj_with_mqa", r + rd, d));
   const TensorUse latent = rms_norm_rows(e, label + ".kv_a_layernorm", ckv, T, r, true);
-  // apply_rotary_emb: q_pe and k_pe (slices) to fp32, complex multiply, back to the act type.
   const std::int64_t nq = T * H * rd, nk = T * rd;
-  const TensorUse qf = e.pointwise(label + ".rope_q.to_fp32", EwFunc::kCast, nq, a, kF32, {q}, true);
-  const TensorUse kf = e.pointwise(label + ".rope_k.to_fp32", EwFunc::kCast, nk, a, kF32, {ckv}, true);
-  const TensorUse qm = e.pointwise(label + ".rope_q.mul", EwFunc::kMul, nq, kF32, kF32, {qf, rot.first}, true);
-  const TensorUse qpe = e.cast(label + ".rope_q.to_act", nq, kF32, a, qm);
-  const TensorUse km = e.pointwise(label + ".rope_k.mul", EwFunc::kMul, nk, kF32, kF32, {kf, rot.first}, false);
-  const TensorUse kpe = e.cast(label + ".rope_k.to_act", nk, kF32, a, km);
+  TensorUse qpe, kpe;
+  if (mla.rope_interleave) {
+    // apply_rotary_pos_emb_interleave: pairs de-interleaved (views), x*cos + rotate_half(x)*sin
+    // written as two products a side, a subtraction, an addition and the cat of the halves.
+    const auto rotate = [&](const std::string& side, std::int64_t n, const TensorUse& x) {
+      TensorUse t = e.pointwise(label + side + ".mul", EwFunc::kMul, n, a, a, {x, rot.first}, true);
+      t = e.pointwise(label + side + ".mul", EwFunc::kMul, n, a, a, {x, rot.second}, true);
+      const TensorUse lo = e.pointwise(label + side + ".sub", EwFunc::kAdd, n / 2, a, a, {t}, false);
+      t = e.pointwise(label + side + ".mul", EwFunc::kMul, n, a, a, {x, rot.first}, true);
+      t = e.pointwise(label + side + ".mul", EwFunc::kMul, n, a, a, {x, rot.second}, true);
+      const TensorUse hi = e.pointwise(label + side + ".add", EwFunc::kAdd, n / 2, a, a, {t}, false);
+      const TensorUse out = e.new_act(label + side + ".cat", static_cast<double>(n));
+      e.emit(label + side + ".cat", {models::lower_cat({n / 2, n / 2}, a, true, {lo, hi}, out, e.hw())});
+      return out;
+    };
+    qpe = rotate(".rope_q", nq, q);
+    kpe = rotate(".rope_k", nk, ckv);
+  } else {
+    // apply_rotary_emb: q_pe and k_pe (slices) to fp32, complex multiply, back to the act type.
+    const TensorUse qf = e.pointwise(label + ".rope_q.to_fp32", EwFunc::kCast, nq, a, kF32, {q}, true);
+    const TensorUse kf = e.pointwise(label + ".rope_k.to_fp32", EwFunc::kCast, nk, a, kF32, {ckv}, true);
+    const TensorUse qm = e.pointwise(label + ".rope_q.mul", EwFunc::kMul, nq, kF32, kF32, {qf, rot.first}, true);
+    qpe = e.cast(label + ".rope_q.to_act", nq, kF32, a, qm);
+    const TensorUse km = e.pointwise(label + ".rope_k.mul", EwFunc::kMul, nk, kF32, kF32, {kf, rot.first}, false);
+    kpe = e.cast(label + ".rope_k.to_act", nk, kF32, a, km);
+  }
   // The cache update: latent and rotated key.
   const TensorUse lat = latent_append(e, label, "latent", r, latent);
   const TensorUse kr = latent_append(e, label, "k_rope", rd, kpe);

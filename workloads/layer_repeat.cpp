@@ -117,33 +117,77 @@ std::optional<double> whole_step_peak(const std::vector<double>& live, std::size
   return peak;
 }
 
-// How a listed step names layer i's ops ("layers[i]" before the rest of the op's name).
-std::string layer_prefix(std::int64_t i) { return "layers[" + std::to_string(i) + "]"; }
+// The layer index a listed step's op names ("layers[i].attn.q_proj"), or -1.
+std::int64_t layer_index(const std::string& op) {
+  constexpr std::string_view kPrefix = "layers[";
+  if (op.compare(0, kPrefix.size(), kPrefix) != 0) return -1;
+  const auto close = op.find(']');
+  if (close == std::string::npos || close == kPrefix.size()) return -1;
+  std::int64_t i = 0;
+  for (std::size_t k = kPrefix.size(); k < close; ++k) {
+    if (op[k] < '0' || op[k] > '9') return -1;
+    i = 10 * i + (op[k] - '0');
+  }
+  return i;
+}
 
-// Whether a listed step can follow C's kernels into later layers: C's ops are named by its layer
-// index, and C's kernels depend on C and B as B's do on B and A (other producers the same).
-bool listing_repeats(const KernelDag& dag, std::int64_t first, std::size_t va, std::size_t vb, std::size_t c,
-                     std::size_t layers_end) {
-  const std::string prefix = layer_prefix(first + 2);
-  const std::size_t period = vb - va;
+// The op of a later block: its layer index moved on by `shift`.
+std::string renumbered(const std::string& op, std::int64_t shift) {
+  const auto close = op.find(']');
+  return "layers[" + std::to_string(layer_index(op) + shift) + op.substr(close);
+}
+
+// Whether a listed step can follow C's kernels into later blocks: C's ops are named by layers of
+// block C (from `c_layer`, `period` of them), and C's kernels depend on C and B as B's do on B and
+// A (other producers the same).
+bool listing_repeats(const KernelDag& dag, std::int64_t c_layer, std::int64_t period, std::size_t va,
+                     std::size_t vb, std::size_t c, std::size_t layers_end) {
+  const std::size_t block = vb - va;
   for (std::size_t v = c; v < layers_end; ++v) {
-    const std::string& op = dag[static_cast<KernelDag::Vertex>(v)].op;
-    if (op.compare(0, prefix.size(), prefix) != 0) return false;
+    const std::int64_t i = layer_index(dag[static_cast<KernelDag::Vertex>(v)].op);
+    if (i < c_layer || i >= c_layer + period) return false;
     const auto& in_c = dag.deps(static_cast<KernelDag::Vertex>(v));
-    const auto& in_b = dag.deps(static_cast<KernelDag::Vertex>(v - period));
+    const auto& in_b = dag.deps(static_cast<KernelDag::Vertex>(v - block));
     if (in_c.size() != in_b.size()) return false;
-    for (std::size_t i = 0; i < in_c.size(); ++i) {
-      const std::size_t expected = in_b[i] >= va ? in_b[i] + period : in_b[i];
-      if (in_c[i] != expected) return false;
+    for (std::size_t k = 0; k < in_c.size(); ++k) {
+      const std::size_t expected = in_b[k] >= va ? in_b[k] + block : in_b[k];
+      if (in_c[k] != expected) return false;
     }
   }
-  // The epilogue waits for the last layer or for what came before the run, never for A or B.
+  // The epilogue waits for the last block or for what came before the run, never for A or B.
   for (std::size_t v = layers_end; v < dag.size(); ++v) {
     for (const auto d : dag.deps(static_cast<KernelDag::Vertex>(v))) {
       if (d >= va && d < c) return false;
     }
   }
   return true;
+}
+
+// The model's final run of repeating blocks: the shortest period (at most kMaxPeriod layers) whose
+// last three blocks have the same layer kinds, extended back over every earlier equal block.
+struct RepeatingRun {
+  std::int64_t first = 0;
+  std::int64_t period = 1;
+};
+RepeatingRun repeating_run(const ModelConfig& m) {
+  constexpr std::int64_t kMaxPeriod = 8;
+  const std::int64_t L = m.layers;
+  const auto same_blocks = [&](std::int64_t a, std::int64_t b, std::int64_t p) {
+    for (std::int64_t k = 0; k < p; ++k) {
+      if (!(layer_kind(m, a + k) == layer_kind(m, b + k))) return false;
+    }
+    return true;
+  };
+  for (std::int64_t p = 1; p <= kMaxPeriod && 3 * p <= L; ++p) {
+    std::int64_t first = L - 3 * p;
+    if (!same_blocks(first, first + p, p) || !same_blocks(first + p, first + 2 * p, p)) continue;
+    while (first - p >= 0 && same_blocks(first - p, first, p)) first -= p;
+    return {first, p};
+  }
+  // No three equal blocks: the last layer's run of one kind (lowered whole when under three).
+  std::int64_t first = L - 1;
+  while (first > 0 && layer_kind(m, first - 1) == layer_kind(m, L - 1)) --first;
+  return {first, 1};
 }
 
 }  // namespace
@@ -153,11 +197,12 @@ std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, co
                                                       hw::LaunchMode mode, hw::KernelOutcomeCache& cache,
                                                       bool listed) {
   const ModelConfig& m = w.model;
-  // The repeating run: layers [first, layers) of the last layer's kind; lowered up to its third.
-  std::int64_t first = m.layers - 1;
-  while (first > 0 && layer_kind(m, first - 1) == layer_kind(m, m.layers - 1)) --first;
-  const std::int64_t lowered = std::min(m.layers, first + 3);
-  const std::int64_t extra = m.layers - lowered;
+  // The repeating run: blocks of `period` layers (1, or the pattern of windowed and global
+  // layers) from `first` to the end; lowered up to its third block.
+  const RepeatingRun run_of_layers = repeating_run(m);
+  const std::int64_t first = run_of_layers.first, block_layers = run_of_layers.period;
+  const std::int64_t lowered = std::min(m.layers, first + 3 * block_layers);
+  const std::int64_t extra = (m.layers - lowered) / block_layers;  // blocks after the third
   const StepProgram step = build_step(w, phase, shape, lowering, lowered);
   const KernelDag& dag = step.dag;
   const IdProgram p = ids_of(dag);
@@ -205,8 +250,8 @@ std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, co
   if (extra > 0) {
     if (static_cast<std::int64_t>(step.layer_starts.size()) != lowered) return std::nullopt;
     const std::size_t va = step.layer_starts[static_cast<std::size_t>(first)];
-    const std::size_t vb = step.layer_starts[static_cast<std::size_t>(first + 1)];
-    c = step.layer_starts[static_cast<std::size_t>(first + 2)];
+    const std::size_t vb = step.layer_starts[static_cast<std::size_t>(first + block_layers)];
+    c = step.layer_starts[static_cast<std::size_t>(first + 2 * block_layers)];
     layers_end = step.layers_end;
     const std::size_t period = vb - va;
     if (c - vb != period || layers_end - c != period || !same_kernels(dag, va, vb, period) ||
@@ -220,7 +265,9 @@ std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, co
     const auto whole_peak = whole_step_peak(step.activation_profile, va, vb, extra);
     if (!roles || !whole_peak) return std::nullopt;
     peak = *whole_peak;
-    if (listed && !listing_repeats(dag, first, va, vb, c, layers_end)) return std::nullopt;
+    if (listed && !listing_repeats(dag, first + 2 * block_layers, block_layers, va, vb, c, layers_end)) {
+      return std::nullopt;
+    }
     // The epilogue reads what C made where it reads the last layer's tensors.
     const std::size_t e = p.first_access[layers_end];
     epilogue.assign(p.access.begin() + static_cast<std::ptrdiff_t>(e), p.access.end());
@@ -247,7 +294,6 @@ std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, co
       }
       for (std::size_t i = 0; i < q; ++i) layer[i].tensor = ids[i];
       previous.swap(ids);
-      const std::string prefix = listed ? layer_prefix(first + 2 + r) : std::string();
       for (std::size_t v = c; v < layers_end; ++v) {
         const std::size_t from = p.first_access[v] - cc, to = p.first_access[v + 1] - cc;
         if (!listed) {
@@ -260,8 +306,7 @@ std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, co
           if (d >= static_cast<int>(vb)) d += static_cast<int>(r * static_cast<std::int64_t>(period));
         }
         const std::string& op = dag[static_cast<KernelDag::Vertex>(v)].op;
-        run_as(v, std::span(layer).subspan(from, to - from), prefix + op.substr(op.find(']') + 1), std::move(deps),
-               false);
+        run_as(v, std::span(layer).subspan(from, to - from), renumbered(op, r * block_layers), std::move(deps), false);
       }
     }
     for (std::size_t i = 0; i < epilogue.size(); ++i) {

@@ -60,6 +60,7 @@
 //       qk_nope_head_dim: 128
 //       qk_rope_head_dim: 64
 //       v_head_dim: 128
+//       rope_interleave: false  # interleaved real RoPE (DeepSeek-V3) instead of complex (V2)
 #pragma once
 
 #include <cstdint>
@@ -139,6 +140,9 @@ struct MlaConfig {
   std::int64_t qk_nope_head_dim = 0;
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t v_head_dim = 0;
+  // RoPE on interleaved pairs with a cos/sin table (DeepSeek-V3's rope_interleave); false:
+  // DeepSeek-V2's complex form.
+  bool rope_interleave = false;
   std::int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
 };
 
@@ -209,5 +213,7 @@ std::vector<std::string> model_preset_names(const std::filesystem::path& models_
 std::string_view name(Norm norm);              // "layernorm", "rmsnorm"
 std::string_view name(Activation activation);  // "gelu", "swiglu", "geglu"
 std::string_view name(Positions positions);    // "learned", "rope"
+std::string_view name(RouterScoring scoring);  // "softmax", "sigmoid"
+std::string_view name(TopkMethod method);      // "greedy", "group_limited_greedy", "noaux_tc"
 
 }  // namespace gpusim::workloads

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <string>
+#include <vector>
+
 #include "workloads/parameter_count.h"
 
 namespace gpusim::workloads {
@@ -40,6 +43,77 @@ std::string biases_text(const ModelConfig& m) {
   return out.empty() ? "no biases" : "biases on " + out;
 }
 
+// Joins the non-empty parts with ", ".
+std::string joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& part : parts) out += (out.empty() ? "" : ", ") + part;
+  return out;
+}
+
+// This year's features (issue 13), when a model has any: empty otherwise.
+std::string features_text(const ModelConfig& m) {
+  std::vector<std::string> parts;
+  if (m.qk_norm) parts.emplace_back("qk-norm");
+  if (m.fused_qkv) parts.emplace_back("fused qkv_proj");
+  if (m.fused_gate_up) parts.emplace_back("fused gate_up_proj");
+  if (m.rotary_fraction != 1.0) {
+    const auto dims =
+        static_cast<std::int64_t>(static_cast<double>(m.head_dim) * m.rotary_fraction);
+    parts.push_back(
+        fmt::format("partial RoPE {} ({} of {} dims)", m.rotary_fraction, dims, m.head_dim));
+  }
+  if (m.rope_scaling != "default") parts.push_back(fmt::format("{} RoPE scaling", m.rope_scaling));
+  if (m.sliding_window) {
+    std::int64_t windowed = 0;
+    for (std::int64_t i = 0; i < m.layers; ++i) windowed += m.sliding_layer(i) ? 1 : 0;
+    parts.push_back(windowed == m.layers ? fmt::format("sliding window {} on all {} layers",
+                                                       *m.sliding_window, m.layers)
+                                         : fmt::format("sliding window {} on {} of {} layers",
+                                                       *m.sliding_window, windowed, m.layers));
+  }
+  if (m.rope_local_theta) parts.push_back(fmt::format("local RoPE theta {}", *m.rope_local_theta));
+  if (m.query_scale) parts.push_back(fmt::format("query scale {}^-0.5", *m.query_scale));
+  if (m.attn_softcap) parts.push_back(fmt::format("attention soft-cap {}", *m.attn_softcap));
+  if (m.final_softcap) parts.push_back(fmt::format("final logit soft-cap {}", *m.final_softcap));
+  if (m.norm_weight_offset) parts.emplace_back("norms scale by (1 + weight)");
+  if (m.sandwich_norms) parts.emplace_back("sandwich norms");
+  if (m.embed_scale) parts.emplace_back("embeddings x sqrt(d_model)");
+  return parts.empty() ? "" : "  " + joined(parts) + "\n";
+}
+
+std::string mla_text(const MlaConfig& mla) {
+  return fmt::format(
+      "  MLA: {}, kv_lora_rank {}, qk_nope {} + qk_rope {}, v {}{}\n",
+      mla.q_lora_rank > 0 ? fmt::format("q_lora_rank {}", mla.q_lora_rank) : "q projected directly",
+      mla.kv_lora_rank, mla.qk_nope_head_dim, mla.qk_rope_head_dim, mla.v_head_dim,
+      mla.rope_interleave ? ", interleaved RoPE" : "");
+}
+
+// Where MoE layers are and how tokens are routed, when it differs from the defaults.
+std::string moe_placement_and_routing(const ModelConfig& m, const MoeConfig& moe) {
+  std::string out;
+  if (moe.every != 1 || !moe.dense_list.empty()) {
+    std::int64_t n = 0;
+    for (std::int64_t i = 0; i < m.layers; ++i) n += m.moe_layer(i) ? 1 : 0;
+    out += fmt::format("; MoE on {} of {} layers (i % {} == {}", n, m.layers, moe.every, moe.phase);
+    if (!moe.dense_list.empty()) {
+      std::vector<std::string> listed;
+      for (const auto i : moe.dense_list) listed.push_back(std::to_string(i));
+      out += fmt::format(", dense: {}", joined(listed));
+    }
+    out += ")";
+  }
+  const bool grouped = moe.topk_method != TopkMethod::kGreedy;
+  if (moe.scoring != RouterScoring::kSoftmax || grouped || moe.routed_scaling != 1.0 ||
+      moe.router_fp32) {
+    out += fmt::format("; {} router{}, {} top-k", name(moe.scoring),
+                       moe.router_fp32 ? " in fp32" : "", name(moe.topk_method));
+    if (grouped) out += fmt::format(" ({} of {} groups)", moe.topk_groups, moe.groups);
+    if (moe.routed_scaling != 1.0) out += fmt::format(", weights x {}", moe.routed_scaling);
+  }
+  return out;
+}
+
 std::string architecture_text(const ModelConfig& m) {
   std::string out =
       fmt::format("  model {}: {} layers, d_model {}, {} heads / {} KV heads of dim {}", m.name,
@@ -54,6 +128,8 @@ std::string architecture_text(const ModelConfig& m) {
   if (m.rope_theta) out += fmt::format(" (theta {})", *m.rope_theta);
   out +=
       fmt::format(", {}, {} embeddings\n", biases_text(m), m.tied_embeddings ? "tied" : "untied");
+  out += features_text(m);
+  if (m.mla) out += mla_text(*m.mla);
 
   if (m.moe) {
     const MoeConfig& moe = *m.moe;
@@ -67,6 +143,7 @@ std::string architecture_text(const ModelConfig& m) {
       out += fmt::format("; the first {} layer{} dense", moe.dense_layers,
                          moe.dense_layers == 1 ? " is" : "s are");
     }
+    out += moe_placement_and_routing(m, moe);
     out += "\n";
   }
   return out;

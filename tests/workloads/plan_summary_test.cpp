@@ -4,6 +4,9 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "tests/support/temp_files.h"
 
 namespace gpusim::workloads {
 namespace {
@@ -46,6 +49,58 @@ TEST(WorkloadSummaryTest, MoeAndGenerateDetails) {
 
   const std::string gen = summary("generate.yaml");
   EXPECT_NE(gen.find("prompt length 512, then 128 output tokens"), std::string::npos) << gen;
+}
+
+// A decode workload of preset `model`, described.
+std::string preset_summary(const std::string& model) {
+  gpusim::testing::TempDir dir;
+  const auto file = dir.write(
+      "w.yaml", "model: " + model + "\nphase: decode\nbatch: 1\nseq_len: 128\ndtype: bf16\n");
+  return describe_workload(load_workload(file, {}, kRepo / "configs/models"));
+}
+
+void expect_parts(const std::string& s, const std::vector<std::string>& parts) {
+  for (const auto& part : parts) {
+    EXPECT_NE(s.find(part), std::string::npos) << "missing '" << part << "' in\n" << s;
+  }
+}
+
+TEST(WorkloadSummaryTest, ThisYearsFeatures) {
+  expect_parts(preset_summary("gemma2-2b"),
+               {"rmsnorm (eps 1e-06), geglu, rope positions (theta 10000), no biases, tied "
+                "embeddings\n",
+                "  sliding window 4096 on 13 of 26 layers, query scale 256^-0.5, attention "
+                "soft-cap 50, final logit soft-cap 30, norms scale by (1 + weight), sandwich "
+                "norms, embeddings x sqrt(d_model)\n",
+                "2.614 B parameters (2614341888)"});
+  expect_parts(preset_summary("gemma3-1b"),
+               {"  qk-norm, sliding window 512 on 22 of 26 layers, local RoPE theta 10000, "});
+  expect_parts(preset_summary("qwen3-1.7b"), {"tied embeddings\n  qk-norm\n"});
+  expect_parts(preset_summary("phi3-mini-4k"),
+               {"  fused qkv_proj, fused gate_up_proj, sliding window 2047 on all 32 layers\n"});
+  expect_parts(preset_summary("deepseek-v3"),
+               {"128 heads / 128 KV heads of dim 192", "  yarn RoPE scaling\n",
+                "  MLA: q_lora_rank 1536, kv_lora_rank 512, qk_nope 128 + qk_rope 64, v 128, "
+                "interleaved RoPE\n",
+                "MoE: 256 experts of d_ff 2048, top-8, plus 1 shared expert of d_ff 2048; the "
+                "first 3 layers are dense; sigmoid router in fp32, noaux_tc top-k (4 of 8 "
+                "groups), weights x 2.5\n",
+                "671.026 B parameters (671026404352)"});
+  expect_parts(preset_summary("deepseek-v2-lite"),
+               {"  MLA: q projected directly, kv_lora_rank 512"});
+}
+
+TEST(WorkloadSummaryTest, MoePlacement) {
+  gpusim::testing::TempDir dir;
+  const auto file = dir.write(
+      "w.yaml",
+      "model:\n  layers: 6\n  d_model: 64\n  heads: 4\n  d_ff: 128\n  vocab: 100\n"
+      "  norm: rmsnorm\n  activation: swiglu\n  positions: rope\n  rotary_fraction: 0.5\n"
+      "  moe: {experts: 4, top_k: 2, expert_d_ff: 32, every: 2, phase: 1, dense_list: [3]}\n"
+      "phase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\n");
+  expect_parts(describe_workload(load_workload(file, {}, kRepo / "configs/models")),
+               {"  partial RoPE 0.5 (8 of 16 dims)\n",
+                "MoE: 4 experts of d_ff 32, top-2; MoE on 2 of 6 layers (i % 2 == 1, dense: 3)\n"});
 }
 
 }  // namespace
