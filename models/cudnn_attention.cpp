@@ -80,6 +80,9 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
     if (p.causal) {
       n = std::clamp<std::int64_t>(ceil_div((m + 1) * kTileM + p.Sk - p.Sq, kTileN), 0,
                                    n_tiles_all);
+      // A sliding window skips the key tiles wholly before the tile's first query's window.
+      if (p.window > 0) n -= std::max<std::int64_t>(0, (m * kTileM + p.Sk - p.Sq - p.window + 1) / kTileN);
+      n = std::max<std::int64_t>(n, 0);
     }
     per_m.push_back({n, std::min(kTileM, p.Sq - m * kTileM), std::min(n * kTileN, p.Sk)});
   }

@@ -115,6 +115,12 @@ hw::Launch lower_flash_fwd(const FlashFwdProblem& p, const hw::HardwareSpec& hw,
       n_blocks = std::min(n_blocks_all,
                           ceil_div((m + 1) * t.block_m + p.Sk - p.Sq, t.block_n));
       n_blocks = std::max<std::int64_t>(n_blocks, 0);
+      // A window (window_size_left): key blocks wholly before the first query's window are
+      // skipped, n_block_min = max(0, (m*kBlockM + Sk - Sq - window + 1) / kBlockN).
+      if (p.window > 0) {
+        const std::int64_t first = std::max<std::int64_t>(0, (m * t.block_m + p.Sk - p.Sq - p.window + 1) / t.block_n);
+        n_blocks = std::max<std::int64_t>(n_blocks - first, 0);
+      }
     }
     const std::int64_t keys = std::min(n_blocks * t.block_n, p.Sk);  // keys actually loaded
     hw::CtaWork w;
@@ -173,6 +179,7 @@ std::vector<Launch> FlashAttentionModel::lower(const Op& op, const hw::HardwareS
   p.Sk = s.S;
   p.D = s.D;
   p.causal = s.causal;
+  p.window = s.window;
   p.dtype = op.dtype();
   p.tag = tag;
   // PyTorch 2.11 prefers cuDNN's fused attention on sm_90 (ops_h100.csv: every default-backend

@@ -36,6 +36,7 @@ std::string fmt_flash_name(const char* kernel, const FlashTraits& t, bool causal
 struct FlashFwdProblem {
   std::int64_t B = 1, H = 1, Hk = 1, Sq = 1, Sk = 1, D = 64;
   bool causal = false;
+  std::int64_t window = 0;  // causal sliding window (keys per query, itself included); 0: none
   hw::DType dtype = hw::DType::kBf16;
   std::string tag;                              // the op's tag
   std::string q = "q", k = "k", v = "v", o = "o";  // tensor names under the tag

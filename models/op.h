@@ -40,6 +40,8 @@ struct LinearShape {
 struct SdpaShape {
   std::int64_t B, H, S, D;
   bool causal;
+  // Causal sliding window: each query attends its last `window` keys (itself included); 0: all.
+  std::int64_t window = 0;
 };
 struct SdpaDecodeShape {
   std::int64_t B, Hq, Hkv, L, D;  // Hq is a multiple of Hkv (grouped-query attention)

@@ -183,7 +183,9 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
                 names);
     } else {
       b.emit_op(L + ".attn.flash_attention",
-                models::Op(models::OpKind::kSdpa, e.act(), models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, true}),
+                models::Op(models::OpKind::kSdpa, e.act(),
+                           models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, true,
+                                             m.sliding_layer(i) ? *m.sliding_window : 0}),
                 names);
     }
     proj = e.linear(L + ".attn.o_proj", T, d, q_dim, m.attn_out_bias, o,

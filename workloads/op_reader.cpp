@@ -19,7 +19,7 @@ std::vector<std::string_view> keys_of(OpKind kind) {
     case OpKind::kLinear:
       return {"M", "N", "K", "bias", "dtype"};
     case OpKind::kSdpa:
-      return {"B", "H", "S", "D", "causal", "dtype"};
+      return {"B", "H", "S", "D", "causal", "window", "dtype"};
     case OpKind::kSdpaDecode:
       return {"B", "Hq", "Hkv", "L", "D", "dtype"};
     case OpKind::kNaiveAttention:
@@ -48,7 +48,12 @@ models::OpShape read_shape(OpKind kind, hw::MappingReader& r) {
       return models::LinearShape{dim("M"), dim("N"), dim("K"),
                                  r.optional_boolean("bias").value_or(false)};
     case OpKind::kSdpa:
-      return models::SdpaShape{dim("B"), dim("H"), dim("S"), dim("D"), r.boolean("causal")};
+    {
+      models::SdpaShape s{dim("B"), dim("H"), dim("S"), dim("D"), r.boolean("causal")};
+      s.window = r.optional_integer("window", 1, kMaxExtent).value_or(0);
+      if (s.window > 0 && !s.causal) r.fail("window", "a sliding window needs causal: true");
+      return s;
+    }
     case OpKind::kSdpaDecode: {
       const models::SdpaDecodeShape s{dim("B"), dim("Hq"), dim("Hkv"), dim("L"), dim("D")};
       if (s.Hq % s.Hkv != 0) {

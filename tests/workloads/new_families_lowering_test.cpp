@@ -16,6 +16,7 @@
 #include "workloads/memory_footprint.h"
 #include "workloads/model_run.h"
 #include "workloads/transformer_phases.h"
+#include "sim/error.h"
 #include "workloads/workload.h"
 
 namespace gpusim::workloads {
@@ -143,6 +144,44 @@ TEST(NewFamilies, SlidingWindowLimitsKeysAndCache) {
   const double short_full = kernel_time(short_cache, hw);
   short_cache.model.sliding_window = 512;
   EXPECT_EQ(kernel_time(short_cache, hw), short_full);
+}
+
+// Flash attention with a causal window skips the key tiles outside it: a serving engine's
+// windowed prefill costs less, and a window covering the prompt changes nothing.
+TEST(NewFamilies, WindowedFlashPrefillSkipsKeyTiles) {
+  const auto models = models::default_kernel_models();
+  for (const char* chip : {"h100", "a100"}) {  // cuDNN's kernels and FlashAttention-2's
+    SCOPED_TRACE(chip);
+    const auto hw = hw::load_hardware(chip, hw::PresetCatalog(config_dir() / "hw"), {});
+    const auto time = [&](std::int64_t window) {
+      models::SdpaShape shape{1, 16, 4096, 128, true};
+      shape.window = window;
+      const auto r = hw::run_engine(hw, hw::LaunchMode::kGraph,
+                                    {hw::KernelNode{models.lower(models::Op(models::OpKind::kSdpa, hw::DType::kBf16, shape), hw, "t").back(), "sdpa", 0, {}}});
+      return r.end.us();
+    };
+    EXPECT_LT(time(1024), 0.6 * time(0));
+    EXPECT_EQ(time(4096), time(0));
+  }
+  ModelWorkload w = base(4096, Phase::kPrefill);
+  w.batch = 1;
+  w.lowering = Lowering::kFused;
+  const auto hw = h100();
+  const double full = kernel_time(w, hw);
+  w.model.sliding_window = 512;
+  EXPECT_LT(kernel_time(w, hw), full);
+}
+
+TEST(NewFamilies, AnSdpaWindowNeedsCausal) {
+  const std::string ops = "name: w\ndtype: bf16\nops:\n  - {op: sdpa, B: 1, H: 8, S: 64, D: 64, causal: ";
+  EXPECT_NO_THROW(parse_workload(ops + "true, window: 16}\n", "w.yaml", {}, config_dir() / "models"));
+  try {
+    parse_workload(ops + "false, window: 16}\n", "w.yaml", {}, config_dir() / "models");
+    FAIL() << "accepted a window without causal";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.line(), 4);
+    EXPECT_NE(std::string(e.what()).find("window"), std::string::npos);
+  }
 }
 
 ModelWorkload mla(std::int64_t seq_len, Lowering lowering) {
