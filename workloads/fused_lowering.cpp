@@ -135,13 +135,55 @@ TensorUse mla_attention(StepEmitter& e, const std::string& L, const TensorUse& h
   return e.linear(L + ".attn.o_proj", T, d, H * vd, false, o, w("o_proj", d, H * vd));
 }
 
+// Multi- or grouped-query attention of layer i: the fused QKV GEMM (and q/k norm), one RoPE-and-
+// cache kernel, flash attention or flash decoding, o_proj. Returns o_proj's output.
+TensorUse gqa_attention(StepEmitter& e, const std::string& L, const TensorUse& h, std::int64_t i) {
+  const auto& s = e.s();
+  const auto& m = e.m();
+  const std::int64_t T = e.tokens(), d = m.d_model, q_dim = m.heads * m.head_dim;
+  const std::int64_t kv_dim = m.kv_heads * m.head_dim;
+  TensorUse qkv = e.linear(L + ".attn.qkv_proj", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h,
+                           e.weight(L + ".attn.qkv_proj", static_cast<double>(d * (q_dim + 2 * kv_dim))));
+  if (m.qk_norm) {
+    // Per-head RMSNorm of q and k in one kernel over their rows.
+    const std::int64_t rows = T * (m.heads + m.kv_heads);
+    const TensorUse y = e.new_act(L + ".attn.qk_norm", static_cast<double>(rows * m.head_dim));
+    e.b().emit_op(L + ".attn.qk_norm", models::Op(models::OpKind::kRmsNorm, e.act(), models::RowShape{rows, m.head_dim}),
+                  {{"x", qkv}, {"y", y}, {"weight", e.weight(L + ".attn.qk_norm", 2.0 * static_cast<double>(m.head_dim))}});
+    qkv = y;
+  }
+  // RoPE on q and k, and K/V stored into the paged cache, in one pass over the QKV output. A
+  // windowed layer attends (and keeps) its window only.
+  std::int64_t cache_tokens = s.past_tokens + s.new_tokens;
+  if (m.sliding_layer(i) && s.past_tokens > 0) cache_tokens = std::min(cache_tokens, *m.sliding_window);
+  const TensorUse q = e.pointwise(L + ".attn.rope_and_cache", EwFunc::kMul, T * (q_dim + 2 * kv_dim), e.act(),
+                                  e.act(), {qkv}, false);
+  const TensorUse cache = e.b().state(L + ".attn.kv_cache",
+                                      static_cast<double>(2 * s.batch * cache_tokens * kv_dim) * e.act_bytes());
+  const TensorUse o = e.new_act(L + ".attn.out", static_cast<double>(T * q_dim));
+  const std::map<std::string, TensorUse> names{{"q", q}, {"k", cache}, {"v", cache}, {"o", o}};
+  if (s.past_tokens > 0) {
+    e.b().emit_op(L + ".attn.flash_decoding",
+                  models::Op(models::OpKind::kSdpaDecode, e.act(),
+                             models::SdpaDecodeShape{s.batch, m.heads, m.kv_heads, cache_tokens, m.head_dim}),
+                  names);
+  } else {
+    e.b().emit_op(L + ".attn.flash_attention",
+                  models::Op(models::OpKind::kSdpa, e.act(),
+                             models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, true,
+                                               m.sliding_layer(i) ? *m.sliding_window : 0}),
+                  names);
+  }
+  return e.linear(L + ".attn.o_proj", T, d, q_dim, m.attn_out_bias, o,
+                  e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
+}
+
 }  // namespace
 
 void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
   StepEmitter e(w, s, b);
   const auto& m = w.model;
-  const std::int64_t T = e.tokens(), d = m.d_model, q_dim = m.heads * m.head_dim;
-  const std::int64_t kv_dim = m.kv_heads * m.head_dim;
+  const std::int64_t T = e.tokens(), d = m.d_model;
   if (s.past_tokens > 0 && s.new_tokens > 1) {
     throw ModelError("fused lowering: chunked prefill against a filled cache is not modeled");
   }
@@ -152,45 +194,7 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
     b.begin_layer();
     const std::string L = fmt::format("layers[{}]", i);
     const TensorUse h = fused_norm(e, L + ".input_norm", x);
-    TensorUse proj;
-    if (m.mla) {
-      proj = mla_attention(e, L, h);
-    } else {
-    TensorUse qkv = e.linear(L + ".attn.qkv_proj", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h,
-                             e.weight(L + ".attn.qkv_proj", static_cast<double>(d * (q_dim + 2 * kv_dim))));
-    if (m.qk_norm) {
-      // Per-head RMSNorm of q and k in one kernel over their rows.
-      const std::int64_t rows = T * (m.heads + m.kv_heads);
-      const TensorUse y = e.new_act(L + ".attn.qk_norm", static_cast<double>(rows * m.head_dim));
-      b.emit_op(L + ".attn.qk_norm", models::Op(models::OpKind::kRmsNorm, e.act(), models::RowShape{rows, m.head_dim}),
-                {{"x", qkv}, {"y", y}, {"weight", e.weight(L + ".attn.qk_norm", 2.0 * static_cast<double>(m.head_dim))}});
-      qkv = y;
-    }
-    // RoPE on q and k, and K/V stored into the paged cache, in one pass over the QKV output. A
-    // windowed layer attends (and keeps) its window only.
-    std::int64_t cache_tokens = s.past_tokens + s.new_tokens;
-    if (m.sliding_layer(i) && s.past_tokens > 0) cache_tokens = std::min(cache_tokens, *m.sliding_window);
-    const TensorUse q = e.pointwise(L + ".attn.rope_and_cache", EwFunc::kMul, T * (q_dim + 2 * kv_dim), e.act(),
-                                    e.act(), {qkv}, false);
-    const TensorUse cache = b.state(L + ".attn.kv_cache",
-                                    static_cast<double>(2 * s.batch * cache_tokens * kv_dim) * e.act_bytes());
-    const TensorUse o = e.new_act(L + ".attn.out", static_cast<double>(T * q_dim));
-    const std::map<std::string, TensorUse> names{{"q", q}, {"k", cache}, {"v", cache}, {"o", o}};
-    if (s.past_tokens > 0) {
-      b.emit_op(L + ".attn.flash_decoding",
-                models::Op(models::OpKind::kSdpaDecode, e.act(),
-                           models::SdpaDecodeShape{s.batch, m.heads, m.kv_heads, cache_tokens, m.head_dim}),
-                names);
-    } else {
-      b.emit_op(L + ".attn.flash_attention",
-                models::Op(models::OpKind::kSdpa, e.act(),
-                           models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, true,
-                                             m.sliding_layer(i) ? *m.sliding_window : 0}),
-                names);
-    }
-    proj = e.linear(L + ".attn.o_proj", T, d, q_dim, m.attn_out_bias, o,
-                    e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
-    }
+    TensorUse proj = m.mla ? mla_attention(e, L, h) : gqa_attention(e, L, h, i);
     // Gemma's norm after attention, then (as for every model) the residual add fused into the
     // next norm: x + proj is written once, by it.
     if (m.sandwich_norms) proj = fused_norm(e, L + ".post_attention_norm", proj);
