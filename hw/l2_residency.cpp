@@ -54,7 +54,6 @@ void DenseL2Residency::unlink(std::int32_t t) {
   const auto i = static_cast<std::size_t>(t);
   (newer_[i] >= 0 ? older_[static_cast<std::size_t>(newer_[i])] : newest_) = older_[i];
   (older_[i] >= 0 ? newer_[static_cast<std::size_t>(older_[i])] : oldest_) = newer_[i];
-  listed_[i] = 0;
 }
 
 // BasicL2Residency::touch, step for step.
@@ -65,10 +64,9 @@ void DenseL2Residency::touch(std::int32_t tensor, std::int64_t bytes) {
     bytes_.resize(n, 0);
     newer_.resize(n, -1);
     older_.resize(n, -1);
-    listed_.resize(n, 0);
   }
-  const bool found = listed_[i] != 0;
-  if (found) {
+  // Listed in recency order exactly while some of it is resident.
+  if (bytes_[i] > 0) {
     used_ -= bytes_[i];
     bytes_[i] = 0;
     unlink(tensor);
@@ -78,7 +76,6 @@ void DenseL2Residency::touch(std::int32_t tensor, std::int64_t bytes) {
   older_[i] = newest_;
   (newest_ >= 0 ? newer_[static_cast<std::size_t>(newest_)] : oldest_) = tensor;
   newest_ = tensor;
-  listed_[i] = 1;
   const std::int64_t keep = std::min(bytes, capacity_);
   while (used_ + keep > capacity_ && oldest_ != tensor) {
     const auto v = static_cast<std::size_t>(oldest_);

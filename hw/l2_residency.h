@@ -54,10 +54,10 @@ class DenseL2Residency {
   void unlink(std::int32_t t);
   std::int64_t capacity_;
   std::int64_t used_ = 0;
-  // By id: resident bytes (0 when out), and the neighbours in recency order (-1: none).
+  // By id: resident bytes (0 when out), and the neighbours in recency order (-1: none) of those
+  // with bytes resident.
   std::vector<std::int64_t> bytes_;
   std::vector<std::int32_t> newer_, older_;
-  std::vector<char> listed_;
   std::int32_t newest_ = -1, oldest_ = -1;
 };
 

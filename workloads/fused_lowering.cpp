@@ -72,16 +72,7 @@ TensorUse fused_moe(StepEmitter& e, const std::string& label, const TensorUse& h
 TensorUse batched(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
                   std::int64_t batch, const TensorUse& a, const TensorUse& b) {
   const TensorUse c = e.new_act(label, static_cast<double>(batch * M * N));
-  models::GemmProblem g;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  g.batch = batch;
-  g.dtype = e.math();
-  g.a = a.tensor;
-  g.b = b.tensor;
-  g.c = c.tensor;
-  e.emit(label, models::lower_gemm(g, e.hw(), ""));
+  e.batched_gemm(label, M, N, K, batch, e.math(), a, b, c);
   return c;
 }
 

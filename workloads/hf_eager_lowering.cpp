@@ -36,22 +36,6 @@ constexpr DType kF32 = DType::kFp32;
 
 bool is_gpt2_style(const ModelConfig& m) { return m.positions == Positions::kLearned; }
 
-// torch.matmul of `batch` [M, K] x [K, N] products (cuBLAS strided batched GEMM).
-void batched_gemm(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N,
-                  std::int64_t K, std::int64_t batch, DType dtype, const TensorUse& a,
-                  const TensorUse& b, const TensorUse& c, Sem sem) {
-  models::GemmProblem g;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  g.batch = batch;
-  g.dtype = dtype;
-  g.a = a.tensor;
-  g.b = b.tensor;
-  g.c = c.tensor;
-  e.emit(label, models::lower_gemm(g, e.hw(), ""), std::move(sem));
-}
-
 // create_causal_mask checks whether the 2-D mask is all ones (then sdpa runs with is_causal and
 // no mask): two copies of the mask, a sum, a compare and a read-back to the host.
 void mask_check(StepEmitter& e) {
@@ -85,7 +69,7 @@ std::pair<TensorUse, TensorUse> rotary_table(StepEmitter& e, const std::string& 
                                      Sem{"positions", {}, "", {s.batch, s.new_tokens, s.past_tokens}});
   const TensorUse inv = e.b().state(prefix + ".inv_freq", static_cast<double>(half) * 4);
   const TensorUse freqs = e.new_act(prefix + ".freqs", static_cast<double>(T * half), kF32);
-  batched_gemm(e, prefix + ".matmul", half, s.new_tokens, 1, s.batch, kF32, inv, posf, freqs,
+  e.batched_gemm(prefix + ".matmul", half, s.new_tokens, 1, s.batch, kF32, inv, posf, freqs,
                Sem{"rope_freqs", {posf.tensor}, freqs.tensor, {T, half}, theta});
   const TensorUse emb = e.new_act(prefix + ".emb", static_cast<double>(T * 2 * half), kF32);
   e.emit(prefix + ".cat", {models::lower_cat({T * half, T * half}, kF32, s.new_tokens == 1, {freqs, freqs}, emb, e.hw())},
@@ -224,7 +208,7 @@ TensorUse naive_attention(StepEmitter& e, const std::string& label, const Tensor
   const std::int64_t BH = s.batch * m.heads, Lq = s.new_tokens, Lk = s.past_tokens + s.new_tokens;
   const std::vector<std::int64_t> dims{s.batch, m.heads, m.kv_heads, Lq, Lk, m.head_dim};
   const TensorUse scores = e.new_act(label + ".scores", static_cast<double>(BH * Lq * Lk));
-  batched_gemm(e, label + ".qk", Lq, Lk, m.head_dim, BH, e.math(), q, k, scores,
+  e.batched_gemm(label + ".qk", Lq, Lk, m.head_dim, BH, e.math(), q, k, scores,
                Sem{"attn_scores", {q.tensor, k.tensor}, scores.tensor, dims});
   const std::int64_t n = BH * Lq * Lk;
   TensorUse scaled = e.pointwise(label + ".scale", EwFunc::kMulScalar, n, e.act(), e.act(), {scores}, false,
@@ -247,7 +231,7 @@ TensorUse naive_attention(StepEmitter& e, const std::string& label, const Tensor
          models::lower_softmax(BH * Lq, Lk, e.act(), scaled.tensor, probs.tensor, e.hw(), ""),
          Sem{"softmax_last", {scaled.tensor}, probs.tensor, {}});
   const TensorUse out = e.new_act(label + ".out", static_cast<double>(BH * Lq * m.head_dim));
-  batched_gemm(e, label + ".pv", Lq, m.head_dim, Lk, BH, e.math(), probs, v, out,
+  e.batched_gemm(label + ".pv", Lq, m.head_dim, Lk, BH, e.math(), probs, v, out,
                Sem{"attn_values", {probs.tensor, v.tensor}, out.tensor, dims});
   return out;
 }

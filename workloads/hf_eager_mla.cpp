@@ -44,16 +44,7 @@ std::pair<TensorUse, TensorUse> mla_rotary_table(StepEmitter& e) {
   const TensorUse posf = e.pointwise("rotary.positions", EwFunc::kCast, T, DType::kBf16, kF32, {pos}, false);
   const TensorUse inv = e.b().state("rotary.inv_freq", static_cast<double>(half) * 4);
   const TensorUse freqs = e.new_act("rotary.freqs", static_cast<double>(T * half), kF32);
-  models::GemmProblem g;
-  g.M = half;
-  g.N = s.new_tokens;
-  g.K = 1;
-  g.batch = s.batch;
-  g.dtype = kF32;
-  g.a = inv.tensor;
-  g.b = posf.tensor;
-  g.c = freqs.tensor;
-  e.emit("rotary.matmul", models::lower_gemm(g, e.hw(), ""));
+  e.batched_gemm("rotary.matmul", half, s.new_tokens, 1, s.batch, kF32, inv, posf, freqs);
   // torch.polar(torch.ones_like(freqs), freqs) * attention_scaling: complex64 (two fp32 each).
   const TensorUse ones = e.pointwise("rotary.ones", EwFunc::kFill, T * half, kF32, kF32, {}, false);
   const TensorUse polar = e.pointwise("rotary.polar", EwFunc::kCos, 2 * T * half, kF32, kF32, {ones, freqs}, false);

@@ -57,6 +57,21 @@ TensorUse StepEmitter::linear(const std::string& label, std::int64_t M, std::int
   return y;
 }
 
+void StepEmitter::batched_gemm(const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
+                               std::int64_t batch, hw::DType dtype, const TensorUse& a, const TensorUse& b,
+                               const TensorUse& c, std::optional<KernelSemantics> sem) {
+  models::GemmProblem g;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.batch = batch;
+  g.dtype = dtype;
+  g.a = a.tensor;
+  g.b = b.tensor;
+  g.c = c.tensor;
+  emit(label, models::lower_gemm(g, hw(), ""), std::move(sem));
+}
+
 TensorUse StepEmitter::pointwise(const std::string& label, EwFunc f, std::int64_t n, hw::DType in,
                                  hw::DType out, const std::vector<TensorUse>& inputs, bool strided,
                                  KernelSemantics sem) {

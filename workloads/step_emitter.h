@@ -50,6 +50,10 @@ class StepEmitter {
   TensorUse pointwise(const std::string& label, EwFunc f, std::int64_t n, hw::DType in,
                       hw::DType out, const std::vector<TensorUse>& inputs, bool strided,
                       KernelSemantics sem = {});
+  // torch.matmul of `batch` [M, K] x [K, N] products into `c` (cuBLAS strided batched GEMM).
+  void batched_gemm(const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t batch,
+                    hw::DType dtype, const TensorUse& a, const TensorUse& b, const TensorUse& c,
+                    std::optional<KernelSemantics> sem = std::nullopt);
   // x.to(to) when the types differ; returns x unchanged otherwise.
   TensorUse cast(const std::string& label, std::int64_t n, hw::DType from, hw::DType to,
                  const TensorUse& x);
