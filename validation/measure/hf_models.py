@@ -31,6 +31,7 @@ Usage (GPU machine, repository root):
   options: --only REGEX, --split calibration|holdout, --deadline-s N, --show-holdout,
            --set2 (the fresh held-out cases CASES2, written to hf_models2_<gpu>.json),
            --set3 (issue 13's families, CASES3, written to hf_models3[_<split>]_<gpu>.json),
+           --set4 (their second round, CASES4, written to hf_models4[_<split>]_<gpu>.json),
            --no-reference (no defaults/sources dump)
 Writes $OUT/hf_models_<gpu>.json (rewritten after every case), $OUT/hf_configs/<case>.json
 (the config.json of each case, as save_pretrained writes it), $OUT/hf_defaults.json
@@ -256,6 +257,46 @@ CASES3 = [
     case("moonlight-4l_decode_b4_l2048", "holdout", "deepseek_v3", MOONLIGHT_4L, "decode", 4, 2048),
     case("mistral-7b-sw_decode_b2_l4096", "holdout", "mistral", MISTRAL_7B_SW, "decode", 2, 4096),
     case("mistral-7b-sw_prefill_b1_s3072", "holdout", "mistral", MISTRAL_7B_SW, "prefill", 1, 3072),
+]
+
+
+# Set 4 (issue 13, second round): fresh shapes and sizes of the same families, measured before the
+# round-two changes were made and compared only once they were final. The calibration cases may be
+# looked at; the holdout cases are the issue's final held-out evaluation.
+QWEN3_4B_8L = dict(QWEN3_17B, hidden_size=2560, intermediate_size=9728, num_hidden_layers=8,
+                   num_attention_heads=32, num_key_value_heads=8)
+GEMMA2_9B_4L = dict(GEMMA2_2B, hidden_size=3584, intermediate_size=14336, num_hidden_layers=4,
+                    num_attention_heads=16, num_key_value_heads=8, sliding_window=4096)
+GEMMA3_4B_6L = dict(GEMMA3_1B, hidden_size=2560, intermediate_size=10240, num_hidden_layers=6,
+                    num_attention_heads=8, num_key_value_heads=4, sliding_window=1024)
+PHI3_MEDIUM_4L = dict(PHI3_MINI, hidden_size=5120, intermediate_size=17920, num_hidden_layers=4,
+                      num_attention_heads=40, num_key_value_heads=10, max_position_embeddings=4096)
+
+CASES4 = [
+    case("phi3-mini_decode_b2_l2048", "calibration", "phi3", PHI3_MINI, "decode", 2, 2048),
+    case("phi3-mini_prefill_b2_s512", "calibration", "phi3", PHI3_MINI, "prefill", 2, 512),
+    case("gemma2-2b_decode_b1_l2048", "calibration", "gemma2", GEMMA2_2B, "decode", 1, 2048),
+    case("gemma3-1b_prefill_b1_s2048", "calibration", "gemma3_text", GEMMA3_1B, "prefill", 1, 2048),
+    # holdout: for the final report only
+    case("qwen3-4b-8l_decode_b8_l1024", "holdout", "qwen3", QWEN3_4B_8L, "decode", 8, 1024),
+    case("qwen3-1.7b_prefill_b1_s4096", "holdout", "qwen3", QWEN3_17B, "prefill", 1, 4096),
+    case("qwen3-moe-4l_decode_b1_l2048", "holdout", "qwen3_moe", QWEN3_MOE_4L, "decode", 1, 2048),
+    case("qwen3-moe-4l_prefill_b4_s512", "holdout", "qwen3_moe", QWEN3_MOE_4L, "prefill", 4, 512),
+    case("gemma2-9b-4l_decode_b4_l2048", "holdout", "gemma2", GEMMA2_9B_4L, "decode", 4, 2048),
+    case("gemma2-2b_prefill_b1_s3072", "holdout", "gemma2", GEMMA2_2B, "prefill", 1, 3072),
+    case("gemma3-4b-6l_decode_b8_l2048", "holdout", "gemma3_text", GEMMA3_4B_6L, "decode", 8, 2048),
+    case("gemma3-1b_prefill_b4_s1024", "holdout", "gemma3_text", GEMMA3_1B, "prefill", 4, 1024),
+    case("phi3-mini_decode_b1_l2048", "holdout", "phi3", PHI3_MINI, "decode", 1, 2048),
+    case("phi3-mini_decode_b16_l512", "holdout", "phi3", PHI3_MINI, "decode", 16, 512),
+    case("phi3-mini_prefill_b4_s512", "holdout", "phi3", PHI3_MINI, "prefill", 4, 512),
+    case("phi3-medium-4l_decode_b4_l1024", "holdout", "phi3", PHI3_MEDIUM_4L, "decode", 4, 1024),
+    case("phi4-mini_decode_b16_l1024", "holdout", "phi3", PHI4_MINI, "decode", 16, 1024),
+    case("deepseek-v2-lite-4l_decode_b1_l4096", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 1, 4096),
+    case("deepseek-v2-lite-4l_prefill_b1_s2048", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "prefill", 1, 2048),
+    case("deepseek-v3-4l_prefill_b1_s512", "holdout", "deepseek_v3", DEEPSEEK_V3_4L, "prefill", 1, 512),
+    case("moonlight-4l_decode_b16_l1024", "holdout", "deepseek_v3", MOONLIGHT_4L, "decode", 16, 1024),
+    case("mistral-7b-sw_decode_b8_l1536", "holdout", "mistral", MISTRAL_7B_SW, "decode", 8, 1536),
+    case("mistral-7b-sw_prefill_b2_s1536", "holdout", "mistral", MISTRAL_7B_SW, "prefill", 2, 1536),
 ]
 
 
@@ -562,6 +603,7 @@ def main():
     ap.add_argument("--show-holdout", action="store_true")
     ap.add_argument("--set2", action="store_true", help="measure CASES2 (fresh holdout) instead")
     ap.add_argument("--set3", action="store_true", help="measure CASES3 (issue 13's families) instead")
+    ap.add_argument("--set4", action="store_true", help="measure CASES4 (issue 13, second round) instead")
     ap.add_argument("--no-reference", action="store_true", help="skip the defaults and sources dump")
     args = ap.parse_args()
     start = time.time()
@@ -571,11 +613,11 @@ def main():
     if not args.no_reference:
         dump_reference(args.out)
     result = {"provenance": provenance(args.gpu), "method": __doc__, "cases": [], "errors": []}
-    suffix = "3" if args.set3 else "2" if args.set2 else ""
+    suffix = "4" if args.set4 else "3" if args.set3 else "2" if args.set2 else ""
     if args.split:
         suffix += "_" + args.split
     out_json = os.path.join(args.out, f"hf_models{suffix}_{args.gpu}.json")
-    for c in (CASES3 if args.set3 else CASES2 if args.set2 else CASES):
+    for c in (CASES4 if args.set4 else CASES3 if args.set3 else CASES2 if args.set2 else CASES):
         if args.only and not re.search(args.only, c["id"]):
             continue
         if args.split and c["split"] != args.split:
