@@ -74,7 +74,7 @@ Launch lower_embedding_lookup(std::int64_t rows, std::int64_t row_elems, hw::DTy
 
 Launch lower_cat(const std::vector<std::int64_t>& input_elems, hw::DType dtype, bool vectorized,
                  const std::vector<TensorUse>& inputs, const TensorUse& out,
-                 const hw::HardwareSpec& hw) {
+                 const hw::HardwareSpec& hw, const std::vector<bool>& dense) {
   if (input_elems.empty()) throw ModelError("cat: no inputs");
   const double e = detail::elt_bytes(dtype);
   const auto opaque = static_cast<int>(e);
@@ -82,38 +82,42 @@ Launch lower_cat(const std::vector<std::int64_t>& input_elems, hw::DType dtype, 
   const std::int64_t largest = *std::max_element(input_elems.begin(), input_elems.end());
   Launch l;
   l.family = "cat";
-  std::int64_t per_cta_threads = 0, gx = 0;
-  double per_elt_round_trips = 0;
+  std::int64_t per_cta_threads = 0, gx = 0, vec = 1;
   if (vectorized) {
-    const std::int64_t vec = std::max<std::int64_t>(1, 16 / opaque);
+    vec = std::max<std::int64_t>(1, 16 / opaque);
     l.name = fmt::format("void at::native::(anonymous namespace)::CatArrayBatchedCopy_vectorized<at::native::(anonymous namespace)::OpaqueType<{}u>, unsigned int, 3, 128, 1, 16, {}>",
                          opaque, vec);
     per_cta_threads = 128;
-    gx = std::max<std::int64_t>(1, ceil_div(largest, 128 * vec));
-    per_elt_round_trips = 0;  // one 16-byte load per thread
+    // getCatGridContig: one 16-byte vector per thread, at most 32 CTAs per SM (grid-striding
+    // beyond that).
+    gx = std::clamp<std::int64_t>(ceil_div(largest, 128 * vec), 1, 32 * static_cast<std::int64_t>(hw.sm_count));
   } else {
-    // The strided kernel computes each element's source offset from its index with integer
-    // divisions and loads elements one at a time: about 2.5 round trips per element per thread.
     l.name = fmt::format("void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<{}u>, unsigned int, 4, 64, 64>",
                          opaque);
     per_cta_threads = 512;
     gx = 2 * static_cast<std::int64_t>(hw.sm_count);
-    per_elt_round_trips = 2.5;
   }
   l.grid = {gx, n_in, 1};
   l.block = {per_cta_threads, 1, 1};
   l.regs_per_thread = vectorized ? 23 : 25;
-  for (const std::int64_t elems : input_elems) {
+  for (std::size_t i = 0; i < input_elems.size(); ++i) {
+    const std::int64_t elems = input_elems[i];
+    // Dependent round trips per grid-stride iteration of a thread: the vectorized kernel loads
+    // one vector and stores it; the strided kernel computes the output offset from the element
+    // index with integer divisions (and the input offset too, for a strided input) and copies
+    // one element (round trips fitted on the calibration cases' KV-cache and RoPE cats).
+    const double per_iteration = vectorized ? 1.0 : (i < dense.size() && dense[i] ? 2.0 : 2.25);
     hw::CtaWork w;
     const double bytes = static_cast<double>(elems) * e / static_cast<double>(gx);
     w.l2_bytes = 2 * bytes;
     w.dram_read_bytes = bytes;
     w.dram_write_bytes = bytes;
     w.max_inflight_bytes = static_cast<double>(per_cta_threads) * (vectorized ? 16.0 : e);
-    const double per_thread =
-        std::ceil(static_cast<double>(elems) / static_cast<double>(gx * per_cta_threads));
-    w.critical_path = sim::Time::from_seconds((1.0 + per_elt_round_trips * std::max(1.0, per_thread)) *
-                                              hw.dram.latency.seconds());
+    const double iterations = std::max(
+        1.0, std::ceil(static_cast<double>(elems) / static_cast<double>(gx * per_cta_threads * vec)));
+    w.critical_path = sim::Time::from_seconds(
+        (vectorized ? per_iteration * iterations : 1.0 + per_iteration * iterations) *
+        hw.dram.latency.seconds());
     detail::add_class(l, gx, w);
   }
   l.reads = inputs;

@@ -3,11 +3,13 @@
 // PyTorch prefers cuDNN on compute capability 9.0 and 10.0 (sdp_utils.cpp,
 // check_prefer_cudnn_attention); on H100 every default-backend sdpa in ops_h100.csv ran:
 //  * prefill: a cudaMemsetAsync, then cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma
-//    "64x128x{D}", persistent: grid = SM count, 384 threads (a producer and two consumer
-//    warpgroups), 168 registers, 134144 B (D = 64) or 232448 B (D = 128) of shared memory. The
+//    "64x128x{64,128,192,256}" (D padded up), persistent: grid = SM count or the work units if
+//    fewer, 384 threads (a producer and two consumer warpgroups), 168 registers, 134144 B
+//    (D = 64) or 232448 B (D = 96 to 256) of shared memory. The
 //    shared memory is a 128-row Q tile plus three 128-key K and V stages (D = 128: 7 x 32 KiB),
 //    so a work unit is a 128-query tile of one (batch, head), streamed against 128-key tiles.
-//  * decode (one query): cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma "16x128x128",
+//  * decode (one query): cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma "16x128x128"
+//    ("16x128x256" above D = 128, with 64-key tiles),
 //    128 threads, 183 registers, 86336 B, grid (splits, KV heads, batch): a 16-row query tile
 //    holds the Hq/Hkv query heads sharing a KV head; when it splits the keys,
 //    cudnn::fusion::lean_reduction_kernel (grid (1, Hq, B), 256 threads, 32 registers,
@@ -38,6 +40,11 @@ constexpr double kDecodeChainCap64KiB = 3.0;
 // cuDNN leaves short caches unsplit: every measured split had at least 4 key tiles (L >= 513);
 // GPT-2 at 257 keys (3 tiles) with 48 CTAs ran one kernel (hf_models_h100.json).
 constexpr std::int64_t kDecodeMinTilesToSplit = 4;
+// With an explicit mask the same prefill kernel runs each score tile this many times slower
+// than its tensor-core time alone (loading and adding the mask tile sits between QK^T and the
+// softmax). Calibrated on the masked layers of the calibration cases in
+// validation/data/hf_models3_h100.json (Gemma 3's windowed layers, Mistral with a window).
+constexpr double kMaskedTileSlowdown = 2.0;
 }  // namespace
 
 namespace {
@@ -46,17 +53,23 @@ using detail::ceil_div;
 constexpr std::int64_t kTileM = 128;  // query rows per work unit (prefill)
 constexpr std::int64_t kTileN = 128;  // keys per inner tile
 
+// The prefill kernel's head dimension ("64x128x{64,128,192,256}"): D padded up to it.
+std::int64_t prefill_d_tile(std::int64_t D) {
+  return D <= 64 ? 64 : (D <= 128 ? 128 : (D <= 192 ? 192 : 256));
+}
+
 }  // namespace
 
 bool cudnn_sdpa_applies(const hw::HardwareSpec& hw, std::int64_t D) {
   const int v = detail::sm_version(hw);
-  // Only head dimensions up to 128 were measured (64 and 128); larger ones take FA2.
-  return (v == 90 || v == 100) && D <= 128 && D % 8 == 0;
+  // Measured on H100 at head dimensions 64, 96, 128, 192 and 256 (hf_models3_h100.json: Phi-3,
+  // DeepSeek's 192-wide MLA heads, Gemma's 256): cuDNN runs them all.
+  return (v == 90 || v == 100) && D <= 256 && D % 8 == 0;
 }
 
 std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::HardwareSpec& hw) {
   const double e = detail::elt_bytes(p.dtype);
-  const std::int64_t d_tile = p.D <= 64 ? 64 : 128;
+  const std::int64_t d_tile = prefill_d_tile(p.D);
   const std::int64_t m_tiles = ceil_div(p.Sq, kTileM);
   const std::int64_t n_tiles_all = ceil_div(p.Sk, kTileN);
 
@@ -87,8 +100,10 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
     per_m.push_back({n, std::min(kTileM, p.Sq - m * kTileM), std::min(n * kTileN, p.Sk)});
   }
   const std::int64_t units = m_tiles * p.B * p.H;
+  // Persistent: one CTA per SM, fewer when there are fewer work units (the measured grids of
+  // 32, 64 and 128 CTAs for 32, 64 and 128 units).
   const std::int64_t ctas = std::min<std::int64_t>(units, hw.sm_count);
-  l.grid = {hw.sm_count, 1, 1};  // persistent: one CTA per SM whatever the work
+  l.grid = {ctas, 1, 1};
 
   // The memset zeroes the dynamic tile scheduler's state; CTAs take units in order from a
   // counter, the heaviest (longest causal rows, FA3-style reversed m) first. We replay that
@@ -107,7 +122,7 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
   struct Acc {
     double scores = 0, rows = 0, keys = 0, units = 0;
   };
-  std::vector<Acc> acc(static_cast<std::size_t>(hw.sm_count));
+  std::vector<Acc> acc(static_cast<std::size_t>(ctas));
   for (const std::int64_t m : order) {
     const Unit& u = per_m[static_cast<std::size_t>(m)];
     for (std::int64_t bh = 0; bh < p.B * p.H; ++bh) {
@@ -124,21 +139,28 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
   }
   const double unique_in =
       static_cast<double>(p.B * p.H * p.Sq * p.D) * e + 2.0 * static_cast<double>(p.B * p.Hk * p.Sk * p.D) * e;
-  for (std::int64_t c = 0; c < hw.sm_count; ++c) {
+  // K and V stages the shared memory holds beside the Q tile (3 at D = 64 and 128, one at 192
+  // and 256, where the measured kernels use the same 232448 bytes).
+  const double stages = std::max<std::int64_t>(
+      1, (l.smem_per_cta - 3072 - kTileM * d_tile * static_cast<std::int64_t>(e)) /
+             (2 * kTileN * d_tile * static_cast<std::int64_t>(e)));
+  for (std::int64_t c = 0; c < ctas; ++c) {
     const Acc& a = acc[static_cast<std::size_t>(c)];
     hw::CtaWork w;
     w.tensor_dtype = p.dtype;
     if (a.units > 0) {
-      // Padded 128 x 128 tiles through QK^T and PV; softmax as in FlashAttention.
-      w.tensor_flops = 4.0 * a.scores * static_cast<double>(p.D);
+      // Padded 128 x 128 tiles through QK^T and PV, the head dimension padded to the kernel's;
+      // softmax as in FlashAttention.
+      w.tensor_flops = 4.0 * a.scores * static_cast<double>(d_tile) *
+                       (p.masked ? kMaskedTileSlowdown : 1.0);
       w.fp32_flops = 4.0 * a.scores + a.scores / kTileN * static_cast<double>(p.D);
       w.sfu_ops = a.scores + a.scores / kTileN;
       const double q = a.rows * static_cast<double>(p.D) * e;
       w.l2_bytes = 2.0 * q + 2.0 * a.keys * static_cast<double>(p.D) * e;  // Q in, O out, K and V
+      if (p.masked) w.l2_bytes += a.scores * e;  // the mask's tile beside each score tile
       w.dram_read_bytes = unique_in / static_cast<double>(ctas);
       w.dram_write_bytes = q;
-      // Three K and V stages in flight (the shared memory layout above).
-      w.max_inflight_bytes = 3.0 * 2.0 * static_cast<double>(kTileN * p.D) * e;
+      w.max_inflight_bytes = stages * 2.0 * static_cast<double>(kTileN * p.D) * e;
       // Prologue (Q and the first K stage from DRAM) and epilogue of each unit; units after
       // the first overlap their loads with the previous unit's math (warp specialization).
       w.fixed = hw.dram.latency + hw.l2.hit_latency;
@@ -163,18 +185,22 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
   const std::int64_t g = Hq / Hkv;
   const std::int64_t head_tiles = Hkv * ceil_div(g, kRows);
   const std::int64_t base = B * head_tiles;
-  const std::int64_t kv_tiles = ceil_div(L, kTileN);
+  // Head dimensions above 128 run the "16x128x256" kernel in the same shared memory, so its key
+  // tiles are half as long (Gemma 2 at 1,024 keys split 16 ways, hf_models3_h100.json).
+  const std::int64_t d_tile = D <= 64 ? 64 : (D <= 128 ? 128 : 256);
+  const std::int64_t tile_keys = D <= 128 ? kTileN : kTileN / 2;
+  const std::int64_t kv_tiles = ceil_div(L, tile_keys);
 
   hw::Launch k;
   k.name = fmt::format(
       "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x{}_1x4x1_"
       "cga1x1x1_kernel0_0",
-      D);
+      d_tile);
   k.family = "cudnn_sdpa_decode";
   k.block = {128, 1, 1};
   k.regs_per_thread = 183;
-  // Measured for D = 128 only; other head dimensions scale the K/V stages with D.
-  k.smem_per_cta = D == 128 ? 86336 : 86336 * D / 128;
+  // Measured at 86336 B for head dimensions 96 to 256; below 128 the K/V stages scale with D.
+  k.smem_per_cta = d_tile >= 128 ? 86336 : 86336 * d_tile / 128;
 
   // Split rule read off the measured grids (splits 8, 32, 16, 16, 8 for 32, 8, 2, 12, 32
   // base CTAs; none for 128 and 512): split only when the unsplit CTAs fill at most half the
@@ -194,14 +220,14 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
   std::vector<hw::CtaWork> per_split;
   for (std::int64_t sp = 0; sp < splits; ++sp) {
     const std::int64_t keys = std::clamp<std::int64_t>(L - sp * keys_per_split, 0, keys_per_split);
-    const std::int64_t tiles = ceil_div(keys, kTileN);
+    const std::int64_t tiles = ceil_div(keys, tile_keys);
     // Query rows per CTA: g spread over its ceil(g / 16) tiles (all g when g <= 16).
     const double rows = static_cast<double>(g) / static_cast<double>(ceil_div(g, kRows));
     hw::CtaWork w;
     w.tensor_dtype = dtype;
     // 16-row tiles are computed whole even when fewer query heads share the KV head.
-    const double scores = static_cast<double>(kRows * tiles * kTileN);
-    w.tensor_flops = 4.0 * scores * static_cast<double>(D);
+    const double scores = static_cast<double>(kRows * tiles * tile_keys);
+    w.tensor_flops = 4.0 * scores * static_cast<double>(d_tile);
     w.fp32_flops = 4.0 * scores + static_cast<double>(kRows * D * tiles);
     w.sfu_ops = scores + static_cast<double>(kRows * tiles);
     const double q = rows * static_cast<double>(D) * e;
@@ -211,7 +237,7 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
     w.l2_bytes = q + kv + out;
     w.dram_read_bytes = q / static_cast<double>(splits) + kv;
     w.dram_write_bytes = out;
-    w.max_inflight_bytes = static_cast<double>(kTileN * D) * e * 2.0;
+    w.max_inflight_bytes = static_cast<double>(tile_keys * D) * e * 2.0;
     w.fixed = hw.dram.latency + hw.l2.hit_latency;
     // Beyond 4 tiles' worth the chain stops growing: longer CTAs pipeline their loads (the
     // unsplit 8-tile rows: with the chain unbounded they were +52..117%, docs/engine.md).

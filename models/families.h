@@ -130,11 +130,13 @@ Launch lower_embedding_lookup(std::int64_t rows, std::int64_t row_elems, hw::DTy
                               const hw::HardwareSpec& hw);
 
 // torch.cat of inputs with `input_elems` elements each. `vectorized`: every input is dense and
-// aligned (CatArrayBatchedCopy_vectorized, 128 threads x 16 bytes per CTA and input); otherwise
-// the strided kernel on a 2-per-SM grid of 512-thread CTAs per input.
+// aligned (CatArrayBatchedCopy_vectorized, 128 threads x 16 bytes per CTA and input, at most
+// 32 CTAs per SM); otherwise the strided kernel on a 2-per-SM grid of 512-thread CTAs per
+// input, where `dense[i]` says input i is contiguous (read without an offset computation;
+// missing entries: strided).
 Launch lower_cat(const std::vector<std::int64_t>& input_elems, hw::DType dtype, bool vectorized,
                  const std::vector<TensorUse>& inputs, const TensorUse& out,
-                 const hw::HardwareSpec& hw);
+                 const hw::HardwareSpec& hw, const std::vector<bool>& dense = {});
 
 // reduce_kernel over `outputs` results of `reduced` elements each. `inner`: the reduced
 // elements are contiguous (mean over the last dim); otherwise strided (sum over top-k slots).

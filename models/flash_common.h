@@ -37,6 +37,7 @@ struct FlashFwdProblem {
   std::int64_t B = 1, H = 1, Hk = 1, Sq = 1, Sk = 1, D = 64;
   bool causal = false;
   std::int64_t window = 0;  // causal sliding window (keys per query, itself included); 0: none
+  bool masked = false;      // an additive mask tensor (SdpaShape::masked)
   hw::DType dtype = hw::DType::kBf16;
   std::string tag;                              // the op's tag
   std::string q = "q", k = "k", v = "v", o = "o";  // tensor names under the tag

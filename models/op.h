@@ -42,6 +42,9 @@ struct SdpaShape {
   bool causal;
   // Causal sliding window: each query attends its last `window` keys (itself included); 0: all.
   std::int64_t window = 0;
+  // An explicit additive mask (attn_mask, as transformers passes for windows and padding): no
+  // tile is skipped and each score tile adds the mask's tile.
+  bool masked = false;
 };
 struct SdpaDecodeShape {
   std::int64_t B, Hq, Hkv, L, D;  // Hq is a multiple of Hkv (grouped-query attention)

@@ -77,6 +77,14 @@ const std::vector<SuiteSpec>& suites() {
       {"measured-models3-h200", "h200", "hf_models3_h200.json",
        "the same 36 cases on an H200 SXM (nothing on the H200 was used to fit anything)",
        true},
+      {"measured-models4-h100", "h100", "hf_models4_h100.json",
+       "issue 13's families, second set on an H100 SXM5: new sizes (Qwen3-4B, Gemma-2-9B, "
+       "Gemma-3-4B, Phi-3-medium) and shapes; 4 calibration and 19 held-out cases, measured "
+       "before the second round of changes and compared once after it",
+       true},
+      {"measured-models4-h200", "h200", "hf_models4_h200.json",
+       "the second set on an H200 SXM (nothing on the H200 was used to fit anything)",
+       true},
       {"seed001", "h100", "seed001_sdpa_h100.csv, ops_h100.csv",
        "seed 001's H100 SDPA baseline (PyTorch 2.4.1, B=16 S=512 D=64 fp16, H=8..128): per-head "
        "kernel time against the reported figures and against our own H100 measurement of the "

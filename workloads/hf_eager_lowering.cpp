@@ -158,7 +158,9 @@ TensorUse rope(StepEmitter& e, const std::string& label, const TensorUse& x, std
   e.emit(label + ".cat", {models::lower_cat({n / 2, n / 2}, a, false, {ng, x}, rt, e.hw())},
          Sem{"rotate_half_cat", {ng.tensor, x.tensor}, rt.tensor, shape});
   const TensorUse rs = e.pointwise(label + ".mul_sin", EwFunc::kMul, n, a, a, {rt, sin}, broadcast);
-  const TensorUse out = e.pointwise(label + ".add", EwFunc::kAdd, n, a, a, {xc, rs}, e.s().new_tokens > 1 && broadcast);
+  // Several tokens: the products keep the projection's [B, S, H, D] layout, so the sum is strided.
+  const bool strided_sum = e.s().new_tokens > 1 && broadcast;
+  const TensorUse out = e.pointwise(label + ".add", EwFunc::kAdd, n, a, a, {xc, rs}, strided_sum);
   // The unrotated dimensions are catted back on; Phi-3's apply_rotary_pos_emb (the
   // fused-projection family) cats even when nothing passes through.
   if (!m.fused_qkv && rot == m.head_dim) return out;
@@ -172,7 +174,10 @@ TensorUse rope(StepEmitter& e, const std::string& label, const TensorUse& x, std
   } else {
     parts.push_back(0);
   }
-  e.emit(label + ".pass_cat", {models::lower_cat(parts, a, pass == 0, inputs, joined, e.hw())});
+  // Only a dense rotated part alone takes the vectorized kernel (a strided sum, as in prefill,
+  // takes the strided one: hf_models3_h100.json, Phi-3 prefill).
+  e.emit(label + ".pass_cat", {models::lower_cat(parts, a, pass == 0 && !strided_sum, inputs, joined, e.hw(),
+                                                 {!strided_sum, false})});
   return joined;
 }
 
@@ -194,7 +199,7 @@ TensorUse cache_append(StepEmitter& e, const std::string& label, const std::stri
   const bool vectorized = dense_inputs && !window_full && s.past_tokens > 0 && s.new_tokens == 1;
   e.emit(label + "." + which + "_cat",
          {models::lower_cat({per_token * s.past_tokens, per_token * s.new_tokens}, e.act(), vectorized,
-                            {past, fresh}, grown, e.hw())},
+                            {past, fresh}, grown, e.hw(), {!window_full, dense_inputs})},
          Sem{"kv_cat", {past.tensor, fresh.tensor}, grown.tensor,
              {s.batch, e.m().kv_heads, s.past_tokens, s.new_tokens, e.m().head_dim}});
   return grown;
@@ -276,7 +281,7 @@ TensorUse attention_core(StepEmitter& e, const std::string& label, const TensorU
   } else {
     e.b().emit_op(label + ".sdpa",
                   models::Op(models::OpKind::kSdpa, e.act(),
-                             models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, !masked}),
+                             models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, !masked, 0, masked}),
                   names, masked ? std::nullopt : std::optional<Sem>(sem));
   }
   return o;
@@ -583,6 +588,13 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
       // DynamicSlidingWindowLayer's first update moves its window size to the device.
       const TensorUse sw = e.b().state(L + ".attn.window_size", 8);
       e.emit(L + ".attn.window_size", {models::detail::memcpy_launch(false, 8, sw, sw, e.hw())});
+    }
+    // Several tokens of one projection's heads are strided in [B, H, S, D] order (unless one KV
+    // head): a rotated k is the RoPE sum in the projection's layout, except Phi-3's (its pass cat
+    // writes a new tensor).
+    if (e.s().new_tokens > 1 && m.kv_heads > 1) {
+      dense_k = dense_k && m.fused_qkv;
+      dense_v = false;
     }
     const TensorUse kc = cache_append(e, L + ".attn", "k", k, dense_k, keys.past, keys.window_full);
     const TensorUse vc = cache_append(e, L + ".attn", "v", v, dense_v, keys.past, keys.window_full);

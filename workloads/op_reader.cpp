@@ -19,7 +19,7 @@ std::vector<std::string_view> keys_of(OpKind kind) {
     case OpKind::kLinear:
       return {"M", "N", "K", "bias", "dtype"};
     case OpKind::kSdpa:
-      return {"B", "H", "S", "D", "causal", "window", "dtype"};
+      return {"B", "H", "S", "D", "causal", "window", "mask", "dtype"};
     case OpKind::kSdpaDecode:
       return {"B", "Hq", "Hkv", "L", "D", "dtype"};
     case OpKind::kNaiveAttention:
@@ -52,6 +52,10 @@ models::OpShape read_shape(OpKind kind, hw::MappingReader& r) {
       models::SdpaShape s{dim("B"), dim("H"), dim("S"), dim("D"), r.boolean("causal")};
       s.window = r.optional_integer("window", 1, kMaxExtent).value_or(0);
       if (s.window > 0 && !s.causal) r.fail("window", "a sliding window needs causal: true");
+      s.masked = r.optional_boolean("mask").value_or(false);
+      if (s.masked && (s.causal || s.window > 0)) {
+        r.fail("mask", "an explicit mask replaces causal: and window: (set causal: false)");
+      }
       return s;
     }
     case OpKind::kSdpaDecode: {

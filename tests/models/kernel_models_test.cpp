@@ -447,6 +447,50 @@ TEST(FlashAttentionModelTest, CudnnOnHopperIsPersistent) {
   EXPECT_DOUBLE_EQ(ls[1].ctas[0].work.tensor_flops / ls[1].ctas[1].work.tensor_flops, 4.0 / 3.0);
 }
 
+TEST(FlashAttentionModelTest, CudnnRunsHeadDimsUpTo256WithTheMeasuredGrids) {
+  // hf_models3_h100.json: Gemma 2 (B 1, 8 heads, 1,024 tokens, D 256) ran 64 CTAs of the
+  // "64x128x256" kernel; Phi-3 (D 96) the "x128" kernel on all 132 SMs (256 units).
+  const auto g = lower(Op(OpKind::kSdpa, DType::kBf16, SdpaShape{1, 8, 1024, 256, true}), h100());
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_TRUE(contains(g[1].name, "_64x128x256_"));
+  EXPECT_EQ(g[1].grid.count(), 64);
+  EXPECT_EQ(g[1].smem_per_cta, 232448);
+  const auto p = lower(Op(OpKind::kSdpa, DType::kBf16, SdpaShape{1, 32, 1024, 96, true}), h100());
+  EXPECT_TRUE(contains(p[1].name, "_64x128x128_"));
+  EXPECT_EQ(p[1].grid.count(), 132);
+  // D 96 is computed as 128: the same tensor work as D 128.
+  const auto q = lower(Op(OpKind::kSdpa, DType::kBf16, SdpaShape{1, 32, 1024, 128, true}), h100());
+  EXPECT_DOUBLE_EQ(totals(p).tensor_flops, totals(q).tensor_flops);
+  // Decode above D 128: the "16x128x256" kernel with 64-key tiles (16 splits at 1,024 keys).
+  const auto d = lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{4, 8, 4, 1024, 256}), h100());
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_TRUE(contains(d[0].name, "16x128x256"));
+  EXPECT_EQ(testing::dims(d[0].grid), "16x4x4");
+}
+
+TEST(FlashAttentionModelTest, AnExplicitMaskComputesEveryTileAndCostsMore) {
+  const hw::HardwareSpec hw = h100();
+  SdpaShape masked{1, 32, 2048, 128, false};
+  masked.masked = true;
+  const auto m = lower(Op(OpKind::kSdpa, DType::kBf16, masked), hw);
+  const auto n = lower(Op(OpKind::kSdpa, DType::kBf16, SdpaShape{1, 32, 2048, 128, false}), hw);
+  EXPECT_GT(totals(m).tensor_flops, totals(n).tensor_flops);
+  EXPECT_GT(totals(m).l2_bytes, totals(n).l2_bytes);  // the mask tiles
+  EXPECT_EQ(m[1].name, n[1].name);                    // the same kernel
+}
+
+TEST(AtenKernelsTest, CatGridsAndContiguity) {
+  const hw::HardwareSpec hw = h100();
+  // getCatGridContig: at most 32 CTAs per SM (Phi-3's K cache cat: 4224 x 2 on an H100).
+  const std::int64_t big = 4 * 32 * 1025 * 96;
+  const auto v = lower_cat({big - 4 * 32 * 96, 4 * 32 * 96}, DType::kBf16, true, {}, {}, hw);
+  EXPECT_EQ(testing::dims(v.grid), "4224x2x1");
+  // The strided kernel reads a contiguous input with less work per element than a strided one.
+  const auto dense = lower_cat({big, 0}, DType::kBf16, false, {}, {}, hw, {true, false});
+  const auto strided = lower_cat({big, 0}, DType::kBf16, false, {}, {}, hw);
+  EXPECT_LT(dense.ctas[0].work.critical_path, strided.ctas[0].work.critical_path);
+}
+
 // ---- decode attention (sdpa_decode) -------------------------------------------------------
 
 TEST(DecodeAttentionModelTest, NumSplitsHeuristicMatchesFlashApi) {

@@ -188,7 +188,7 @@ TEST(HfConfigTest, MeasuredConfigsGiveThePyTorchParameterCounts) {
   std::map<std::string, std::int64_t> n_params;
   // Sets 1, 2 and 3 (set 3: its calibration and holdout cases in one file). Only ids and
   // parameter counts are read.
-  for (const char* file : {"hf_models_h100.json", "hf_models2_h100.json", "hf_models3_h100.json"}) {
+  for (const char* file : {"hf_models_h100.json", "hf_models2_h100.json", "hf_models3_h100.json", "hf_models4_h100.json"}) {
     const auto measured = nlohmann::json::parse(read_text(kMeasured / file));
     for (const auto& c : measured.at("cases")) {
       n_params[c.at("id").get<std::string>()] = c.at("n_params").get<std::int64_t>();

@@ -111,6 +111,25 @@ TEST(NewFamilies, FusedProjectionsAreOneGemmEach) {
   EXPECT_EQ(count_ops(p, ".pass_cat"), 2u * 6);
 }
 
+// Phi-3's pass cat: vectorized in decode (the RoPE sum is dense), the strided kernel in prefill
+// (the sum keeps the projection's [B, S, H, D] layout; hf_models3_h100.json, Phi-3 prefill).
+TEST(NewFamilies, PassCatFollowsTheLayoutOfTheRotatedSum) {
+  const auto hw = h100();
+  for (const Phase phase : {Phase::kDecode, Phase::kPrefill}) {
+    ModelWorkload w = base(300, phase);
+    w.model.fused_qkv = true;
+    const auto p = step(w, hw);
+    std::size_t vectorized = 0, strided = 0;
+    for (std::size_t v = 0; v < p.dag.size(); ++v) {
+      const auto& k = p.dag[static_cast<KernelDag::Vertex>(v)];
+      if (k.op.find(".pass_cat") == std::string::npos) continue;
+      (k.launch.name.find("_vectorized") != std::string::npos ? vectorized : strided) += 1;
+    }
+    EXPECT_EQ(vectorized, phase == Phase::kDecode ? 12u : 0u);
+    EXPECT_EQ(strided, phase == Phase::kDecode ? 0u : 12u);
+  }
+}
+
 // A window shorter than the cache: windowed layers attend (and keep) only the window. A serving
 // engine gains from it; eager transformers pays the mask, the K/V expansion and cuDNN's masked
 // kernels for it.
