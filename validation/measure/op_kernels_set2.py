@@ -46,6 +46,12 @@ _spec.loader.exec_module(ok)
 CALIB = "calibration2"
 FRESH = "fresh_holdout"
 SPLITS = (CALIB, FRESH)
+# Output names and the split's description; another set (op_kernels_set3.py) sets these, GROUPS,
+# CALIB, FRESH and SPLITS before calling main().
+FILE_PREFIX = "ops2"
+SCRIPT = "validation/measure/op_kernels_set2.py"
+SPLIT_TEXT = ("calibration2 (held_out = 0): shapes to calibrate against; fresh_holdout (held_out = 1): "
+              "shapes in neither calibration2 nor ops_h100.csv, for the final accuracy report only")
 CSV_COLUMNS = ok.CSV_COLUMNS + ["split"]
 
 # ============================================================================ set-2 op lists
@@ -183,7 +189,7 @@ def main():
         return ins["split"] == FRESH and not args.show_fresh
 
     prov = ok.provenance(args)
-    prov["script"] = "validation/measure/op_kernels_set2.py"
+    prov["script"] = SCRIPT
     prov["measurement_code"] = ("validation/measure/op_kernels.py, imported: build_instances, measure, "
                                 "summarize_trace, csv_rows, provenance, set_prec")
     prov["split_selected"] = args.split
@@ -201,15 +207,14 @@ def main():
                          "(flush, synchronize, event, op, event): includes host launch cost; reference only",
               "data": "torch.randn inputs (never zeros); inference_mode",
               "fp32_matmul": "torch.set_float32_matmul_precision('highest') except dtype tf32 ('high')",
-              "split": "calibration2 (held_out = 0): shapes to calibrate against; fresh_holdout (held_out = 1): "
-                       "shapes in neither calibration2 nor ops_h100.csv, for the final accuracy report only",
+              "split": SPLIT_TEXT,
               "held_out_rule": "held_out = 1 exactly when split = fresh_holdout (not op_kernels.py's odd-index rule)",
               "list_index": "position of the instance in its group of GROUPS in op_kernels_set2.py",
               "sdpa_backend": "PyTorch default selection for sdpa and sdpa_decode (no backend forced; no "
                               "forced-backend or repeated-KV variants in this set)"}
     doc = {"provenance": prov, "method": method, "ops": [], "errors": []}
-    json_path = os.path.join(args.out, f"ops2_{args.gpu}.json")
-    csv_path = os.path.join(args.out, f"ops2_{args.gpu}.csv")
+    json_path = os.path.join(args.out, f"{FILE_PREFIX}_{args.gpu}.json")
+    csv_path = os.path.join(args.out, f"{FILE_PREFIX}_{args.gpu}.csv")
 
     def write_json():
         doc["provenance"]["date_utc_end"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
