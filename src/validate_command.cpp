@@ -51,6 +51,12 @@ const std::vector<SuiteSpec>& suites() {
        "a second set on the H100: more calibration shapes and fresh held-out shapes"},
       {"measured2-h200", "h200", "ops2_h200.csv",
        "the second set's fresh held-out shapes on the H200"},
+      {"measured3-h100", "h100", "ops3_h100.csv",
+       "issue 16's random set on the H100: 402 op instances drawn at random (seed 16) from the "
+       "space users hit (GEMMs log-uniform over 1..16384 in every dtype, aligned or not, norms and "
+       "softmax, attention of real model configurations, elementwise), half held out at random"},
+      {"measured3-h200", "h200", "ops3_h200.csv",
+       "the same 402 instances on an H200 SXM"},
       {"measured-models-h100", "h100", "hf_models_h100.json",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
