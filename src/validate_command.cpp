@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include "src/options.h"
 #include "src/run_report.h"
 #include "validation/measured_suite.h"
+#include "validation/ranking.h"
 #include "validation/model_suite.h"
 #include "validation/ncu_suite.h"
 #include "validation/functional/functional_checks.h"
@@ -36,6 +38,25 @@ struct SuiteSpec {
   int seed = 0;  // 1, 2, 3: a seed suite (validation/seed_suites.h); csv lists its files, ", "-separated
   bool ncu = false;  // Nsight Compute kernel metrics (validation/ncu_suite.h), thresholds per metric
 };
+
+// Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
+// nullopt for suites whose errors are not relative times.
+std::optional<std::string> ranking_line(const std::vector<validation::Comparison>& rows) {
+  std::vector<double> m[2], sim[2];
+  for (const auto& r : rows) {
+    if (r.error_kind != validation::ErrorKind::kRelative) return std::nullopt;
+    const int k = r.reference.held_out ? 1 : 0;
+    m[k].push_back(r.reference.measured_us);
+    sim[k].push_back(r.simulated_us);
+  }
+  const auto part = [&](int k) {
+    if (m[k].size() < 2) return std::string("-");
+    const auto a = validation::rank_agreement(m[k], sim[k]);
+    return fmt::format("Kendall tau {:.3f}, pairs ordered {:.1f}%, within 10% {:.0f}%", a.kendall_tau,
+                       100.0 * a.pairs_ordered, 100.0 * a.within_10pct);
+  };
+  return fmt::format("ranking: calibration {}; held-out {}", part(0), part(1));
+}
 
 const std::vector<SuiteSpec>& suites() {
   static const std::vector<SuiteSpec> kSuites{
@@ -434,6 +455,10 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
     md << "\n" << family_table(rows, true);
     md << fmt::format("\n**{}: MAPE calibration {:.1f}%, held-out {:.1f}%, all {:.1f}%** ({} ops; {}).\n",
                       s.name, o.calibration_mape, o.held_out_mape, all, rows.size(), skipped_md);
+    if (const auto ranking = ranking_line(rows)) {
+      out << "  " << *ranking << "\n";
+      md << "\n" << *ranking << "\n";
+    }
     md << notes(s.name);
     if (const auto t = thresholds.find(s.name); t != thresholds.end()) {
       o.threshold = t->second;
