@@ -125,6 +125,9 @@ class Engine {
                                      k.occupancy.does_not_fit));
       }
       for (const auto& c : l.ctas) {
+        if (c.work.tensor_efficiency <= 0 || c.work.tensor_efficiency > 1) {
+          throw ModelError(fmt::format("kernel {}: tensor_efficiency must be in (0, 1]", l.name));
+        }
         if (c.work.fp32_efficiency <= 0 || c.work.fp32_efficiency > 1) {
           throw ModelError(fmt::format("kernel {}: fp32_efficiency must be in (0, 1]", l.name));
         }
@@ -418,7 +421,7 @@ class Engine {
     c.kernel = index;
     c.cls = cls;
     c.per_sm = per_sm;
-    c.pipe_work = {w.tensor_flops, w.fp32_flops / w.fp32_efficiency, w.sfu_ops};
+    c.pipe_work = {w.tensor_flops / w.tensor_efficiency, w.fp32_flops / w.fp32_efficiency, w.sfu_ops};
     c.tensor_dtype = w.tensor_dtype;
     c.l2_bytes = w.l2_bytes;
     c.write_bytes = w.dram_write_bytes;

@@ -53,6 +53,10 @@ struct ThroughputSpec {
   double tensor_fp8 = 0;
   double fp32 = 0;  // SIMT FP32 (CUDA cores)
   double sfu = 0;   // special-function ops (exp2, rsqrt, sin) per clock
+  // Share of the tensor rate that warp-level mma.sync kernels (cuBLAS's sm_75/sm_80-style GEMMs)
+  // reach: 1 where mma.sync is the native path (sm_80, sm_120); below 1 on sm_90, whose full rate
+  // needs warpgroup MMA (wgmma).
+  double mma_sync_share = 1.0;
 
   bool operator==(const ThroughputSpec&) const = default;
 };

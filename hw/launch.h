@@ -28,6 +28,9 @@ struct CtaWork {
   // Share of the FP32 pipe's issue slots that do those FLOPs (1 when nothing else competes;
   // lower when the code also issues shared-memory loads and address math, as SIMT GEMMs do).
   double fp32_efficiency = 1.0;
+  // Share of the tensor pipe's rate the CTA's MMA instructions reach (1 for the arch's native
+  // MMA; hw.throughput.mma_sync_share for warp-level mma.sync on sm_90).
+  double tensor_efficiency = 1.0;
   double sfu_ops = 0;     // special-function ops: exp2, rsqrt, tanh, ...
 
   // Bytes between this CTA's SM and L2, loads plus stores, after L1/shared-memory reuse.

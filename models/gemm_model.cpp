@@ -64,6 +64,10 @@ struct Config {
   // nvjet name parts: schedule ("h"/"v"), cooperative suffix, last layout letter.
   std::string sched = "v", coop;
   char out_layout = 'T';
+  // Elements per global load (the operands' alignment) of an mma.sync kernel: 1 means the
+  // sm_75-style kernel that stages single elements through registers, two stages deep, so each
+  // K step waits for its loads (cuBLAS's "cutlass_75_tensorop_..._align1").
+  std::int64_t align = 8;
 };
 
 struct Choice {
@@ -179,6 +183,20 @@ struct Problem {
   hw::DType dtype;
 };
 
+// TMA (and so cuBLAS's sm_90 kernels) needs every row stride to be a multiple of 16 bytes: K for
+// A and (as F.linear lays W out) B, N for B in a matmul and for C. Other shapes run cuBLAS's
+// sm_80/sm_75-style mma.sync kernels with narrower loads (ops3_h100.csv: "..._align1",
+// "_align2" kernels for every unaligned shape).
+// Elements per 16 bytes or fewer: the widest load every row of A, B and C allows.
+std::int64_t operand_align(const Problem& p) {
+  std::int64_t a = 16 / static_cast<std::int64_t>(detail::elt_bytes(p.dtype));
+  while (a > 1 && (p.K % a != 0 || p.N % a != 0)) a /= 2;
+  return a;
+}
+bool tma_aligned(const Problem& p) {
+  return operand_align(p) * static_cast<std::int64_t>(detail::elt_bytes(p.dtype)) == 16;
+}
+
 // CTAs resident per SM for a configuration (1 when it cannot be computed).
 int ctas_per_sm(const hw::HardwareSpec& hw, const Config& c) {
   const auto occ =
@@ -214,7 +232,9 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
   const std::int64_t ctas = grid_ctas(hw, p, c, split);
   const int occ = ctas_per_sm(hw, c);
   const double kk = static_cast<double>(k_per_split(p, c, split));
-  const double rate = tensor_rate_per_sm(hw, p.dtype) / occ;  // CTAs on an SM share its pipes
+  // CTAs on an SM share its pipes; mma.sync kernels reach their share of the rate.
+  const double rate = tensor_rate_per_sm(hw, p.dtype) / occ *
+                      (c.kind == GemmKind::kMmaSync ? hw.throughput.mma_sync_share : 1.0);
   const double t_math = 2.0 * c.tile_m * c.tile_n * kk / rate;
   const double unit_bytes = static_cast<double>(c.tile_m + c.tile_n) * kk * e;
   // A CTA streams at most its pipeline depth per DRAM latency (Little's law) and at most its
@@ -226,7 +246,9 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
   const double slots = c.persistent ? static_cast<double>(ctas)
                                     : static_cast<double>(hw.sm_count) * occ;
   const double per_slot = std::ceil(static_cast<double>(units) / slots);
-  const double t_cta = per_slot * std::max(t_math, unit_bytes / bw_cta);
+  double t_unit = std::max(t_math, unit_bytes / bw_cta);
+  if (c.align == 1) t_unit = std::max(t_unit, kk / static_cast<double>(c.tile_k) * hw.dram.latency.seconds());
+  const double t_cta = per_slot * t_unit;
   const double unique = static_cast<double>(p.batch) *
                         (static_cast<double>(p.M * p.K + p.K * p.N) * e +
                          static_cast<double>(p.M * p.N) * e);
@@ -308,13 +330,37 @@ std::vector<Config> hopper_candidates(const hw::HardwareSpec& hw, const Problem&
 
 std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Problem& p) {
   std::vector<Config> out;
+  const std::int64_t align = operand_align(p);
+  if (align == 1) {
+    // The sm_75-style kernels of single-element loads: 32-deep K steps, two stages (shared
+    // memory 16, 24, 32 and 48 KiB for the measured 64x64, 128x64, 128x128, 256x128 tiles).
+    const std::int64_t shapes1[][2] = {{64, 64}, {64, 128}, {128, 128}, {128, 256}};
+    for (const auto& s : shapes1) {
+      Config c;
+      c.kind = GemmKind::kMmaSync;
+      c.tile_n = s[0];
+      c.tile_m = s[1];
+      c.tile_k = 32;
+      c.stages = 2;
+      c.smem = c.stages * (c.tile_n + c.tile_m) * c.tile_k * static_cast<std::int64_t>(detail::elt_bytes(p.dtype));
+      if (c.smem > hw.sm.shared_memory_per_cta) continue;
+      c.threads = c.tile_n * c.tile_m >= 256 * 128 ? 256 : 128;
+      c.regs = c.threads == 256 ? 232 : 168;
+      c.align = 1;
+      out.push_back(c);
+    }
+    return out;
+  }
   const std::int64_t shapes[][2] = {{256, 128}, {128, 256}, {128, 128}, {128, 64},
                                     {64, 128},  {64, 64},   {128, 32},  {64, 32}};
   for (const auto& s : shapes) {
     // Skinny products (M <= 32) take the 32-row tiles; others the 64- and 128-row ones (small
     // warp tiles run mma.sync below its rate, which the estimate does not see).
     if ((p.M <= 32) != (s[1] == 32)) continue;
-    if (auto c = mma_sync_config(hw, p.dtype, s[0], s[1])) out.push_back(*c);
+    if (auto c = mma_sync_config(hw, p.dtype, s[0], s[1])) {
+      c->align = align;
+      out.push_back(*c);
+    }
   }
   return out;
 }
@@ -385,17 +431,42 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   small.threads = 128;
   small.regs = b_transposed ? 128 : 121;
   small.smem = b_transposed ? 13056 : 12672;
+  // cutlass_80_simt_sgemm_128x32_8x5 for few rows (ops3_h100.csv: M of 16-21, split 47-66).
+  Config skinny = big;
+  skinny.tile_n = 128;
+  skinny.tile_m = 32;
+  skinny.stages = 5;
+  skinny.threads = 128;
+  skinny.regs = 128;
+  skinny.smem = 5 * (128 + 32) * 8 * 4;
   Choice best{big, 1, std::numeric_limits<double>::infinity()};
-  for (const Config& c : {big, small}) {
+  // A CTA's fixed cost (prologue and epilogue, as base_work charges it) makes splitting K pay
+  // only while the slices are long; the split partials go out and back through L2 and the
+  // reduce is one more kernel. cuBLAS splits skinny shapes with long K many ways (up to
+  // 132 slices of 80 for 16x3x10508: ops3_h100.csv).
+  const double cta_fixed = 4.0 * hw.dram.latency.seconds() + hw.l2.hit_latency.seconds();
+  std::vector<Config> tiles{big, small};
+  if (p.M <= 32) tiles.push_back(skinny);
+  for (const Config& c : tiles) {
     const double efficiency = simt_ffma_share(c.kind);
     const int occ = ctas_per_sm(hw, c);
     const double rate = hw.throughput.fp32 * hw.clocks.sustained_other_hz * efficiency / occ;
-    for (std::int64_t split = 1; split <= 4; ++split) {
+    // Up to 4 slices, as the square calibration shapes chose; many more only for the small
+    // tiles, when they alone would fill less than a quarter of the SMs.
+    const bool few_tiles = c.tile_m * c.tile_n < 256 * 128 && units_of(p, c, 1) * 4 < hw.sm_count;
+    const std::int64_t max_split =
+        few_tiles ? std::min<std::int64_t>(256, std::max<std::int64_t>(1, p.K / 16)) : 4;
+    const double fixed = few_tiles ? cta_fixed : 0.0;
+    for (std::int64_t split = 1; split <= max_split; ++split) {
       if (split > 1 && k_per_split(p, c, split) * (split - 1) >= p.K) break;
       const double ctas = static_cast<double>(units_of(p, c, split));
       const double waves = std::ceil(ctas / (static_cast<double>(hw.sm_count) * occ));
-      const double t = waves * 2.0 * static_cast<double>(c.tile_m * c.tile_n) *
-                       static_cast<double>(k_per_split(p, c, split)) / rate;
+      double t = waves * (fixed + 2.0 * static_cast<double>(c.tile_m * c.tile_n) *
+                                      static_cast<double>(k_per_split(p, c, split)) / rate);
+      if (split > 1) {
+        t += 2.0 * static_cast<double>(split * p.M * p.N) * 4.0 / hw.l2.bandwidth +
+             hw.launch.kernel_overhead.seconds() + hw.launch.graph_gap.seconds();
+      }
       if (t < best.est_seconds * 0.97) best = Choice{c, split, t};
     }
   }
@@ -436,6 +507,14 @@ std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool l
           linear ? "tn" : "nn", c.tile_m, c.tile_n,
           c.tile_m * c.tile_n >= 128 * 64 ? "2x2x1" : "1x4x1");
     case GemmKind::kMmaSync:
+      if (c.align < 8) {
+        return fmt::format("cutlass_{}_tensorop_{}gemm_{}_{}x{}_{}{}_align{}", c.align == 1 ? 75 : 80,
+                           c.align == 1 ? "s1688" : "s16816",
+                           d == hw::DType::kBf16 ? "bf16" : d == hw::DType::kFp16 ? "f16" : name(d),
+                           c.tile_m, c.tile_n,
+                           c.align == 1 ? "" : fmt::format("{}x{}_", c.tile_k, c.stages),
+                           linear ? "tn" : "nn", c.align);
+      }
       return fmt::format(
           "sm80_xmma_gemm_{0}{0}_{0}f32_f32_{1}_n_tilesize{2}x{3}x{4}_stage{5}_warpsize{6}_"
           "tensor16x8x16_kernel",
@@ -522,6 +601,12 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   unit.l2_bytes = std::max((slab_bytes + c_bytes + bias_bytes * ceil_div(p.M, c.tile_m) * s) / u,
                            unit.dram_read_bytes + unit.dram_write_bytes);
   unit.max_inflight_bytes = static_cast<double>(c.stages * (c.tile_m + c.tile_n) * c.tile_k) * e;
+  if (c.kind == GemmKind::kMmaSync) unit.tensor_efficiency = hw.throughput.mma_sync_share;
+  // Single-element loads staged through registers: every K step waits for its own loads.
+  if (c.align == 1) {
+    unit.critical_path = sim::Time::from_seconds(
+        static_cast<double>(ceil_div(static_cast<std::int64_t>(kk), c.tile_k)) * hw.dram.latency.seconds());
+  }
 
   for (const auto& share : detail::split_evenly(units, ctas)) {
     hw::CtaWork w = unit;
@@ -531,6 +616,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
     w.l2_bytes *= n;
     w.dram_read_bytes *= n;
     w.dram_write_bytes *= n;
+    w.critical_path = sim::Time::from_ps(w.critical_path.ps() * share.items);
     if (share.items == 0) w.fixed = sim::Time();
     detail::add_class(l, share.ctas, w);
   }
@@ -632,7 +718,7 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
     if (ch.split > 1) out.push_back(splitk_reduce(p, ch.split, gp.bias, names, tag));
     return out;
   }
-  const bool hopper = detail::is_hopper(hw);
+  const bool hopper = detail::is_hopper(hw) && tma_aligned(p);
   if (!hopper && p.M == 1 && p.batch == 1) {
     return {gemv_launch(hw, p, gp.bias, linear, names, tag)};
   }
@@ -659,11 +745,11 @@ GemmTiling gemm_tiling(const GemmProblem& gp, const hw::HardwareSpec& hw, bool l
   Choice ch;
   if (gp.dtype == hw::DType::kFp32) {
     ch = p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0};
-  } else if (!detail::is_hopper(hw) && p.M == 1 && p.batch == 1) {
+  } else if (!(detail::is_hopper(hw) && tma_aligned(p)) && p.M == 1 && p.batch == 1) {
     return GemmTiling{1, 4, 1, 1, gp.K};
   } else {
-    const auto candidates =
-        detail::is_hopper(hw) ? hopper_candidates(hw, p) : mma_sync_candidates(hw, p);
+    const auto candidates = detail::is_hopper(hw) && tma_aligned(p) ? hopper_candidates(hw, p)
+                                                                     : mma_sync_candidates(hw, p);
     ch = choose(hw, p, candidates, /*max_split=*/16);
   }
   return GemmTiling{ch.cfg.tile_m, ch.cfg.tile_n, ch.cfg.tile_k, ch.split,

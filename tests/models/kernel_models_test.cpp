@@ -268,6 +268,43 @@ TEST(GemmModelTest, MathPipeFollowsTheDtype) {
   EXPECT_DOUBLE_EQ(totals(g).dram_read_bytes, 2.0 * 4096 * 4096 * 4);  // fp32 storage
 }
 
+TEST(GemmModelTest, UnalignedOperandsRunMmaSyncKernelsOnHopper) {
+  // TMA needs 16-byte row strides: K = 578 (bf16) leaves cuBLAS its sm_75-style align1 kernels
+  // (ops3_h100.csv: cutlass_75_tensorop_bf16_s1688gemm_bf16_256x128_nn_align1), far slower.
+  const auto u = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{10360, 1991, 578}), h100());
+  EXPECT_TRUE(contains(u.front().name, "cutlass_75_tensorop_s1688gemm_bf16_")) << u.front().name;
+  EXPECT_TRUE(contains(u.front().name, "_align1"));
+  EXPECT_DOUBLE_EQ(u.front().ctas.front().work.tensor_efficiency, h100().throughput.mma_sync_share);
+  EXPECT_GT(u.front().ctas.front().work.critical_path.ps(), 0);
+  // Even dims allow 4-byte loads: the sm_80-style multistage kernels, no per-step chain.
+  const auto two = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1024, 1026, 1024}), h100());
+  EXPECT_TRUE(contains(two.front().name, "_align2")) << two.front().name;
+  const auto aligned = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1024, 1024, 1024}), h100());
+  EXPECT_TRUE(contains(aligned.front().name, "nvjet")) << aligned.front().name;
+  // Where mma.sync is the native path (A100), it runs at the full tensor rate.
+  const auto a = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1024, 1026, 1024}), preset("a100"));
+  EXPECT_DOUBLE_EQ(a.front().ctas.front().work.tensor_efficiency, 1.0);
+}
+
+TEST(GemmModelTest, Fp32SkinnyShapesSplitLongKManyWays) {
+  // ops3_h100.csv: cuBLAS splits 16x3x10508 fp32 into 132 slices (64x64 SIMT tiles) and
+  // 21x144x10169 into 66 (128x32 tiles); the square shapes keep at most 4 (512^3: 64x64 split 4).
+  const auto problem = [](std::int64_t M, std::int64_t N, std::int64_t K) {
+    GemmProblem p;
+    p.M = M;
+    p.N = N;
+    p.K = K;
+    p.dtype = DType::kFp32;
+    return p;
+  };
+  const auto t = gemm_tiling(problem(16, 3, 10508), h100());
+  EXPECT_GE(t.split, 32);
+  const auto sq = gemm_tiling(problem(512, 512, 512), h100());
+  EXPECT_LE(sq.split, 4);
+  const auto ls = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{16, 3, 10508}), h100());
+  ASSERT_EQ(ls.size(), 2u);  // the tiles and the split-K reduce
+}
+
 TEST(GemmModelTest, ChoiceRespondsToTheHardware) {
   // Fewer SMs: a persistent kernel's grid follows the SM count (and the tile choice may move).
   auto small = h100();
