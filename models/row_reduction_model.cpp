@@ -27,6 +27,17 @@ namespace gpusim::models {
 namespace {
 using detail::ceil_div;
 
+// Dependent DRAM round trips of the fallback LayerNorm/RMSNorm pair (rows whose length is not a
+// multiple of 4): RowwiseMomentsCUDAKernel's 512 threads walk the row in 512-element chunks,
+// then combine their Welford states across 16 warps (shuffles, shared memory, barriers, the
+// combine's divisions), which takes most of a short row's 2.5-2.9 us per CTA (R=16572 C=97:
+// 31 waves in 80 us); LayerNormForwardCUDAKernel takes one element per thread per iteration.
+// Fitted on the 20 fallback calibration rows of ops3_h100.csv and ops_h100.csv (MAPE 30.6% ->
+// 9.6%, mean +0.3%); the vectorized kernel models shapes like C = 4096 and is left as it was.
+constexpr double kMomentsBlockReduceRoundTrips = 6.0;
+constexpr double kMomentsRoundTripsPerChunk = 0.5;
+constexpr double kForwardRoundTripsPerIteration = 1.0;
+
 std::string scalar_name(hw::DType d) {
   switch (d) {
     case hw::DType::kBf16: return "c10::BFloat16";
@@ -129,6 +140,8 @@ std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_
   m.out_bytes = stats_out;
   m.fp32 = rms ? 2.0 * c : 6.0 * c;
   m.sfu = (rms ? 0.0 : c) + 1.0;
+  m.serial_round_trips =
+      kMomentsRoundTripsPerChunk * static_cast<double>(ceil_div(C, 512)) + kMomentsBlockReduceRoundTrips;
   out.push_back(row_launch(hw,
       fmt::format("void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel<{}, float, {}>",
                   t, flag),
@@ -141,6 +154,7 @@ std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_
   f.out_bytes = row;
   f.shared_in = params;
   f.fp32 = rms ? 2.0 * c : 4.0 * c;
+  f.serial_round_trips = kForwardRoundTripsPerIteration * static_cast<double>(ceil_div(C, 256));
   out.push_back(row_launch(hw,
       fmt::format("void at::native::(anonymous namespace)::LayerNormForwardCUDAKernel<{}, float, {}>",
                   t, flag),

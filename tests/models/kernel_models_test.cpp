@@ -386,6 +386,13 @@ TEST(RowReductionModelTest, LayerNormVectorizedAndFallback) {
   EXPECT_EQ(f[0].smem_per_cta, 768);
   EXPECT_TRUE(contains(f[1].name, "LayerNormForwardCUDAKernel"));
   EXPECT_EQ(f[1].block.x, 256);
+  // Every moments CTA waits on its block-wide Welford reduction, however short its row (short
+  // rows took 2.5-2.9 us per CTA, ops3_h100.csv); longer rows add their chunks.
+  const auto s97 = lower(Op(OpKind::kLayerNorm, DType::kBf16, RowShape{16572, 97}), h100());
+  const double latency = h100().dram.latency.seconds();
+  EXPECT_GE(s97[0].ctas[0].work.critical_path.seconds(), 5.0 * latency);
+  EXPECT_GT(f[0].ctas[0].work.critical_path, s97[0].ctas[0].work.critical_path);
+  EXPECT_GT(f[1].ctas[0].work.critical_path, s97[1].ctas[0].work.critical_path);
 
   // rms_norm: the fused kernel with rms_norm = true, 27 registers; no beta.
   const auto r = lower(Op(OpKind::kRmsNorm, DType::kBf16, RowShape{16, 4096}), h100());
