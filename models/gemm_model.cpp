@@ -32,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -694,6 +695,58 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
   return l;
 }
 
+// cuBLAS's small-M kernel (gemmSN) on sm_90, for 2..16 rows: fp32 products at least 256
+// columns wide, and 16-bit products whose rows allow only single-element loads (ops3_h100.csv;
+// GPT-2's 50257-wide lm_head in hf_models_h100.json). Each thread keeps one load in flight
+// (4 bytes for the NN kernel's 256 threads, 8 for the TN kernel's 128): the kernels stream
+// 0.5-1.4 TB/s. NN: 64 columns per CTA, K split 4 ways for fp32 with K >= 1024 else 2;
+// TN (F.linear): 8 columns per CTA, K split 2 ways above 8 rows.
+bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p) {
+  if (!detail::is_hopper(hw) || p.batch != 1 || p.M < 2 || p.M > 16) return false;
+  return p.dtype == hw::DType::kFp32 ? p.N >= 256 : operand_align(p) == 1;
+}
+
+// gemmSN's columns per CTA and K slices.
+std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear) {
+  const std::int64_t cols = linear ? 8 : 64;
+  const std::int64_t ksplit =
+      linear ? (p.M > 8 ? 2 : 1) : (p.K < 64 ? 1 : (p.dtype == hw::DType::kFp32 && p.K >= 1024 ? 4 : 2));
+  return {cols, ksplit};
+}
+
+hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear,
+                         const Names& names, const std::string& tag) {
+  const double e = detail::elt_bytes(p.dtype);
+  hw::Launch l;
+  l.family = "gemm";
+  const std::int64_t threads = linear ? 128 : (p.N >= 1024 ? 256 : 128);
+  const auto [cols, ksplit] = gemmsn_split(p, linear);
+  l.name = fmt::format("void gemmSN_{}_kernel<float, {}, ...>", linear ? "TN" : "NN", threads);
+  l.grid = {ceil_div(p.N, cols), ksplit, 1};
+  l.block = {threads, 1, 1};
+  // Registers and shared memory as measured (75-90 and 3-10.5 KiB for TN by rows, 64 and
+  // 12 KiB for NN): they set how many CTAs an SM holds, and so the bandwidth.
+  l.regs_per_thread = linear ? (p.M > 8 ? 90 : 75) : 64;
+  l.smem_per_cta = linear ? (p.M <= 2 ? 3072 : p.M <= 4 ? 6144 : 10752) : 12288;
+  const double ctas = static_cast<double>(l.grid.count());
+  const double w_bytes = static_cast<double>(p.N * p.K) * e;
+  const double x_bytes = static_cast<double>(p.M * p.K) * e;
+  const double out = static_cast<double>(p.M * p.N) * e;
+  const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
+  hw::CtaWork w;
+  w.fp32_flops = 2.0 * static_cast<double>(p.M * p.N * p.K) / ctas;
+  w.l2_bytes = (w_bytes + x_bytes * static_cast<double>(l.grid.x) + out + bias_bytes) / ctas;
+  w.dram_read_bytes = (w_bytes + x_bytes + bias_bytes) / ctas;
+  w.dram_write_bytes = out / ctas;
+  w.max_inflight_bytes = static_cast<double>(threads) * (linear ? 8.0 : 4.0);
+  w.fixed = hw.l2.hit_latency;  // the partial sums' combine and the store
+  detail::add_class(l, l.grid.count(), w);
+  l.reads = {detail::tensor(tag, names.a, x_bytes), detail::tensor(tag, names.b, w_bytes)};
+  if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
+  l.writes = {detail::tensor(tag, names.c, out)};
+  return l;
+}
+
 // cuBLAS zeroes a small workspace (cudaMemsetAsync) before persistent kernels that loop over
 // three or more tiles per CTA (ops_h100.csv: 8192^3 and 4096x14336x4096 bf16, 4096^3 tf32; not
 // 3000^3 or 2048x4096x4096 at about two tiles per CTA). Its size is not recorded: one 4-byte
@@ -712,6 +765,7 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
     throw ModelError(fmt::format("gemm: {} has no {} tensor-core path", hw.name, name(gp.dtype)));
   }
 
+  if (uses_gemmsn(hw, p)) return {gemmsn_launch(hw, p, gp.bias, linear, names, tag)};
   if (gp.dtype == hw::DType::kFp32) {
     const Choice ch = p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0};
     std::vector<Launch> out{tile_launch(hw, p, ch, gp.bias && ch.split == 1, linear, names, tag)};
@@ -743,6 +797,10 @@ GemmTiling gemm_tiling(const GemmProblem& gp, const hw::HardwareSpec& hw, bool l
   const Problem p{gp.M, gp.N, gp.K, gp.batch, gp.dtype};
   // The same branches as lower_gemm.
   Choice ch;
+  if (uses_gemmsn(hw, p)) {
+    const auto [cols, ksplit] = gemmsn_split(p, linear);
+    return GemmTiling{p.M, cols, 1, ksplit, ceil_div(p.K, ksplit)};
+  }
   if (gp.dtype == hw::DType::kFp32) {
     ch = p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0};
   } else if (!(detail::is_hopper(hw) && tma_aligned(p)) && p.M == 1 && p.batch == 1) {

@@ -305,6 +305,22 @@ TEST(GemmModelTest, Fp32SkinnyShapesSplitLongKManyWays) {
   ASSERT_EQ(ls.size(), 2u);  // the tiles and the split-K reduce
 }
 
+TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
+  // ops3_h100.csv: fp32 16x10624x2528 ran gemmSN_NN on 166x4 CTAs of 256 threads; GPT-2's
+  // lm_head (4 x 50257 x 768, rows of an odd number of bf16) gemmSN_TN on 6283 CTAs of 128.
+  const auto nn = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{16, 10624, 2528}), h100());
+  ASSERT_EQ(nn.size(), 1u);
+  EXPECT_TRUE(contains(nn[0].name, "gemmSN_NN")) << nn[0].name;
+  EXPECT_EQ(testing::dims(nn[0].grid), "166x4x1");
+  const auto tn = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 50257, 768}), h100());
+  ASSERT_EQ(tn.size(), 1u);
+  EXPECT_TRUE(contains(tn[0].name, "gemmSN_TN")) << tn[0].name;
+  EXPECT_EQ(testing::dims(tn[0].grid), "6283x1x1");
+  // Aligned 16-bit rows keep nvjet; other chips keep their own kernels.
+  EXPECT_TRUE(contains(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 50256, 768}), h100())[0].name, "nvjet"));
+  EXPECT_FALSE(contains(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 50257, 768}), preset("a100"))[0].name, "gemmSN"));
+}
+
 TEST(GemmModelTest, ChoiceRespondsToTheHardware) {
   // Fewer SMs: a persistent kernel's grid follows the SM count (and the tile choice may move).
   auto small = h100();
