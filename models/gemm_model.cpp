@@ -198,6 +198,15 @@ bool tma_aligned(const Problem& p) {
   return operand_align(p) * static_cast<std::int64_t>(detail::elt_bytes(p.dtype)) == 16;
 }
 
+// Whether cuBLAS takes its sm_90 (TMA, wgmma) kernels: 16-byte rows, and for tf32 a problem of
+// some size (ops3_h100.csv: every tf32 product below 256 rows or columns or 64 deep ran an
+// sm_80-style mma.sync kernel; 2032x1088x512 the sm_90 one).
+bool runs_sm90_kernels(const hw::HardwareSpec& hw, const Problem& p) {
+  if (!detail::is_hopper(hw) || !tma_aligned(p)) return false;
+  if (p.dtype == hw::DType::kTf32) return std::min(p.M, p.N) >= 256 && p.K >= 64;
+  return true;
+}
+
 // CTAs resident per SM for a configuration (1 when it cannot be computed).
 int ctas_per_sm(const hw::HardwareSpec& hw, const Config& c) {
   const auto occ =
@@ -772,7 +781,7 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
     if (ch.split > 1) out.push_back(splitk_reduce(p, ch.split, gp.bias, names, tag));
     return out;
   }
-  const bool hopper = detail::is_hopper(hw) && tma_aligned(p);
+  const bool hopper = runs_sm90_kernels(hw, p);
   if (!hopper && p.M == 1 && p.batch == 1) {
     return {gemv_launch(hw, p, gp.bias, linear, names, tag)};
   }
@@ -803,10 +812,10 @@ GemmTiling gemm_tiling(const GemmProblem& gp, const hw::HardwareSpec& hw, bool l
   }
   if (gp.dtype == hw::DType::kFp32) {
     ch = p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0};
-  } else if (!(detail::is_hopper(hw) && tma_aligned(p)) && p.M == 1 && p.batch == 1) {
+  } else if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1) {
     return GemmTiling{1, 4, 1, 1, gp.K};
   } else {
-    const auto candidates = detail::is_hopper(hw) && tma_aligned(p) ? hopper_candidates(hw, p)
+    const auto candidates = runs_sm90_kernels(hw, p) ? hopper_candidates(hw, p)
                                                                      : mma_sync_candidates(hw, p);
     ch = choose(hw, p, candidates, /*max_split=*/16);
   }

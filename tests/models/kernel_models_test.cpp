@@ -281,6 +281,9 @@ TEST(GemmModelTest, UnalignedOperandsRunMmaSyncKernelsOnHopper) {
   EXPECT_TRUE(contains(two.front().name, "_align2")) << two.front().name;
   const auto aligned = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1024, 1024, 1024}), h100());
   EXPECT_TRUE(contains(aligned.front().name, "nvjet")) << aligned.front().name;
+  // tf32: small products take the sm_80-style kernels too (ops3_h100.csv), large ones sm_90's.
+  EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{32, 160, 3152}), h100()).front().name, "sm90"));
+  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{4096, 4096, 4096}), h100()).back().name, "sm90"));
   // Where mma.sync is the native path (A100), it runs at the full tensor rate.
   const auto a = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1024, 1026, 1024}), preset("a100"));
   EXPECT_DOUBLE_EQ(a.front().ctas.front().work.tensor_efficiency, 1.0);
