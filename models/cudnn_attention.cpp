@@ -40,6 +40,11 @@ constexpr double kDecodeChainCap64KiB = 3.0;
 // cuDNN leaves short caches unsplit: every measured split had at least 4 key tiles (L >= 513);
 // GPT-2 at 257 keys (3 tiles) with 48 CTAs ran one kernel (hf_models_h100.json).
 constexpr std::int64_t kDecodeMinTilesToSplit = 4;
+// A persistent prefill CTA's own prologue and epilogue (descriptor and barrier setup, the Q tile
+// and first K/V stage, the last O tile out), in DRAM round trips: short prefills of 1-2 key tiles
+// per unit take 7-10 us (ops3_h100.csv). Fitted on the 23 sdpa calibration rows of ops3_h100.csv,
+// ops_h100.csv and ops2_h100.csv (MAPE 10.6% at 1 round trip, 7.3% at 6).
+constexpr double kPrefillCtaFixedRoundTrips = 6.0;
 // With an explicit mask the same prefill kernel runs each score tile this many times slower
 // than its tensor-core time alone (loading and adding the mask tile sits between QK^T and the
 // softmax). Calibrated on the masked layers of the calibration cases in
@@ -161,9 +166,11 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
       w.dram_read_bytes = unique_in / static_cast<double>(ctas);
       w.dram_write_bytes = q;
       w.max_inflight_bytes = stages * 2.0 * static_cast<double>(kTileN * p.D) * e;
-      // Prologue (Q and the first K stage from DRAM) and epilogue of each unit; units after
-      // the first overlap their loads with the previous unit's math (warp specialization).
-      w.fixed = hw.dram.latency + hw.l2.hit_latency;
+      // The CTA's prologue and epilogue, once: units after the first overlap their loads with
+      // the previous unit's math (warp specialization).
+      w.fixed = sim::Time::from_ps(static_cast<std::int64_t>(
+                    kPrefillCtaFixedRoundTrips * static_cast<double>(hw.dram.latency.ps()))) +
+                hw.l2.hit_latency;
       // QK^T, softmax and PV of a tile depend on each other: the tensor and SIMT phases add up.
       w.pipe_overlap = 0;
     }
