@@ -39,6 +39,18 @@ std::string pct(double p) {
   return fmt::format("{:.1f}", p);
 }
 
+// The run's 80% prediction band (src/run_bands.h), as a sentence; empty without bands.
+std::string band_sentence(const StepProfile& run) {
+  if (run.band_source.empty()) return "";
+  return fmt::format(
+      " Judged by how far measured kernel times strayed from gpusim's for each kernel family on {}, "
+      "the time lies in {}-{} ms with 80% confidence{}.",
+      run.band_source, ms(run.total_low_us), ms(run.total_high_us),
+      run.kernels_outside_bands > 0
+          ? fmt::format(" ({} kernels lie outside the range their family was calibrated on)", run.kernels_outside_bands)
+          : "");
+}
+
 std::string flops_rate(double f) {
   if (f >= 1e15) return fmt::format("{:.2f} PFLOP/s", f / 1e15);
   if (f >= 1e12) return fmt::format("{} TFLOP/s", num(f / 1e12));
@@ -224,6 +236,7 @@ void title_and_abstract(const ReportData& d, std::string& out) {
         w.model.name, static_cast<double>(m.parameters) / 1e9, hw::name(w.dtype), hw.description,
         lowering_text(w), launch_phrase(d.mode), phase_text(w), ms(run.total_us),
         grouped(run.kernels), ms(run.kernel_time_us), bound_word(main_bound), pct(main_share));
+    out += band_sentence(run);
     const GridCell* fastest = nullptr;
     const GridCell* slowest = nullptr;
     int oom = 0;
@@ -267,6 +280,7 @@ void title_and_abstract(const ReportData& d, std::string& out) {
         "tables need a model workload.",
         d.workload_name, hw.description, launch_phrase(d.mode), ms(run.total_us),
         grouped(run.kernels), ms(run.kernel_time_us), bound_word(main_bound), pct(main_share));
+    out += band_sentence(run);
   }
   out += "\n\n";
 }

@@ -53,6 +53,10 @@ struct StepProfile {
   std::vector<BoundTotals> bounds;      // same order as by_bound
   std::vector<TopKernel> top;           // up to 10, costliest first
   std::int64_t roofline_points = 0;     // kernels with FLOPs and bytes (placed on the roofline)
+  // The 80% prediction band of total_us (src/run_bands.h); empty source: none.
+  std::string band_source;
+  double total_low_us = 0, total_high_us = 0;
+  std::int64_t kernels_outside_bands = 0;
 };
 
 // One cell of the batch x sequence grid, or one decode step.

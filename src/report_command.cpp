@@ -22,6 +22,7 @@
 #include "src/report_writers.h"
 #include "src/roofline_plot.h"
 #include "src/run_report.h"
+#include "src/run_bands.h"
 #include "src/simulate_workload.h"
 #include "workloads/model_run.h"
 #include "workloads/parameter_count.h"
@@ -232,6 +233,7 @@ int report_command(const Args& args, const Environment& env, std::ostream& out, 
     };
     report = simulate_workload(spec, workload, in.workload_file, launch_mode, models, sim);
   }
+  attach_shipped_bands(report, spec.name, env.config_dir, err);
   if (const auto* ops = std::get_if<workloads::OpWorkload>(&workload)) {
     data.workload_name = ops->name;
     data.dtype = ops->default_dtype

@@ -51,6 +51,10 @@ StepProfile profile_step(const RunReport& r) {
   p.total_us = r.total_us;
   p.kernel_time_us = r.kernel_time_us;
   p.kernels = static_cast<std::int64_t>(r.kernels.size());
+  p.band_source = r.band_source;
+  p.total_low_us = r.total_low_us;
+  p.total_high_us = r.total_high_us;
+  p.kernels_outside_bands = r.kernels_outside_bands;
   double listed_time = 0, warp_time = 0;
   std::map<std::string, BoundTotals> bounds;
   for (const auto& k : r.kernels) {

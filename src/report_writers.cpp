@@ -106,7 +106,21 @@ std::string csv_quoted(const std::string& s) {
 
 }  // namespace
 
+namespace {
+nlohmann::ordered_json kernel_metrics_json(const KernelReport& k);
+}  // namespace
+
 nlohmann::ordered_json kernel_json(const KernelReport& k) {
+  nlohmann::ordered_json j = kernel_metrics_json(k);
+  if (k.band_high_us > 0) {
+    j["band_us"] = {k.band_low_us, k.band_high_us};
+    j["band_calibrated"] = k.band_calibrated;
+  }
+  return j;
+}
+
+namespace {
+nlohmann::ordered_json kernel_metrics_json(const KernelReport& k) {
   const hw::KernelMetrics& m = k.metrics;
   return {{"name", k.name},
           {"op", k.op},
@@ -140,11 +154,23 @@ nlohmann::ordered_json kernel_json(const KernelReport& k) {
           {"clock_mhz", m.clock_mhz},
           {"bound", bound_name(k)}};
 }
+}  // namespace
 
 void write_table(const RunReport& r, std::ostream& out, int top) {
   out << fmt::format("hw {}  |  workload {}  |  mode {}\n", r.hw, r.workload, r.mode);
-  out << fmt::format("total {:.2f} us   kernel time {:.2f} us   {} kernels\n\n", r.total_us,
+  out << fmt::format("total {:.2f} us   kernel time {:.2f} us   {} kernels\n", r.total_us,
                      r.kernel_time_us, r.kernels.size());
+  if (!r.band_source.empty()) {
+    out << fmt::format("80% band: total {:.2f}-{:.2f} us, kernel time {:.2f}-{:.2f} us (kernel families' "
+                       "measured/simulated spread on {}{})\n",
+                       r.total_low_us, r.total_high_us, r.kernel_time_low_us, r.kernel_time_high_us,
+                       r.band_source,
+                       r.kernels_outside_bands > 0
+                           ? fmt::format("; {} kernels outside their family's calibrated range take the "
+                                         "pooled band", r.kernels_outside_bands)
+                           : "");
+  }
+  out << "\n";
   out << r.description;
   write_model_summary(r, out);
   write_groups("Kernel time by op category", r.by_category, out);
@@ -161,6 +187,13 @@ void write_json(const RunReport& r, std::ostream& out) {
   j["mode"] = r.mode;
   j["total_us"] = r.total_us;
   j["kernel_time_us"] = r.kernel_time_us;
+  if (!r.band_source.empty()) {
+    j["bands"] = {{"coverage", 0.8},
+                  {"source", r.band_source},
+                  {"total_us", {r.total_low_us, r.total_high_us}},
+                  {"kernel_time_us", {r.kernel_time_low_us, r.kernel_time_high_us}},
+                  {"kernels_outside_calibration", r.kernels_outside_bands}};
+  }
   if (!r.phases.empty()) {
     j["phases"] = nlohmann::ordered_json::array();
     for (const auto& p : r.phases) {

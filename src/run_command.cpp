@@ -14,6 +14,7 @@
 #include "src/output_files.h"
 #include "src/progress.h"
 #include "src/report_writers.h"
+#include "src/run_bands.h"
 #include "src/run_report.h"
 #include "src/simulate_workload.h"
 #include "workloads/workload.h"
@@ -89,7 +90,10 @@ int run_command(const Args& args, const Environment& env, std::ostream& out, std
   simulate.record_ctas = vm.count("trace-ctas") > 0;
   simulate.reuse = vm.count("no-cache") == 0;
   simulate.on_step = [&progress](std::size_t done, std::size_t total) { progress.update(done, total); };
-  const RunReport report = simulate_workload(spec, workload, workload_file, launch_mode, models, simulate);
+  RunReport report = simulate_workload(spec, workload, workload_file, launch_mode, models, simulate);
+  // Kernels outside their family's calibrated range are counted in the results (the table's
+  // band line, JSON bands.kernels_outside_calibration, band_calibrated per kernel).
+  attach_shipped_bands(report, spec.name, env.config_dir, err);
 
   // Everything is computed before anything is written.
   if (vm.count("out")) {

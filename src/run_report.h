@@ -25,6 +25,10 @@ struct KernelReport {
   int regs = 0;
   std::int64_t smem = 0;
   hw::KernelMetrics metrics;
+  // The 80% prediction band of its duration (src/run_bands.h), and whether its family's band
+  // was calibrated on kernels of its duration (false: the pooled band, or outside the range).
+  double band_low_us = 0, band_high_us = 0;
+  bool band_calibrated = false;
 };
 
 // Kernels grouped by op category or by bound class. Means are plain means over the kernels,
@@ -73,6 +77,11 @@ struct RunReport {
   std::optional<workloads::MemoryFootprint> memory;
   std::optional<GenerationReport> generation;     // phase generate
   std::vector<TimelineSegment> timelines;         // when the run recorded them (--trace)
+  // Prediction bands (src/run_bands.h): the chip whose residuals gave them, and the 80% bands
+  // of the totals. Empty source: no bands attached.
+  std::string band_source;
+  double total_low_us = 0, total_high_us = 0, kernel_time_low_us = 0, kernel_time_high_us = 0;
+  std::int64_t kernels_outside_bands = 0;  // listed kernels without a calibrated band
 };
 
 // Identical launches (same kernel, grid and block: one projection in every layer) merged.

@@ -23,6 +23,8 @@
 #include "src/options.h"
 #include "src/run_report.h"
 #include "validation/measured_suite.h"
+#include "src/output_files.h"
+#include "validation/error_bands.h"
 #include "validation/ranking.h"
 #include "validation/model_suite.h"
 #include "validation/ncu_suite.h"
@@ -347,16 +349,18 @@ std::map<std::string, std::string> read_discrepancies(const std::filesystem::pat
 int validate_command(const Args& args, const Environment& env, std::ostream& out) {
   po::options_description options("validate options");
   std::vector<std::string> chosen;
-  std::string doc_path;
+  std::string doc_path, bands_path;
   options.add_options()("help,h", "this text")(
       "suite", po::value(&chosen)->composing(), "a suite to run (default: all)")(
       "doc", po::value(&doc_path),
-      "Markdown report to write (default: docs/validation.md, when every suite runs)");
+      "Markdown report to write (default: docs/validation.md, when every suite runs)")(
+      "write-bands", po::value(&bands_path),
+      "write the prediction bands (configs/error_bands.yaml, validation/error_bands.h) and exit");
   const auto vm = parse_options(args, options);
   if (vm.count("help")) {
     std::string list;
     for (const auto& s : suites()) list += "\n  " + s.name + ": " + s.description;
-    print_help(out, "gpusim validate [--suite NAME]... [--doc FILE]",
+    print_help(out, "gpusim validate [--suite NAME]... [--doc FILE] [--write-bands FILE]",
                "Compares simulation with reference data, per row and per op family. Suites:" + list,
                options);
     return 0;
@@ -376,6 +380,13 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
   };
   const hw::PresetCatalog catalog(env.config_dir / "hw");
   const auto models = models::default_kernel_models();
+  if (!bands_path.empty()) {
+    std::ostringstream text;
+    validation::write_error_bands(validation::compute_error_bands(data, catalog, models), text);
+    write_file(bands_path, text.str());
+    out << "prediction bands written to " << bands_path << "\n";
+    return 0;
+  }
 
   std::ostringstream md;
   md << "# Validation\n\nWritten by `gpusim validate`; do not edit by hand. Errors are "

@@ -109,6 +109,11 @@ std::vector<Comparison> compare_measured(const std::vector<MeasuredOp>& ops,
     for (const auto& k : r.kernels) {
       c.simulated_us += k.duration().us();
       c.simulated_kernels.push_back(k.name);
+      if (k.duration().us() > c.main_kernel_us) {
+        c.main_kernel_us = k.duration().us();
+        c.main_family = k.family;
+        c.main_kernel = k.name;
+      }
     }
     c.error_pct = 100.0 * (c.simulated_us - m.measured_us) / m.measured_us;
     out.push_back(std::move(c));

@@ -37,6 +37,9 @@ struct Comparison {
   MeasuredOp reference;
   double simulated_us = 0;
   std::vector<std::string> simulated_kernels;
+  // The family and duration of the op's longest simulated kernel (validation/error_bands.h).
+  std::string main_family, main_kernel;
+  double main_kernel_us = 0;
   double error_pct = 0;  // (simulated - measured) / measured x 100; see error_kind
   ErrorKind error_kind = ErrorKind::kRelative;
 };
