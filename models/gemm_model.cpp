@@ -672,6 +672,30 @@ hw::Launch splitk_reduce(const Problem& p, std::int64_t split,
 
 // cuBLAS's gemvx kernel for one-row products on sm_80 / sm_120 (not measured here): 128
 // threads, one warp per output element, 4 outputs per CTA, each warp streaming a row of W.
+// The CTAs of a kernel that streams the weights once (GEMV, gemmSN): `mats` weight matrices of
+// N x K, `rows` input rows of K per matrix, spread evenly over the launch's grid, each CTA
+// keeping `inflight` bytes of loads outstanding; it ends with a reduction and the store.
+void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t mats, std::int64_t N,
+                         std::int64_t K, std::int64_t rows, bool bias, double e, double inflight,
+                         const Names& names, const std::string& tag) {
+  const double ctas = static_cast<double>(l.grid.count());
+  const double w_bytes = static_cast<double>(mats * N * K) * e;
+  const double x_bytes = static_cast<double>(rows * K) * e;
+  const double out = static_cast<double>(rows * N) * e;
+  const double bias_bytes = bias ? static_cast<double>(N) * e : 0.0;
+  hw::CtaWork w;
+  w.fp32_flops = 2.0 * static_cast<double>(rows * N * K) / ctas;
+  w.l2_bytes = (w_bytes + x_bytes * static_cast<double>(l.grid.x) + out + bias_bytes) / ctas;
+  w.dram_read_bytes = (w_bytes + x_bytes + bias_bytes) / ctas;
+  w.dram_write_bytes = out / ctas;
+  w.max_inflight_bytes = inflight;
+  w.fixed = hw.l2.hit_latency;  // the final reduction and store
+  detail::add_class(l, l.grid.count(), w);
+  l.reads = {detail::tensor(tag, names.a, x_bytes), detail::tensor(tag, names.b, w_bytes)};
+  if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
+  l.writes = {detail::tensor(tag, names.c, out)};
+}
+
 hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear,
                        const Names& names, const std::string& tag) {
   const double e = detail::elt_bytes(p.dtype);
@@ -685,22 +709,8 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
   l.block = {128, 1, 1};
   l.regs_per_thread = 40;
   l.smem_per_cta = 0;
-  const double ctas = static_cast<double>(l.grid.count());
-  const double w_bytes = static_cast<double>(p.batch * p.N * p.K) * e;
-  const double x_bytes = static_cast<double>(p.batch * p.K) * e;
-  const double out = static_cast<double>(p.batch * p.N) * e;
-  const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
-  hw::CtaWork w;
-  w.fp32_flops = 2.0 * static_cast<double>(p.batch * p.N * p.K) / ctas;
-  w.l2_bytes = (w_bytes + x_bytes * static_cast<double>(l.grid.x) + out + bias_bytes) / ctas;
-  w.dram_read_bytes = (w_bytes + x_bytes + bias_bytes) / ctas;
-  w.dram_write_bytes = out / ctas;
-  w.max_inflight_bytes = 128.0 * 16.0 * 2.0;  // 16-byte loads, two in flight per thread
-  w.fixed = hw.l2.hit_latency;                // the final warp reduction and store
-  detail::add_class(l, l.grid.count(), w);
-  l.reads = {detail::tensor(tag, names.a, x_bytes), detail::tensor(tag, names.b, w_bytes)};
-  if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
-  l.writes = {detail::tensor(tag, names.c, out)};
+  // 16-byte loads, two in flight per thread.
+  fill_streaming_gemm(l, hw, p.batch, p.N, p.K, p.batch, bias, e, 128.0 * 16.0 * 2.0, names, tag);
   return l;
 }
 
@@ -737,22 +747,8 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
   // 12 KiB for NN): they set how many CTAs an SM holds, and so the bandwidth.
   l.regs_per_thread = linear ? (p.M > 8 ? 90 : 75) : 64;
   l.smem_per_cta = linear ? (p.M <= 2 ? 3072 : p.M <= 4 ? 6144 : 10752) : 12288;
-  const double ctas = static_cast<double>(l.grid.count());
-  const double w_bytes = static_cast<double>(p.N * p.K) * e;
-  const double x_bytes = static_cast<double>(p.M * p.K) * e;
-  const double out = static_cast<double>(p.M * p.N) * e;
-  const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
-  hw::CtaWork w;
-  w.fp32_flops = 2.0 * static_cast<double>(p.M * p.N * p.K) / ctas;
-  w.l2_bytes = (w_bytes + x_bytes * static_cast<double>(l.grid.x) + out + bias_bytes) / ctas;
-  w.dram_read_bytes = (w_bytes + x_bytes + bias_bytes) / ctas;
-  w.dram_write_bytes = out / ctas;
-  w.max_inflight_bytes = static_cast<double>(threads) * (linear ? 8.0 : 4.0);
-  w.fixed = hw.l2.hit_latency;  // the partial sums' combine and the store
-  detail::add_class(l, l.grid.count(), w);
-  l.reads = {detail::tensor(tag, names.a, x_bytes), detail::tensor(tag, names.b, w_bytes)};
-  if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
-  l.writes = {detail::tensor(tag, names.c, out)};
+  fill_streaming_gemm(l, hw, 1, p.N, p.K, p.M, bias, e, static_cast<double>(threads) * (linear ? 8.0 : 4.0),
+                      names, tag);
   return l;
 }
 
