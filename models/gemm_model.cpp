@@ -12,6 +12,10 @@
 //  * sm_80 and sm_120, 16-bit/fp8/tf32: mma.sync kernels (sm80_xmma-style), non-persistent
 //    tile grids, split-K for skinny shapes; one-row products (decode GEMV) run cuBLAS's
 //    gemvx kernel (seen on an RTX 5090 in seed 003's decode profile).
+//  * sm_90 with rows that are not 16-byte multiples (no TMA), and small tf32 products: the same
+//    mma.sync kernels (align1: sm_75-style, register-staged), at throughput.mma_sync_share of
+//    the tensor rate; 2-16 rows of fp32 or single-element-aligned 16-bit operands: gemmSN
+//    (validation/data/ops3_h100.csv).
 //
 // Tile choice. cuBLAS picks kernels with a trained heuristic we cannot read. We reproduce it
 // with a small cost estimate over the candidate tiles and split factors, built only from the
@@ -184,16 +188,16 @@ struct Problem {
   hw::DType dtype;
 };
 
-// TMA (and so cuBLAS's sm_90 kernels) needs every row stride to be a multiple of 16 bytes: K for
-// A and (as F.linear lays W out) B, N for B in a matmul and for C. Other shapes run cuBLAS's
-// sm_80/sm_75-style mma.sync kernels with narrower loads (ops3_h100.csv: "..._align1",
-// "_align2" kernels for every unaligned shape).
-// Elements per 16 bytes or fewer: the widest load every row of A, B and C allows.
+// Elements per 16 bytes or fewer: the widest load every row of A, B and C allows (K for A and,
+// as F.linear lays W out, B; N for B in a matmul and for C).
 std::int64_t operand_align(const Problem& p) {
   std::int64_t a = 16 / static_cast<std::int64_t>(detail::elt_bytes(p.dtype));
   while (a > 1 && (p.K % a != 0 || p.N % a != 0)) a /= 2;
   return a;
 }
+// TMA (and so cuBLAS's sm_90 kernels) needs every row stride to be a multiple of 16 bytes; other
+// shapes run cuBLAS's sm_80/sm_75-style mma.sync kernels with narrower loads (ops3_h100.csv:
+// "..._align1", "_align2" kernels for every unaligned shape).
 bool tma_aligned(const Problem& p) {
   return operand_align(p) * static_cast<std::int64_t>(detail::elt_bytes(p.dtype)) == 16;
 }
