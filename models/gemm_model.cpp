@@ -73,12 +73,18 @@ struct Config {
   // sm_75-style kernel that stages single elements through registers, two stages deep, so each
   // K step waits for its loads (cuBLAS's "cutlass_75_tensorop_..._align1").
   std::int64_t align = 8;
+  // The sm_75-style kernel for 16-bit operands with single-element rows: loads go through
+  // registers, so every K step waits for its own (tf32's align1 kernels use cp.async, as align2/4).
+  bool register_staged = false;
 };
 
 struct Choice {
   Config cfg;
   std::int64_t split = 1;
   double est_seconds = 0;
+  // The partials go through cublasLt::splitKreduce_kernel (every split; tf32's small products
+  // even unsplit).
+  bool reduce = false;
 };
 
 // The nvjet kernels measured on H100 (ops_h100.csv): their stage counts, shared memory and
@@ -183,6 +189,17 @@ std::optional<Config> mma_sync_config(const hw::HardwareSpec& hw, hw::DType d, s
   return c;
 }
 
+// DRAM latencies one K step of an align1 (sm_75-style, register-staged) kernel takes: about
+// 2.1 us per 32-deep step on H100 whatever the tile (64x64 to 256x128) and whatever the CTAs
+// per SM, so a chain of dependent latencies, not a throughput (calibration half of
+// validation/data/ops3_h100.csv: 1.5-2.2 us per step over 13 kernels).
+constexpr double kAlign1StepRoundTrips = 4.0;
+
+double align1_k_step_path(const hw::HardwareSpec& hw, double k_per_cta, std::int64_t tile_k) {
+  return std::ceil(k_per_cta / static_cast<double>(tile_k)) * kAlign1StepRoundTrips *
+         hw.dram.latency.seconds();
+}
+
 struct Problem {
   std::int64_t M, N, K, batch;
   hw::DType dtype;
@@ -239,6 +256,23 @@ std::int64_t k_per_split(const Problem& p, const Config& c, std::int64_t split) 
   return round_up(ceil_div(p.K, split), c.tile_k);
 }
 
+// splitKreduce_kernel's threads walk their partials four at a time, each group an L2 round trip
+// (ops3_h100.csv: 1.7 us for 4 partials, 3.4 for 47, 3.9 for 66, 5.3 for 132).
+constexpr std::int64_t kReducePartialsPerRoundTrip = 4;
+
+double reduce_chain_seconds(const hw::HardwareSpec& hw, std::int64_t split) {
+  return static_cast<double>(ceil_div(split, kReducePartialsPerRoundTrip)) * hw.l2.hit_latency.seconds();
+}
+
+// What a split adds to a GEMM as the kernel choice sees it: the fp32 partials go out and come
+// back through L2, and the reduce is one more kernel. (Not the reduce's walk over its partials:
+// cuBLAS's choices do not weigh it, splitting 132 ways where 40 would be faster.)
+double split_cost_seconds(const hw::HardwareSpec& hw, const Problem& p, std::int64_t split) {
+  if (split <= 1) return 0.0;
+  return 2.0 * static_cast<double>(split * p.batch * p.M * p.N) * 4.0 / hw.l2.bandwidth +
+         hw.launch.kernel_overhead.seconds() + hw.launch.graph_gap.seconds();
+}
+
 // The cost estimate the choice minimizes (seconds). Only hardware parameters enter it.
 double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, std::int64_t split) {
   const double e = detail::elt_bytes(p.dtype);
@@ -261,7 +295,7 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
                                     : static_cast<double>(hw.sm_count) * occ;
   const double per_slot = std::ceil(static_cast<double>(units) / slots);
   double t_unit = std::max(t_math, unit_bytes / bw_cta);
-  if (c.align == 1) t_unit = std::max(t_unit, kk / static_cast<double>(c.tile_k) * hw.dram.latency.seconds());
+  if (c.register_staged) t_unit = std::max(t_unit, align1_k_step_path(hw, kk, c.tile_k));
   const double t_cta = per_slot * t_unit;
   const double unique = static_cast<double>(p.batch) *
                         (static_cast<double>(p.M * p.K + p.K * p.N) * e +
@@ -273,13 +307,7 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
       static_cast<double>(hw.sm.max_inflight_bytes) / hw.dram.latency.seconds();
   const double t_dram = unique / std::min(hw.dram.achievable_bandwidth(), busy_sms * sm_dram_rate);
   const double t_l2 = static_cast<double>(units) * unit_bytes / hw.l2.bandwidth;
-  double t = std::max({t_cta, t_dram, t_l2});
-  if (split > 1) {
-    // The fp32 partials go out and come back through L2, and the reduce is one more kernel.
-    t += 2.0 * split * static_cast<double>(p.batch * p.M * p.N) * 4.0 / hw.l2.bandwidth +
-         hw.launch.kernel_overhead.seconds() + hw.launch.graph_gap.seconds();
-  }
-  return t;
+  return std::max({t_cta, t_dram, t_l2}) + split_cost_seconds(hw, p, split);
 }
 
 // Picks the fastest candidate; within 3% of it, fewer splits, then larger tiles, then the
@@ -296,7 +324,7 @@ Choice choose(const hw::HardwareSpec& hw, const Problem& p, const std::vector<Co
     // cuBLAS splits K only when the tiles alone leave SMs idle.
     const std::int64_t top = tiles < hw.sm_count ? max_split : 1;
     for (std::int64_t s = 1; s <= top; ++s) {
-      if (s > 1 && k_per_split(p, cfg, s) * (s - 1) >= p.K) break;  // empty last split
+      if (s > 1 && k_per_split(p, cfg, s) * (s - 1) >= p.K) continue;  // empty last split
       all.push_back({Choice{cfg, s, 0}, estimate(hw, p, cfg, s)});
     }
   }
@@ -310,13 +338,17 @@ Choice choose(const hw::HardwareSpec& hw, const Problem& p, const std::vector<Co
       pick = &s;
       continue;
     }
+    // The align1 kernels' time is a chain of K steps, the same for every tile: among near ties
+    // cuBLAS takes the smallest (ops3_h100.csv: 64x64 for every align1 shape of one wave).
     const auto key = [](const Scored& x) {
-      return std::tuple(x.c.split, -x.c.cfg.tile_n * x.c.cfg.tile_m, -x.c.cfg.tile_n);
+      const std::int64_t area = x.c.cfg.tile_n * x.c.cfg.tile_m;
+      return std::tuple(x.c.split, x.c.cfg.register_staged ? area : -area, -x.c.cfg.tile_n);
     };
     if (key(s) < key(*pick)) pick = &s;
   }
   Choice out = pick->c;
   out.est_seconds = pick->t;
+  out.reduce = out.split > 1;
   return out;
 }
 
@@ -345,10 +377,11 @@ std::vector<Config> hopper_candidates(const hw::HardwareSpec& hw, const Problem&
 std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Problem& p) {
   std::vector<Config> out;
   const std::int64_t align = operand_align(p);
-  if (align == 1) {
+  if (align == 1 && detail::elt_bytes(p.dtype) == 2) {
     // The sm_75-style kernels of single-element loads: 32-deep K steps, two stages (shared
     // memory 16, 24, 32 and 48 KiB for the measured 64x64, 128x64, 128x128, 256x128 tiles).
-    const std::int64_t shapes1[][2] = {{64, 64}, {64, 128}, {128, 128}, {128, 256}};
+    // Registers as measured: 96, 168, 252 (128 threads) and 229 (256 threads).
+    const std::int64_t shapes1[][3] = {{64, 64, 96}, {64, 128, 168}, {128, 128, 252}, {128, 256, 229}};
     for (const auto& s : shapes1) {
       Config c;
       c.kind = GemmKind::kMmaSync;
@@ -359,8 +392,9 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
       c.smem = c.stages * (c.tile_n + c.tile_m) * c.tile_k * static_cast<std::int64_t>(detail::elt_bytes(p.dtype));
       if (c.smem > hw.sm.shared_memory_per_cta) continue;
       c.threads = c.tile_n * c.tile_m >= 256 * 128 ? 256 : 128;
-      c.regs = c.threads == 256 ? 232 : 168;
+      c.regs = static_cast<int>(s[2]);
       c.align = 1;
+      c.register_staged = true;
       out.push_back(c);
     }
     return out;
@@ -399,6 +433,13 @@ Config cutlass_simt_256x128() {
 // calibration row) and 56% in the sm80_xmma tiles, whose threads hold fewer outputs per
 // shared-memory load (calibrated on naive attention's two calibration GEMMs).
 double simt_ffma_share(GemmKind kind) { return kind == GemmKind::kSimtSingle ? 0.77 : 0.56; }
+
+// A SIMT CTA's K steps (8 deep) each wait about one DRAM latency for their operands, however
+// few FLOPs they hold (ops3_h100.csv: the split-K slices of 16x144x4512, 21x144x10169 and
+// 16x3x10508 take 0.25-0.35 us per step).
+double simt_k_step_path(const hw::HardwareSpec& hw, double k_per_cta, std::int64_t tile_k) {
+  return std::ceil(k_per_cta / static_cast<double>(tile_k)) * hw.dram.latency.seconds();
+}
 
 // fp32 with TF32 off: cuBLAS's SIMT kernels (measured on H100, assumed the same elsewhere).
 Config simt_config(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
@@ -472,16 +513,14 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
         few_tiles ? std::min<std::int64_t>(256, std::max<std::int64_t>(1, p.K / 16)) : 4;
     const double fixed = few_tiles ? cta_fixed : 0.0;
     for (std::int64_t split = 1; split <= max_split; ++split) {
-      if (split > 1 && k_per_split(p, c, split) * (split - 1) >= p.K) break;
+      if (split > 1 && k_per_split(p, c, split) * (split - 1) >= p.K) continue;  // empty last split
       const double ctas = static_cast<double>(units_of(p, c, split));
       const double waves = std::ceil(ctas / (static_cast<double>(hw.sm_count) * occ));
-      double t = waves * (fixed + 2.0 * static_cast<double>(c.tile_m * c.tile_n) *
-                                      static_cast<double>(k_per_split(p, c, split)) / rate);
-      if (split > 1) {
-        t += 2.0 * static_cast<double>(split * p.M * p.N) * 4.0 / hw.l2.bandwidth +
-             hw.launch.kernel_overhead.seconds() + hw.launch.graph_gap.seconds();
-      }
-      if (t < best.est_seconds * 0.97) best = Choice{c, split, t};
+      const double kk = static_cast<double>(k_per_split(p, c, split));
+      const double t = waves * (fixed + std::max(2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk / rate,
+                                                 simt_k_step_path(hw, kk, c.tile_k))) +
+                       split_cost_seconds(hw, p, split);
+      if (t < best.est_seconds * 0.97) best = Choice{c, split, t, split > 1};
     }
   }
   return best;
@@ -522,11 +561,12 @@ std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool l
           c.tile_m * c.tile_n >= 128 * 64 ? "2x2x1" : "1x4x1");
     case GemmKind::kMmaSync:
       if (c.align < 8) {
-        return fmt::format("cutlass_{}_tensorop_{}gemm_{}_{}x{}_{}{}_align{}", c.align == 1 ? 75 : 80,
-                           c.align == 1 ? "s1688" : "s16816",
+        const bool sm75 = c.register_staged;
+        return fmt::format("cutlass_{}_tensorop_{}gemm_{}_{}x{}_{}{}_align{}", sm75 ? 75 : 80,
+                           sm75 || d == hw::DType::kTf32 ? "s1688" : "s16816",
                            d == hw::DType::kBf16 ? "bf16" : d == hw::DType::kFp16 ? "f16" : name(d),
                            c.tile_m, c.tile_n,
-                           c.align == 1 ? "" : fmt::format("{}x{}_", c.tile_k, c.stages),
+                           sm75 ? "" : fmt::format("{}x{}_", c.tile_k, c.stages),
                            linear ? "tn" : "nn", c.align);
       }
       return fmt::format(
@@ -595,7 +635,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   }
   const double a_bytes = static_cast<double>(p.batch * p.M * p.K) * e;
   const double b_bytes = static_cast<double>(p.batch * p.K * p.N) * e;
-  const double c_elt = s > 1 ? 4.0 : e;  // split-K slices write fp32 partials
+  const double c_elt = ch.reduce ? 4.0 : e;  // split-K slices write fp32 partials
   const double c_bytes = static_cast<double>(p.batch * p.M * p.N) * c_elt * static_cast<double>(s);
   const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
   // Every tile reads a tile_m-row slab of A and a tile_n-column slab of B over its K range;
@@ -617,9 +657,9 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   unit.max_inflight_bytes = static_cast<double>(c.stages * (c.tile_m + c.tile_n) * c.tile_k) * e;
   if (c.kind == GemmKind::kMmaSync) unit.tensor_efficiency = hw.throughput.mma_sync_share;
   // Single-element loads staged through registers: every K step waits for its own loads.
-  if (c.align == 1) {
-    unit.critical_path = sim::Time::from_seconds(
-        static_cast<double>(ceil_div(static_cast<std::int64_t>(kk), c.tile_k)) * hw.dram.latency.seconds());
+  if (c.register_staged) unit.critical_path = sim::Time::from_seconds(align1_k_step_path(hw, kk, c.tile_k));
+  if (c.kind == GemmKind::kSimtSingle || c.kind == GemmKind::kSimtBatched) {
+    unit.critical_path = sim::Time::from_seconds(simt_k_step_path(hw, kk, c.tile_k));
   }
 
   for (const auto& share : detail::split_evenly(units, ctas)) {
@@ -640,13 +680,13 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   l.reads[0].evict_first = ceil_div(p.N, c.tile_n) == 1;
   l.reads[1].evict_first = ceil_div(p.M, c.tile_m) == 1;
   if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
-  l.writes = {detail::tensor(tag, s > 1 ? "splitk_workspace" : names.c, c_bytes)};
+  l.writes = {detail::tensor(tag, ch.reduce ? "splitk_workspace" : names.c, c_bytes)};
   return l;
 }
 
 // cublasLt::splitKreduce_kernel<32, 16, ...>: 32x16 threads, one output element each; grid
 // (ceil(N / 32), ceil(M / 16)) (ops_h100.csv: 128 CTAs for N = 4096, 48 for N = 1536).
-hw::Launch splitk_reduce(const Problem& p, std::int64_t split,
+hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int64_t split,
                          bool bias, const Names& names, const std::string& tag) {
   const double e = detail::elt_bytes(p.dtype);
   hw::Launch l;
@@ -667,6 +707,7 @@ hw::Launch splitk_reduce(const Problem& p, std::int64_t split,
   w.dram_read_bytes = (in + bias_bytes) / ctas;
   w.dram_write_bytes = out / ctas;
   w.max_inflight_bytes = 512.0 * 4.0 * static_cast<double>(split);  // every thread loads its partials
+  w.critical_path = sim::Time::from_seconds(reduce_chain_seconds(hw, split));
   detail::add_class(l, l.grid.count(), w);
   l.reads = {detail::tensor(tag, "splitk_workspace", in)};
   if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
@@ -761,6 +802,21 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
 // 3000^3 or 2048x4096x4096 at about two tiles per CTA). Its size is not recorded: one 4-byte
 // counter per CTA is assumed.
 
+// tf32 products too small to fill the GPU with tiles, on the sm_80-style kernels: cuBLAS splits
+// K to fill the SMs, down to 4-deep slices, and reduces through splitKreduce_kernel even when it
+// does not split (ops3_h100.csv: 1872x16x16 -> 30 tiles x 4, 16x224x16 -> 4 x 4, 16x16x48 ->
+// 1 x 12, 304x16x13216 -> 5 x 26; 16x16x32 unsplit, every one with the reduce kernel), for
+// rows that allow 16-byte loads.
+Choice tf32_small_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch) {
+  const std::int64_t tiles = units_of(p, ch.cfg, 1);
+  // Narrower rows mostly ran sm80_xmma's unsplit 32x32x64 kernel instead (43x930x20, 583x240x19).
+  if (p.dtype != hw::DType::kTf32 || tiles >= hw.sm_count || operand_align(p) != 4) return ch;
+  ch.split = std::max<std::int64_t>(1, std::min(hw.sm_count / tiles, ceil_div(p.K, 4)));
+  while (ch.split > 1 && k_per_split(p, ch.cfg, ch.split) * (ch.split - 1) >= p.K) --ch.split;
+  ch.reduce = true;
+  return ch;
+}
+
 }  // namespace
 
 std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw,
@@ -777,8 +833,8 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   if (uses_gemmsn(hw, p)) return {gemmsn_launch(hw, p, gp.bias, linear, names, tag)};
   if (gp.dtype == hw::DType::kFp32) {
     const Choice ch = p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0};
-    std::vector<Launch> out{tile_launch(hw, p, ch, gp.bias && ch.split == 1, linear, names, tag)};
-    if (ch.split > 1) out.push_back(splitk_reduce(p, ch.split, gp.bias, names, tag));
+    std::vector<Launch> out{tile_launch(hw, p, ch, gp.bias && !ch.reduce, linear, names, tag)};
+    if (ch.reduce) out.push_back(splitk_reduce(hw, p, ch.split, gp.bias, names, tag));
     return out;
   }
   const bool hopper = runs_sm90_kernels(hw, p);
@@ -786,7 +842,8 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
     return {gemv_launch(hw, p, gp.bias, linear, names, tag)};
   }
   const auto candidates = hopper ? hopper_candidates(hw, p) : mma_sync_candidates(hw, p);
-  const Choice ch = choose(hw, p, candidates, /*max_split=*/16);
+  const Choice ch = hopper ? choose(hw, p, candidates, /*max_split=*/16)
+                           : tf32_small_split(hw, p, choose(hw, p, candidates, /*max_split=*/16));
 
   std::vector<Launch> out;
   const std::int64_t units = units_of(p, ch.cfg, ch.split);
@@ -794,8 +851,8 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   if (ch.cfg.persistent && units >= 3 * ctas) {
     out.push_back(detail::memset_launch(tag, "workspace", 4 * ctas));
   }
-  out.push_back(tile_launch(hw, p, ch, gp.bias && ch.split == 1, linear, names, tag));
-  if (ch.split > 1) out.push_back(splitk_reduce(p, ch.split, gp.bias, names, tag));
+  out.push_back(tile_launch(hw, p, ch, gp.bias && !ch.reduce, linear, names, tag));
+  if (ch.reduce) out.push_back(splitk_reduce(hw, p, ch.split, gp.bias, names, tag));
   return out;
 }
 
@@ -815,9 +872,10 @@ GemmTiling gemm_tiling(const GemmProblem& gp, const hw::HardwareSpec& hw, bool l
   } else if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1) {
     return GemmTiling{1, 4, 1, 1, gp.K};
   } else {
-    const auto candidates = runs_sm90_kernels(hw, p) ? hopper_candidates(hw, p)
-                                                                     : mma_sync_candidates(hw, p);
+    const bool hopper = runs_sm90_kernels(hw, p);
+    const auto candidates = hopper ? hopper_candidates(hw, p) : mma_sync_candidates(hw, p);
     ch = choose(hw, p, candidates, /*max_split=*/16);
+    if (!hopper) ch = tf32_small_split(hw, p, ch);
   }
   return GemmTiling{ch.cfg.tile_m, ch.cfg.tile_n, ch.cfg.tile_k, ch.split,
                     k_per_split(p, ch.cfg, ch.split)};

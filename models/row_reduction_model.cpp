@@ -37,6 +37,8 @@ using detail::ceil_div;
 constexpr double kMomentsBlockReduceRoundTrips = 6.0;
 constexpr double kMomentsRoundTripsPerChunk = 0.5;
 constexpr double kForwardRoundTripsPerIteration = 1.0;
+// Dependent DRAM round trips per iteration of each pass of softmax's multi-pass kernels.
+constexpr double kMultiPassRoundTripsPerIteration = 2.2;
 
 std::string scalar_name(hw::DType d) {
   switch (d) {
@@ -244,18 +246,17 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
     // Register variant: load, block-wide max (warp shuffles, shared memory, two barriers),
     // block-wide sum, store: about 1.5 DRAM round trips per element a thread holds on the
     // critical path (calibrated on the calibration rows of validation/data/ops_h100.csv).
-    // Multi-pass variants loop over the row in each pass (max, sum, write), one dependent load
-    // per iteration: the first pass from DRAM, the others from L2 (or shared memory), with
-    // 16-byte vectors only when the row is aligned to them, scalars otherwise. About 0.7 of
-    // those latencies per iteration are exposed (calibrated on the one multi-pass calibration
-    // row, 512 x 50257; weak evidence).
+    // Multi-pass variants loop over the row in each pass (max, sum, write), each thread one
+    // 16-byte vector (or ILP scalars when the row is not aligned to them) per iteration, and
+    // the next load waits for it: about 2.2 DRAM round trips per iteration and pass, the later
+    // passes (from L2) no faster, so a CTA streams about 20 GB/s (calibration rows of
+    // ops3_h100.csv: bf16 77 x 110308 and 1 x 72198, fp32 79 x 119280, 0.76-0.78 us per
+    // iteration). The shared-memory variant loads the row once and keeps it.
     if (reg_cnt < 10) {
       rw.serial_round_trips = 1.5 * static_cast<double>(reg_cnt);
     } else {
-      const std::int64_t vec = C % ilp == 0 ? ilp : 1;
-      const double iterations = static_cast<double>(ceil_div(C, threads * vec));
-      const double later_passes = smem_ok ? 0.0 : 2.0 * hw.l2.hit_latency.seconds() / hw.dram.latency.seconds();
-      rw.serial_round_trips = 0.7 * iterations * (1.0 + later_passes);
+      const double iterations = static_cast<double>(ceil_div(C, threads * ilp));
+      rw.serial_round_trips = kMultiPassRoundTripsPerIteration * iterations * (smem_ok ? 1.0 : 3.0);
     }
     out.push_back(row_launch(hw, name, "softmax", {threads, 1, 1}, regs, smem, R, 1, rw, inflight));
     out.back().reads = {detail::tensor(tag, input, row * static_cast<double>(R))};

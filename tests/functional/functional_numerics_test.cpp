@@ -51,8 +51,8 @@ TEST(FunctionalNumerics, GemmSplitKTheH100Chooses) {
   // split-K with a short last slice.
   const Tensor a = random_tensor({5, 3000}, 5), b = random_tensor({3000, 304}, 6);
   const auto t = h100_tiling(5, 304, 3000);
-  ASSERT_EQ(t.split, 8);
-  ASSERT_EQ(t.k_per_split, 384);
+  ASSERT_EQ(t.split, 16);
+  ASSERT_EQ(t.k_per_split, 192);
   const OpRun run = gemm(a, b, t, kBf16);
   EXPECT_LT(relative_error(run.out, reference::gemm(a, b)), kFp32Tolerance);
 }
