@@ -37,6 +37,10 @@ using detail::ceil_div;
 constexpr double kMomentsBlockReduceRoundTrips = 6.0;
 constexpr double kMomentsRoundTripsPerChunk = 0.5;
 constexpr double kForwardRoundTripsPerIteration = 1.0;
+// The vectorized LayerNorm kernel combines its four warps' Welford states (counts, means, M2,
+// with divisions) across shared memory before normalizing: a fixed part of a short row's time
+// (ops3_h100.csv: 43466 x 108 takes 2.5 us per wave of CTAs). RMSNorm only sums squares.
+constexpr double kWelfordCombineRoundTrips = 2.0;
 // Dependent DRAM round trips per iteration of each pass of softmax's multi-pass kernels.
 constexpr double kMultiPassRoundTripsPerIteration = 2.2;
 
@@ -124,7 +128,8 @@ std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_
     // Each thread walks its C/512 vectors in a loop whose Welford update (with a division)
     // the next load waits for: about 3 DRAM round trips per vector for LayerNorm and 2.5 for
     // RMSNorm (calibrated on the calibration rows of validation/data/ops_h100.csv).
-    rw.serial_round_trips = (rms ? 2.5 : 3.0) * static_cast<double>(ceil_div(C, 128 * 4));
+    rw.serial_round_trips = (rms ? 0.0 : kWelfordCombineRoundTrips) +
+                            (rms ? 2.5 : 3.0) * static_cast<double>(ceil_div(C, 128 * 4));
     out.push_back(row_launch(hw, 
         fmt::format("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<{}, "
                     "float, {}>",
