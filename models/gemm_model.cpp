@@ -715,6 +715,8 @@ hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int6
   return l;
 }
 
+constexpr std::int64_t kStreamingFixedRoundTrips = 2;
+
 // cuBLAS's gemvx kernel for one-row products on sm_80 / sm_120 (not measured here): 128
 // threads, one warp per output element, 4 outputs per CTA, each warp streaming a row of W.
 // The CTAs of a kernel that streams the weights once (GEMV, gemmSN): `mats` weight matrices of
@@ -734,7 +736,8 @@ void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t
   w.dram_read_bytes = (w_bytes + x_bytes + bias_bytes) / ctas;
   w.dram_write_bytes = out / ctas;
   w.max_inflight_bytes = inflight;
-  w.fixed = hw.l2.hit_latency;  // the final reduction and store
+  // The first loads, then the final reduction and the store behind them.
+  w.fixed = sim::Time::from_ps(kStreamingFixedRoundTrips * hw.dram.latency.ps()) + hw.l2.hit_latency;
   detail::add_class(l, l.grid.count(), w);
   l.reads = {detail::tensor(tag, names.a, x_bytes), detail::tensor(tag, names.b, w_bytes)};
   if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
@@ -763,7 +766,8 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
 // columns wide, and 16-bit products whose rows allow only single-element loads (ops3_h100.csv;
 // GPT-2's 50257-wide lm_head in hf_models_h100.json). Each thread keeps one load in flight
 // (4 bytes for the NN kernel's 256 threads, 8 for the TN kernel's 128): the kernels stream
-// 0.5-1.4 TB/s. NN: 64 columns per CTA, K split 4 ways for fp32 with K >= 1024 else 2;
+// 0.5-1.4 TB/s. NN: 64 columns per CTA, K split 4 ways for fp32 above 8 rows, else 2 (16-bit:
+// 1 below K = 64, else 2);
 // TN (F.linear): 8 columns per CTA, K split 2 ways above 8 rows.
 bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p) {
   if (!detail::is_hopper(hw) || p.batch != 1 || p.M < 2 || p.M > 16) return false;
@@ -774,7 +778,8 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p) {
 std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear) {
   const std::int64_t cols = linear ? 8 : 64;
   const std::int64_t ksplit =
-      linear ? (p.M > 8 ? 2 : 1) : (p.K < 64 ? 1 : (p.dtype == hw::DType::kFp32 && p.K >= 1024 ? 4 : 2));
+      linear ? (p.M > 8 ? 2 : 1)
+             : (p.dtype == hw::DType::kFp32 ? (p.M > 8 ? 4 : 2) : (p.K < 64 ? 1 : 2));
   return {cols, ksplit};
 }
 
