@@ -265,12 +265,12 @@ double reduce_chain_seconds(const hw::HardwareSpec& hw, std::int64_t split) {
 }
 
 // What a split adds to a GEMM as the kernel choice sees it: the fp32 partials go out and come
-// back through L2, and the reduce is one more kernel. (Not the reduce's walk over its partials:
-// cuBLAS's choices do not weigh it, splitting 132 ways where 40 would be faster.)
+// back through L2, and the reduce is one more kernel walking its partials.
 double split_cost_seconds(const hw::HardwareSpec& hw, const Problem& p, std::int64_t split) {
   if (split <= 1) return 0.0;
   return 2.0 * static_cast<double>(split * p.batch * p.M * p.N) * 4.0 / hw.l2.bandwidth +
-         hw.launch.kernel_overhead.seconds() + hw.launch.graph_gap.seconds();
+         reduce_chain_seconds(hw, split) + hw.launch.kernel_overhead.seconds() +
+         hw.launch.graph_gap.seconds();
 }
 
 // The cost estimate the choice minimizes (seconds). Only hardware parameters enter it.
