@@ -45,9 +45,9 @@ std::vector<hw::Launch> lower(models::OpKind kind, models::OpShape shape) {
 }
 
 TEST(FunctionalRowsCounts, SoftmaxPerCta) {
-  // C = 200: softmax_warp_forward, 4 rows per CTA (the last CTA 1 row); C = 1500: one CTA
-  // per row (cunn_SoftMaxForwardReg).
-  for (const std::int64_t C : {200, 1500}) {
+  // C = 200: softmax_warp_forward, 4 rows per CTA (the last CTA 1 row); C = 1500: one warp
+  // per row, 4 per CTA; C = 5000: one CTA per row (cunn_SoftMaxForwardReg).
+  for (const std::int64_t C : {200, 1500, 5000}) {
     SCOPED_TRACE(C);
     const auto launches = lower(models::OpKind::kSoftmax, models::RowShape{37, C});
     ASSERT_EQ(launches.size(), 1u);

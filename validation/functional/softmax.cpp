@@ -8,7 +8,7 @@
 namespace gpusim::functional {
 
 std::int64_t softmax_rows_per_cta(std::int64_t C, std::int64_t elt_bytes) {
-  if (C > 1024 || C * elt_bytes > 4096) return 1;
+  if (C > 2048 || C * elt_bytes > 8192) return 1;
   std::int64_t pow2 = 1;
   while (pow2 < C) pow2 *= 2;
   const std::int64_t warp = std::min<std::int64_t>(pow2, 32);

@@ -9,8 +9,8 @@
 
 namespace gpusim::functional {
 
-// Rows per CTA of ATen's host_softmax for rows of C elements of elt_bytes: for C <= 1024 and
-// C * elt_bytes <= 4096 (softmax_warp_forward), a warp of min(32, next_pow2(C)) lanes per row,
+// Rows per CTA of ATen's host_softmax for rows of C elements of elt_bytes: for C <= 2048 and
+// C * elt_bytes <= 8192 (softmax_warp_forward), a warp of min(32, next_pow2(C)) lanes per row,
 // 2 rows per warp when next_pow2(C) <= 128, 128 threads per CTA; otherwise 1.
 std::int64_t softmax_rows_per_cta(std::int64_t C, std::int64_t elt_bytes);
 
