@@ -80,6 +80,12 @@ const std::vector<SuiteSpec>& suites() {
        "softmax, attention of real model configurations, elementwise), half held out at random"},
       {"measured3-h200", "h200", "ops3_h200.csv",
        "the same 402 instances on an H200 SXM"},
+      {"measured4-h100", "h100", "ops4_h100.csv",
+       "issue 16's fresh random set on the H100: 402 instances drawn the same way with a new seed "
+       "(17), every one held out; measured after set 3's held-out half had been seen, compared "
+       "once after the second round of model changes"},
+      {"measured4-h200", "h200", "ops4_h200.csv",
+       "the fresh set's 402 instances on an H200 SXM (all held out)"},
       {"measured-models-h100", "h100", "hf_models_h100.json",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
