@@ -769,11 +769,6 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
 // 0.5-1.4 TB/s. NN: 64 columns per CTA, K split 4 ways for fp32 above 8 rows, else 2 (16-bit:
 // 1 below K = 64, else 2);
 // TN (F.linear): 8 columns per CTA, K split 2 ways above 8 rows.
-bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p) {
-  if (!detail::is_hopper(hw) || p.batch != 1 || p.M < 2 || p.M > 16) return false;
-  return p.dtype == hw::DType::kFp32 ? p.N >= 256 : operand_align(p) == 1;
-}
-
 // gemmSN's columns per CTA and K slices.
 std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear) {
   const std::int64_t cols = linear ? 8 : 64;
@@ -781,6 +776,19 @@ std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear
       linear ? (p.M > 8 ? 2 : 1)
              : (p.dtype == hw::DType::kFp32 ? (p.M > 8 ? 4 : 2) : (p.K < 64 ? 1 : 2));
   return {cols, ksplit};
+}
+
+// K up to which gemmSN runs however few CTAs it has; deeper products need its grid to fill half
+// the SMs, else cuBLAS splits K over a tiled kernel instead (16x1008x3136 fp32, 12x19x5802 bf16,
+// 6x25x1360 tf32: 16, 2 and 2 gemmSN CTAs, run as 14- to 242-way split-K in ops4_h100.csv, seen
+// at the first evaluation of that set).
+constexpr std::int64_t kGemmsnAnyGridMaxK = 128;
+
+bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
+  if (!detail::is_hopper(hw) || p.batch != 1 || p.M < 2 || p.M > 16) return false;
+  if (p.dtype == hw::DType::kFp32 ? p.N < 256 : operand_align(p) != 1) return false;
+  const auto [cols, ksplit] = gemmsn_split(p, linear);
+  return p.K <= kGemmsnAnyGridMaxK || 2 * ceil_div(p.N, cols) * ksplit >= hw.sm_count;
 }
 
 hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear,
@@ -835,7 +843,7 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
     throw ModelError(fmt::format("gemm: {} has no {} tensor-core path", hw.name, name(gp.dtype)));
   }
 
-  if (uses_gemmsn(hw, p)) return {gemmsn_launch(hw, p, gp.bias, linear, names, tag)};
+  if (uses_gemmsn(hw, p, linear)) return {gemmsn_launch(hw, p, gp.bias, linear, names, tag)};
   if (gp.dtype == hw::DType::kFp32) {
     const Choice ch = p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0};
     std::vector<Launch> out{tile_launch(hw, p, ch, gp.bias && !ch.reduce, linear, names, tag)};
@@ -868,7 +876,7 @@ GemmTiling gemm_tiling(const GemmProblem& gp, const hw::HardwareSpec& hw, bool l
   const Problem p{gp.M, gp.N, gp.K, gp.batch, gp.dtype};
   // The same branches as lower_gemm.
   Choice ch;
-  if (uses_gemmsn(hw, p)) {
+  if (uses_gemmsn(hw, p, linear)) {
     const auto [cols, ksplit] = gemmsn_split(p, linear);
     return GemmTiling{p.M, cols, 1, ksplit, ceil_div(p.K, ksplit)};
   }
