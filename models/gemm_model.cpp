@@ -820,11 +820,15 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
 // does not split (ops3_h100.csv: 1872x16x16 -> 30 tiles x 4, 16x224x16 -> 4 x 4, 16x16x48 ->
 // 1 x 12, 304x16x13216 -> 5 x 26; 16x16x32 unsplit, every one with the reduce kernel), for
 // rows that allow 16-byte loads.
+// At most this many slices (16x16x1936 -> 24, 32x160x3152 -> 24, 304x16x13216 -> 26).
+constexpr std::int64_t kTf32MaxSmallSplit = 24;
+
 Choice tf32_small_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch) {
   const std::int64_t tiles = units_of(p, ch.cfg, 1);
   // Narrower rows mostly ran sm80_xmma's unsplit 32x32x64 kernel instead (43x930x20, 583x240x19).
   if (p.dtype != hw::DType::kTf32 || tiles >= hw.sm_count || operand_align(p) != 4) return ch;
-  ch.split = std::max<std::int64_t>(1, std::min(hw.sm_count / tiles, ceil_div(p.K, 4)));
+  ch.split = std::max<std::int64_t>(
+      1, std::min({hw.sm_count / tiles, ceil_div(p.K, 4), kTf32MaxSmallSplit}));
   while (ch.split > 1 && k_per_split(p, ch.cfg, ch.split) * (ch.split - 1) >= p.K) --ch.split;
   ch.reduce = true;
   return ch;
