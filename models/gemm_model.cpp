@@ -834,6 +834,18 @@ Choice tf32_small_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch)
   return ch;
 }
 
+// Splits the mma.sync kernels may take: cuBLAS splits their few-tile products deeply
+// (ops4_h100.csv: 104 ways for 24x274x8287, 175 for 4x3x2800, 242 for 12x19x5802; ops3_h100.csv:
+// 123 for 17x2x12716); nvjet kernels up to 16.
+constexpr std::int64_t kMmaSyncMaxSplit = 256;
+constexpr std::int64_t kNvjetMaxSplit = 16;
+
+// The tiled (nvjet or mma.sync) kernel and split for a 16-bit, fp8 or tf32 product.
+Choice choose_tiled(const hw::HardwareSpec& hw, const Problem& p) {
+  if (runs_sm90_kernels(hw, p)) return choose(hw, p, hopper_candidates(hw, p), kNvjetMaxSplit);
+  return tf32_small_split(hw, p, choose(hw, p, mma_sync_candidates(hw, p), kMmaSyncMaxSplit));
+}
+
 }  // namespace
 
 std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw,
@@ -858,9 +870,7 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   if (!hopper && p.M == 1 && p.batch == 1) {
     return {gemv_launch(hw, p, gp.bias, linear, names, tag)};
   }
-  const auto candidates = hopper ? hopper_candidates(hw, p) : mma_sync_candidates(hw, p);
-  const Choice ch = hopper ? choose(hw, p, candidates, /*max_split=*/16)
-                           : tf32_small_split(hw, p, choose(hw, p, candidates, /*max_split=*/16));
+  const Choice ch = choose_tiled(hw, p);
 
   std::vector<Launch> out;
   const std::int64_t units = units_of(p, ch.cfg, ch.split);
@@ -889,10 +899,7 @@ GemmTiling gemm_tiling(const GemmProblem& gp, const hw::HardwareSpec& hw, bool l
   } else if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1) {
     return GemmTiling{1, 4, 1, 1, gp.K};
   } else {
-    const bool hopper = runs_sm90_kernels(hw, p);
-    const auto candidates = hopper ? hopper_candidates(hw, p) : mma_sync_candidates(hw, p);
-    ch = choose(hw, p, candidates, /*max_split=*/16);
-    if (!hopper) ch = tf32_small_split(hw, p, ch);
+    ch = choose_tiled(hw, p);
   }
   return GemmTiling{ch.cfg.tile_m, ch.cfg.tile_n, ch.cfg.tile_k, ch.split,
                     k_per_split(p, ch.cfg, ch.split)};
