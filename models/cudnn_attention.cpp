@@ -221,11 +221,17 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
   const auto occ = hw::compute_occupancy(
       hw.sm, hw::BlockResources{128, k.regs_per_thread, k.smem_per_cta});
   const std::int64_t slots = static_cast<std::int64_t>(hw.sm_count) * std::max(1, occ.ctas_per_sm);
+  // Head dimensions above 128 split the output's 256 columns over two CTAs, each computing the
+  // whole QK^T for its keys (reading all of K) and half of PV (ops3_h100.csv, ops4_h100.csv:
+  // grid x = 2 x splits for every D = 256 decode, e.g. 32 x 1 x 5 for 16 splits; the split rule
+  // counts both halves: Gemma 2 at 4 x 4 heads, 1,024 keys, 8 splits, grid 16 x 4 x 4).
+  const std::int64_t d_halves = D > 128 ? 2 : 1;
+  const std::int64_t unsplit_ctas = base * d_halves;
   std::int64_t splits = 1;
-  if (2 * base <= hw.sm_count && kv_tiles >= kDecodeMinTilesToSplit) {
-    while (splits * 2 * base <= slots && splits * 2 <= kv_tiles) splits *= 2;
+  if (2 * unsplit_ctas <= hw.sm_count && kv_tiles >= kDecodeMinTilesToSplit) {
+    while (splits * 2 * unsplit_ctas <= slots && splits * 2 <= kv_tiles) splits *= 2;
   }
-  k.grid = {splits, head_tiles, B};
+  k.grid = {splits * d_halves, head_tiles, B};
 
   // cuDNN splits the keys evenly (not by whole tiles): L = 513 in 4 splits is 129 keys each.
   const std::int64_t keys_per_split = ceil_div(L, splits);
@@ -239,28 +245,32 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
     w.tensor_dtype = dtype;
     // 16-row tiles are computed whole even when fewer query heads share the KV head.
     const double scores = static_cast<double>(kRows * tiles * tile_keys);
-    w.tensor_flops = 4.0 * scores * static_cast<double>(d_tile);
-    w.fp32_flops = 4.0 * scores + static_cast<double>(kRows * D * tiles);
+    const double halves = static_cast<double>(d_halves);
+    w.tensor_flops = 2.0 * scores * static_cast<double>(d_tile) * (1.0 + 1.0 / halves);
+    w.fp32_flops = 4.0 * scores + static_cast<double>(kRows * D * tiles) / halves;
     w.sfu_ops = scores + static_cast<double>(kRows * tiles);
     const double q = rows * static_cast<double>(D) * e;
-    const double kv = 2.0 * static_cast<double>(keys * D) * e;
+    const double k_bytes = static_cast<double>(keys * D) * e;
     // Partial results in fp32 (O row plus max and sum) when split, else the output rows.
-    const double out = splits > 1 ? rows * static_cast<double>(D + 2) * 4.0 : q;
-    w.l2_bytes = q + kv + out;
-    w.dram_read_bytes = q / static_cast<double>(splits) + kv;
+    const double out = (splits > 1 ? rows * static_cast<double>(D + 2) * 4.0 : q) / halves;
+    // Each CTA loads all of K and its half of V; DRAM sees K once (the other half's CTA hits L2).
+    w.l2_bytes = q + k_bytes * (1.0 + 1.0 / halves) + out;
+    const double kv = 2.0 * k_bytes / halves;
+    w.dram_read_bytes = q / static_cast<double>(splits * d_halves) + kv;
     w.dram_write_bytes = out;
     w.max_inflight_bytes = static_cast<double>(tile_keys * D) * e * 2.0;
     w.fixed = hw.dram.latency + hw.l2.hit_latency;
     // Beyond 4 tiles' worth the chain stops growing: longer CTAs pipeline their loads (the
     // unsplit 8-tile rows: with the chain unbounded they were +52..117%, docs/engine.md).
-    const double streamed = std::clamp(kv - 64.0 * 1024, 0.0, kDecodeChainCap64KiB * 64.0 * 1024);
+    const double loaded = k_bytes * (1.0 + 1.0 / halves);  // this CTA's K and V
+    const double streamed = std::clamp(loaded - 64.0 * 1024, 0.0, kDecodeChainCap64KiB * 64.0 * 1024);
     w.critical_path = sim::Time::from_seconds(
         (kDecodeFillRoundTrips + kDecodeRoundTripsPer64KiB * streamed / (64.0 * 1024)) *
         hw.dram.latency.seconds());
     per_split.push_back(w);
   }
   for (std::int64_t bh = 0; bh < base; ++bh) {
-    for (const auto& w : per_split) detail::add_class(k, 1, w);
+    for (const auto& w : per_split) detail::add_class(k, d_halves, w);
   }
   const double q_total = static_cast<double>(B * Hq * D) * e;
   const double kv_total = static_cast<double>(B * Hkv * L * D) * e;

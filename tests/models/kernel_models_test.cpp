@@ -524,7 +524,8 @@ TEST(FlashAttentionModelTest, CudnnRunsHeadDimsUpTo256WithTheMeasuredGrids) {
   // D 96 is computed as 128: the same tensor work as D 128.
   const auto q = lower(Op(OpKind::kSdpa, DType::kBf16, SdpaShape{1, 32, 1024, 128, true}), h100());
   EXPECT_DOUBLE_EQ(totals(p).tensor_flops, totals(q).tensor_flops);
-  // Decode above D 128: the "16x128x256" kernel with 64-key tiles (16 splits at 1,024 keys).
+  // Decode above D 128: the "16x128x256" kernel with 64-key tiles, two CTAs per split (each
+  // half of the output columns): 8 splits at 1,024 keys, grid 16 x 4 x 4 as measured.
   const auto d = lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{4, 8, 4, 1024, 256}), h100());
   ASSERT_EQ(d.size(), 2u);
   EXPECT_TRUE(contains(d[0].name, "16x128x256"));
