@@ -85,6 +85,9 @@ struct Choice {
   // The partials go through cublasLt::splitKreduce_kernel (every split; tf32's small products
   // even unsplit).
   bool reduce = false;
+  // The slices add into the output in turn inside the kernel (serial split-K behind a memset of
+  // semaphores) instead of a reduce kernel.
+  bool serial = false;
 };
 
 // The nvjet kernels measured on H100 (ops_h100.csv): their stage counts, shared memory and
@@ -658,6 +661,12 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   if (c.kind == GemmKind::kMmaSync) unit.tensor_efficiency = hw.throughput.mma_sync_share;
   // Single-element loads staged through registers: every K step waits for its own loads.
   if (c.register_staged) unit.critical_path = sim::Time::from_seconds(align1_k_step_path(hw, kk, c.tile_k));
+  // Serial split-K: a slice reads what the slices before it added, adds its own and signals the
+  // next; the fixups of one tile follow each other.
+  if (ch.serial) {
+    unit.critical_path = unit.critical_path + sim::Time::from_ps(2 * s * hw.dram.latency.ps());
+    unit.l2_bytes += static_cast<double>(c.tile_m * c.tile_n) * 4.0;
+  }
   if (c.kind == GemmKind::kSimtSingle || c.kind == GemmKind::kSimtBatched) {
     unit.critical_path = sim::Time::from_seconds(simt_k_step_path(hw, kk, c.tile_k));
   }
@@ -788,6 +797,7 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   if (!detail::is_hopper(hw) || p.batch != 1 || p.M < 2 || p.M > 16) return false;
   if (p.dtype == hw::DType::kFp32 ? p.N < 256 : operand_align(p) != 1) return false;
   const auto [cols, ksplit] = gemmsn_split(p, linear);
+  // (F.linear's TN kernel ran with one CTA at 11x7x754: the rule is the NN kernel's.)
   return p.K <= kGemmsnAnyGridMaxK || 2 * ceil_div(p.N, cols) * ksplit >= hw.sm_count;
 }
 
@@ -846,6 +856,22 @@ Choice choose_tiled(const hw::HardwareSpec& hw, const Problem& p) {
   return tf32_small_split(hw, p, choose(hw, p, mma_sync_candidates(hw, p), kMmaSyncMaxSplit));
 }
 
+// A bias on single-element rows over several tiles: cuBLAS keeps the bias in the kernel's
+// epilogue and splits K serially, few ways (ops3_h100.csv, ops4_h100.csv: a memset, then 2-15
+// slices, about one per 768 of K, no reduce kernel: 769x2x975 -> 3, 1917x71x547 -> 2,
+// 149x21x11486 -> 15); a single tile keeps the parallel split (3x2x857 -> 27 and the reduce).
+constexpr std::int64_t kSerialSplitK = 768;
+constexpr std::int64_t kSerialSplitMax = 16;
+
+Choice with_bias_epilogue(const Problem& p, Choice ch, bool bias) {
+  if (!bias || !ch.cfg.register_staged || ch.split <= 1 || units_of(p, ch.cfg, 1) < 2) return ch;
+  ch.split = std::clamp<std::int64_t>(ceil_div(p.K, kSerialSplitK), 2, kSerialSplitMax);
+  while (ch.split > 1 && k_per_split(p, ch.cfg, ch.split) * (ch.split - 1) >= p.K) --ch.split;
+  ch.reduce = false;
+  ch.serial = ch.split > 1;
+  return ch;
+}
+
 }  // namespace
 
 std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw,
@@ -870,7 +896,7 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   if (!hopper && p.M == 1 && p.batch == 1) {
     return {gemv_launch(hw, p, gp.bias, linear, names, tag)};
   }
-  const Choice ch = choose_tiled(hw, p);
+  const Choice ch = with_bias_epilogue(p, choose_tiled(hw, p), gp.bias);
 
   std::vector<Launch> out;
   const std::int64_t units = units_of(p, ch.cfg, ch.split);
@@ -878,6 +904,7 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   if (ch.cfg.persistent && units >= 3 * ctas) {
     out.push_back(detail::memset_launch(tag, "workspace", 4 * ctas));
   }
+  if (ch.serial) out.push_back(detail::memset_launch(tag, "splitk_semaphores", 4 * units_of(p, ch.cfg, 1)));
   out.push_back(tile_launch(hw, p, ch, gp.bias && !ch.reduce, linear, names, tag));
   if (ch.reduce) out.push_back(splitk_reduce(hw, p, ch.split, gp.bias, names, tag));
   return out;
@@ -899,7 +926,7 @@ GemmTiling gemm_tiling(const GemmProblem& gp, const hw::HardwareSpec& hw, bool l
   } else if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1) {
     return GemmTiling{1, 4, 1, 1, gp.K};
   } else {
-    ch = choose_tiled(hw, p);
+    ch = with_bias_epilogue(p, choose_tiled(hw, p), gp.bias);
   }
   return GemmTiling{ch.cfg.tile_m, ch.cfg.tile_n, ch.cfg.tile_k, ch.split,
                     k_per_split(p, ch.cfg, ch.split)};
