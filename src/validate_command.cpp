@@ -86,6 +86,12 @@ const std::vector<SuiteSpec>& suites() {
        "once after the second round of model changes"},
       {"measured4-h200", "h200", "ops4_h200.csv",
        "the fresh set's 402 instances on an H200 SXM (all held out)"},
+      {"measured5-h100", "h100", "ops5_h100.csv",
+       "issue 16's second fresh random set on the H100: 401 instances drawn the same way (seed "
+       "18), all held out, measured after set 4 had been looked at and compared once after the "
+       "last model change"},
+      {"measured5-h200", "h200", "ops5_h200.csv",
+       "the second fresh set on an H200 SXM (all held out)"},
       {"measured-models-h100", "h100", "hf_models_h100.json",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
