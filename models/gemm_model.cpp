@@ -259,6 +259,11 @@ std::int64_t k_per_split(const Problem& p, const Config& c, std::int64_t split) 
   return round_up(ceil_div(p.K, split), c.tile_k);
 }
 
+// Whether `split` slices of K (each rounded up to the tile depth) leave the last one empty.
+bool last_slice_empty(const Problem& p, const Config& c, std::int64_t split) {
+  return split > 1 && k_per_split(p, c, split) * (split - 1) >= p.K;
+}
+
 // splitKreduce_kernel's threads walk their partials four at a time, each group an L2 round trip
 // (ops3_h100.csv: 1.7 us for 4 partials, 3.4 for 47, 3.9 for 66, 5.3 for 132).
 constexpr std::int64_t kReducePartialsPerRoundTrip = 4;
@@ -327,7 +332,7 @@ Choice choose(const hw::HardwareSpec& hw, const Problem& p, const std::vector<Co
     // cuBLAS splits K only when the tiles alone leave SMs idle.
     const std::int64_t top = tiles < hw.sm_count ? max_split : 1;
     for (std::int64_t s = 1; s <= top; ++s) {
-      if (s > 1 && k_per_split(p, cfg, s) * (s - 1) >= p.K) continue;  // empty last split
+      if (last_slice_empty(p, cfg, s)) continue;
       all.push_back({Choice{cfg, s, 0}, estimate(hw, p, cfg, s)});
     }
   }
@@ -475,6 +480,18 @@ Config simt_config(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   return c;
 }
 
+hw::CtaWork base_work(const hw::HardwareSpec& hw, hw::DType d) {
+  hw::CtaWork w;
+  w.tensor_dtype = d == hw::DType::kFp32 ? hw::DType::kBf16 : d;
+  // Prologue: the tensor-map and barrier setup and the first stages' loads (two dependent DRAM
+  // round trips); epilogue: the accumulators go out through shared memory and a TMA store that
+  // completes before the CTA exits (two more). Calibrated as a count of latencies on the
+  // calibration set's small GEMM (512^3, validation/data/ops_h100.csv). A persistent CTA pays
+  // this once: its later tiles' loads overlap the previous epilogue.
+  w.fixed = sim::Time::from_ps(4 * hw.dram.latency.ps()) + hw.l2.hit_latency;
+  return w;
+}
+
 // A single fp32 GEMM: cuBLAS takes CUTLASS's 256x128 SIMT tile or the sm80_xmma 64x64x8 tile,
 // split along K (1 to 4) to fill the GPU. The choice minimizes waves x one CTA's SIMT time,
 // with each tile's occupancy and FFMA share (see tile_launch); it reproduces the calibration
@@ -502,7 +519,7 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   // only while the slices are long; the split partials go out and back through L2 and the
   // reduce is one more kernel. cuBLAS splits skinny shapes with long K many ways (up to
   // 132 slices of 80 for 16x3x10508: ops3_h100.csv).
-  const double cta_fixed = 4.0 * hw.dram.latency.seconds() + hw.l2.hit_latency.seconds();
+  const double cta_fixed = base_work(hw, p.dtype).fixed.seconds();
   std::vector<Config> tiles{big, small};
   if (p.M <= 32) tiles.push_back(skinny);
   for (const Config& c : tiles) {
@@ -516,7 +533,7 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
         few_tiles ? std::min<std::int64_t>(256, std::max<std::int64_t>(1, p.K / 16)) : 4;
     const double fixed = few_tiles ? cta_fixed : 0.0;
     for (std::int64_t split = 1; split <= max_split; ++split) {
-      if (split > 1 && k_per_split(p, c, split) * (split - 1) >= p.K) continue;  // empty last split
+      if (last_slice_empty(p, c, split)) continue;
       const double ctas = static_cast<double>(units_of(p, c, split));
       const double waves = std::ceil(ctas / (static_cast<double>(hw.sm_count) * occ));
       const double kk = static_cast<double>(k_per_split(p, c, split));
@@ -582,18 +599,6 @@ std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool l
       return fmt::format("internal::gemvx::kernel<{}>", name(d));
   }
   return "gemm";
-}
-
-hw::CtaWork base_work(const hw::HardwareSpec& hw, hw::DType d) {
-  hw::CtaWork w;
-  w.tensor_dtype = d == hw::DType::kFp32 ? hw::DType::kBf16 : d;
-  // Prologue: the tensor-map and barrier setup and the first stages' loads (two dependent DRAM
-  // round trips); epilogue: the accumulators go out through shared memory and a TMA store that
-  // completes before the CTA exits (two more). Calibrated as a count of latencies on the
-  // calibration set's small GEMM (512^3, validation/data/ops_h100.csv). A persistent CTA pays
-  // this once: its later tiles' loads overlap the previous epilogue.
-  w.fixed = sim::Time::from_ps(4 * hw.dram.latency.ps()) + hw.l2.hit_latency;
-  return w;
 }
 
 struct Names {
@@ -724,10 +729,10 @@ hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int6
   return l;
 }
 
+// Dependent DRAM round trips a streaming GEMM CTA waits before its loads flow (the x rows, then
+// the weights they index), fitted on the small gemmSN calibration rows of ops3_h100.csv.
 constexpr std::int64_t kStreamingFixedRoundTrips = 2;
 
-// cuBLAS's gemvx kernel for one-row products on sm_80 / sm_120 (not measured here): 128
-// threads, one warp per output element, 4 outputs per CTA, each warp streaming a row of W.
 // The CTAs of a kernel that streams the weights once (GEMV, gemmSN): `mats` weight matrices of
 // N x K, `rows` input rows of K per matrix, spread evenly over the launch's grid, each CTA
 // keeping `inflight` bytes of loads outstanding; it ends with a reduction and the store.
@@ -753,6 +758,8 @@ void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t
   l.writes = {detail::tensor(tag, names.c, out)};
 }
 
+// cuBLAS's gemvx kernel for one-row products on sm_80 / sm_120 (not measured here): 128
+// threads, one warp per output element, 4 outputs per CTA, each warp streaming a row of W.
 hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear,
                        const Names& names, const std::string& tag) {
   const double e = detail::elt_bytes(p.dtype);
@@ -776,9 +783,8 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
 // GPT-2's 50257-wide lm_head in hf_models_h100.json). Each thread keeps one load in flight
 // (4 bytes for the NN kernel's 256 threads, 8 for the TN kernel's 128): the kernels stream
 // 0.5-1.4 TB/s. NN: 64 columns per CTA, K split 4 ways for fp32 above 8 rows, else 2 (16-bit:
-// 1 below K = 64, else 2);
-// TN (F.linear): 8 columns per CTA, K split 2 ways above 8 rows.
-// gemmSN's columns per CTA and K slices.
+// 1 below K = 64, else 2); TN (F.linear): 8 columns per CTA, K split 2 ways above 8 rows.
+// Returns the columns per CTA and the K slices.
 std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear) {
   const std::int64_t cols = linear ? 8 : 64;
   const std::int64_t ksplit =
@@ -797,7 +803,8 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   if (!detail::is_hopper(hw) || p.batch != 1 || p.M < 2 || p.M > 16) return false;
   if (p.dtype == hw::DType::kFp32 ? p.N < 256 : operand_align(p) != 1) return false;
   const auto [cols, ksplit] = gemmsn_split(p, linear);
-  // (F.linear's TN kernel ran with one CTA at 11x7x754: the rule is the NN kernel's.)
+  // The rule is the NN kernel's; F.linear's TN kernel also ran with one CTA (11x7x754 in
+  // ops4_h100.csv), which this sends to the tiled kernels: a known miss.
   return p.K <= kGemmsnAnyGridMaxK || 2 * ceil_div(p.N, cols) * ksplit >= hw.sm_count;
 }
 
@@ -839,7 +846,7 @@ Choice tf32_small_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch)
   if (p.dtype != hw::DType::kTf32 || tiles >= hw.sm_count || operand_align(p) != 4) return ch;
   ch.split = std::max<std::int64_t>(
       1, std::min({hw.sm_count / tiles, ceil_div(p.K, 4), kTf32MaxSmallSplit}));
-  while (ch.split > 1 && k_per_split(p, ch.cfg, ch.split) * (ch.split - 1) >= p.K) --ch.split;
+  while (last_slice_empty(p, ch.cfg, ch.split)) --ch.split;
   ch.reduce = true;
   return ch;
 }
@@ -866,7 +873,7 @@ constexpr std::int64_t kSerialSplitMax = 16;
 Choice with_bias_epilogue(const Problem& p, Choice ch, bool bias) {
   if (!bias || !ch.cfg.register_staged || ch.split <= 1 || units_of(p, ch.cfg, 1) < 2) return ch;
   ch.split = std::clamp<std::int64_t>(ceil_div(p.K, kSerialSplitK), 2, kSerialSplitMax);
-  while (ch.split > 1 && k_per_split(p, ch.cfg, ch.split) * (ch.split - 1) >= p.K) --ch.split;
+  while (last_slice_empty(p, ch.cfg, ch.split)) --ch.split;
   ch.reduce = false;
   ch.serial = ch.split > 1;
   return ch;
@@ -874,30 +881,48 @@ Choice with_bias_epilogue(const Problem& p, Choice ch, bool bias) {
 
 }  // namespace
 
-std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw,
-                               const std::string& tag, bool linear) {
+namespace {
+
+enum class GemmPath { kGemmsn, kGemv, kTiled };
+
+// What cuBLAS runs for a product: gemmSN, the GEMV, or a tiled kernel (SIMT, mma.sync or nvjet)
+// with its tile and split. One place for the lowering and gemm_tiling.
+struct GemmPlan {
+  GemmPath path = GemmPath::kTiled;
+  Choice choice;
+};
+
+Problem checked_problem(const GemmProblem& gp) {
   if (gp.M <= 0 || gp.N <= 0 || gp.K <= 0 || gp.batch <= 0) {
     throw ModelError("gemm: M, N, K and batch must be positive");
   }
-  const Problem p{gp.M, gp.N, gp.K, gp.batch, gp.dtype};
+  return Problem{gp.M, gp.N, gp.K, gp.batch, gp.dtype};
+}
+
+GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear) {
+  if (uses_gemmsn(hw, p, linear)) return {GemmPath::kGemmsn, {}};
+  if (p.dtype == hw::DType::kFp32) {
+    return {GemmPath::kTiled,
+            p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0}};
+  }
+  if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1) return {GemmPath::kGemv, {}};
+  return {GemmPath::kTiled, with_bias_epilogue(p, choose_tiled(hw, p), bias)};
+}
+
+}  // namespace
+
+std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw,
+                               const std::string& tag, bool linear) {
+  const Problem p = checked_problem(gp);
   const Names names{gp.a, gp.b, gp.c, gp.bias_name};
   if (hw.tensor_flops_per_cycle(gp.dtype) <= 0 && gp.dtype != hw::DType::kFp32) {
     throw ModelError(fmt::format("gemm: {} has no {} tensor-core path", hw.name, name(gp.dtype)));
   }
+  const GemmPlan plan = plan_gemm(hw, p, gp.bias, linear);
+  if (plan.path == GemmPath::kGemmsn) return {gemmsn_launch(hw, p, gp.bias, linear, names, tag)};
+  if (plan.path == GemmPath::kGemv) return {gemv_launch(hw, p, gp.bias, linear, names, tag)};
 
-  if (uses_gemmsn(hw, p, linear)) return {gemmsn_launch(hw, p, gp.bias, linear, names, tag)};
-  if (gp.dtype == hw::DType::kFp32) {
-    const Choice ch = p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0};
-    std::vector<Launch> out{tile_launch(hw, p, ch, gp.bias && !ch.reduce, linear, names, tag)};
-    if (ch.reduce) out.push_back(splitk_reduce(hw, p, ch.split, gp.bias, names, tag));
-    return out;
-  }
-  const bool hopper = runs_sm90_kernels(hw, p);
-  if (!hopper && p.M == 1 && p.batch == 1) {
-    return {gemv_launch(hw, p, gp.bias, linear, names, tag)};
-  }
-  const Choice ch = with_bias_epilogue(p, choose_tiled(hw, p), gp.bias);
-
+  const Choice& ch = plan.choice;
   std::vector<Launch> out;
   const std::int64_t units = units_of(p, ch.cfg, ch.split);
   const std::int64_t ctas = grid_ctas(hw, p, ch.cfg, ch.split);
@@ -911,23 +936,17 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
 }
 
 GemmTiling gemm_tiling(const GemmProblem& gp, const hw::HardwareSpec& hw, bool linear) {
-  if (gp.M <= 0 || gp.N <= 0 || gp.K <= 0 || gp.batch <= 0) {
-    throw ModelError("gemm: M, N, K and batch must be positive");
+  const Problem p = checked_problem(gp);
+  const GemmPlan plan = plan_gemm(hw, p, gp.bias, linear);
+  switch (plan.path) {
+    case GemmPath::kGemmsn: {
+      const auto [cols, ksplit] = gemmsn_split(p, linear);
+      return GemmTiling{p.M, cols, 1, ksplit, ceil_div(p.K, ksplit)};
+    }
+    case GemmPath::kGemv: return GemmTiling{1, 4, 1, 1, gp.K};
+    case GemmPath::kTiled: break;
   }
-  const Problem p{gp.M, gp.N, gp.K, gp.batch, gp.dtype};
-  // The same branches as lower_gemm.
-  Choice ch;
-  if (uses_gemmsn(hw, p, linear)) {
-    const auto [cols, ksplit] = gemmsn_split(p, linear);
-    return GemmTiling{p.M, cols, 1, ksplit, ceil_div(p.K, ksplit)};
-  }
-  if (gp.dtype == hw::DType::kFp32) {
-    ch = p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0};
-  } else if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1) {
-    return GemmTiling{1, 4, 1, 1, gp.K};
-  } else {
-    ch = with_bias_epilogue(p, choose_tiled(hw, p), gp.bias);
-  }
+  const Choice& ch = plan.choice;
   return GemmTiling{ch.cfg.tile_m, ch.cfg.tile_n, ch.cfg.tile_k, ch.split,
                     k_per_split(p, ch.cfg, ch.split)};
 }

@@ -52,7 +52,7 @@ constexpr double kMultiPassRoundTripsPerIteration = 2.2;
 // softmax_warp_forward's chain: 1.5 round trips plus 0.4 per element a lane holds. Fitted on the
 // softmax calibration rows of ops_h100.csv, ops2_h100.csv and ops3_h100.csv together (0.3 and
 // 0.4 per element tied there; 0.4 keeps set 2's held-out rows within their threshold, which
-// 0.3 does not: that choice looked at held-out data, docs/validation.md says so). A compromise:
+// 0.3 does not: that choice looked at held-out data, docs/engine.md says so). A compromise:
 // short rows want more fixed cost, long many-wave rows more per element.
 constexpr double kWarpSoftmaxBaseRoundTrips = 1.5;
 constexpr double kWarpSoftmaxRoundTripsPerElement = 0.4;

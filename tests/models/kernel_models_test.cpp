@@ -324,6 +324,51 @@ TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   EXPECT_FALSE(contains(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 50257, 768}), preset("a100"))[0].name, "gemmSN"));
 }
 
+TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
+  // ops4_h100.csv: 12x19x5802 bf16 (odd rows) would give gemmSN 2 CTAs; cuBLAS ran the align1
+  // tiled kernel split 242 ways and the reduce kernel. Short K keeps gemmSN (3x59x109).
+  const auto deep = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{12, 19, 5802}), h100());
+  ASSERT_EQ(deep.size(), 2u);
+  EXPECT_TRUE(contains(deep[0].name, "cutlass_75_tensorop")) << deep[0].name;
+  EXPECT_GT(deep[0].grid.count(), 16);  // more slices than the nvjet kernels' 16
+  EXPECT_TRUE(contains(deep[1].name, "splitKreduce_kernel"));
+  // The reduce walks its partials: deeper splits take longer on the critical path.
+  EXPECT_GT(deep[1].ctas.front().work.critical_path.ps(), 4 * h100().l2.hit_latency.ps());
+  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{3, 59, 109}), h100())[0].name,
+                       "gemmSN_NN"));
+}
+
+TEST(GemmModelTest, BiasOnSingleElementRowsSplitsSeriallyInTheKernel) {
+  // ops3_h100.csv: F.linear 769x2x975 with a bias ran a memset and the align1 kernel on 13 x 3
+  // CTAs, no reduce kernel; without the bias the split is parallel, with splitKreduce.
+  const auto bias = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{769, 2, 975, true}), h100());
+  ASSERT_EQ(bias.size(), 2u);
+  EXPECT_EQ(bias[0].name, "Memset (Device)");
+  EXPECT_TRUE(contains(bias[1].name, "_align1")) << bias[1].name;
+  EXPECT_EQ(bias[1].grid.count(), 13 * 2);  // 64x64 tiles, ceil(975 / 768) = 2 slices
+  EXPECT_EQ(bias[1].reads.back().tensor, "op0.bias");
+  EXPECT_EQ(bias[1].writes.front().tensor, "op0.y");  // the slices add into the output
+  const auto plain = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{769, 2, 975, false}), h100());
+  EXPECT_TRUE(contains(plain.back().name, "splitKreduce_kernel")) << plain.back().name;
+  // The align1 kernel's K steps are a chain: the same tile, twice the depth, twice the path.
+  const auto k1 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{6160, 153, 96}), h100());
+  const auto k2 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{6160, 153, 192}), h100());
+  EXPECT_TRUE(contains(k1[0].name, "64x64")) << k1[0].name;
+  EXPECT_EQ(k2[0].grid.count(), k1[0].grid.count());
+  EXPECT_EQ(k2[0].ctas.front().work.critical_path.ps(), 2 * k1[0].ctas.front().work.critical_path.ps());
+}
+
+TEST(GemmModelTest, WorkspaceMemsetsCostTheLaunchAlone) {
+  // ops3_h100.csv: every workspace memset took 0.70-0.83 us, the launch; its CTA does no work,
+  // but its bytes still enter L2's state.
+  const auto ls = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{8192, 8192, 8192}), h100());
+  ASSERT_EQ(ls[0].name, "Memset (Device)");
+  const hw::LaunchTotals t = totals(ls[0]);
+  EXPECT_EQ(t.dram_write_bytes + t.l2_bytes + t.fp32_flops, 0.0);
+  ASSERT_EQ(ls[0].writes.size(), 1u);
+  EXPECT_GT(ls[0].writes[0].bytes, 0);
+}
+
 TEST(GemmModelTest, ChoiceRespondsToTheHardware) {
   // Fewer SMs: a persistent kernel's grid follows the SM count (and the tile choice may move).
   auto small = h100();
