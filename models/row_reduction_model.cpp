@@ -47,15 +47,32 @@ constexpr double kForwardLoadsInFlight = 2.0;
 // with divisions) across shared memory before normalizing: a fixed part of a short row's time
 // (ops3_h100.csv: 43466 x 108 takes 2.5 us per wave of CTAs). RMSNorm only sums squares.
 constexpr double kWelfordCombineRoundTrips = 2.0;
-// Dependent DRAM round trips per iteration of each pass of softmax's multi-pass kernels.
-constexpr double kMultiPassRoundTripsPerIteration = 2.2;
-// softmax_warp_forward's chain: 1.5 round trips plus 0.4 per element a lane holds. Fitted on the
-// softmax calibration rows of ops_h100.csv, ops2_h100.csv and ops3_h100.csv together (0.3 and
-// 0.4 per element tied there; 0.4 keeps set 2's held-out rows within their threshold, which
-// 0.3 does not: that choice looked at held-out data, docs/engine.md says so). A compromise:
-// short rows want more fixed cost, long many-wave rows more per element.
+// softmax's multi-pass kernels (cunn_SoftMaxForward, ...Smem) walk the row once per pass (max,
+// sum of exponentials, write), each thread one 16-byte vector per iteration, and the next load
+// waits for the iteration's arithmetic: the first pass's loads come from DRAM, the later passes'
+// from L2 (the plain variant) or shared memory. The arithmetic is issue-bound, one CTA of 1024
+// threads filling the SM's schedulers: thread instructions per element over the three passes
+// (loads, conversions, max, subtract, exp2, add, multiply, stores, loop control), 16-bit types
+// with their conversions more. Fitted on the few-row multi-pass rows of the random sets 3-5
+// (ops{3,4,5}_h100.json: bf16 1 x 27470 ... 1 x 72198 take 0.35 cycles per element beyond the
+// latencies, fp32 1 x 38717 and 2 x 89090 0.27-0.29): the time follows the element count, not
+// the byte count, which a bandwidth or a per-iteration latency alone cannot give.
+// The block-wide max and sum (shuffles, shared memory, barriers across 32 warps): a few-row launch
+// spends about 2 us on them beyond its loads and arithmetic (same rows).
+constexpr double kSoftmaxBlockReduceRoundTrips = 6.0;
+constexpr double kMultiPassInstructionsPerElement16 = 45.0;
+constexpr double kMultiPassInstructionsPerElement32 = 28.0;
+// softmax_warp_forward: each lane loads its elements one after another (the loads are
+// predicated on the row length and do not overlap), each costing a part of a DRAM round trip,
+// fp32 rows overlapping somewhat more of them; then the warp reductions and the stores.
+// Random sets 3-5 (ops{3,4,5}_h100.json): 16-bit rows take 0.13-0.15 us per element a lane
+// holds (bf16 1 x 1553, 29 x 669, 8 x 499), fp32 rows 0.09-0.11 us (6 x 618, 8 x 1506,
+// 216 x 1408), and many-row launches stream at one element per lane in flight (4959 x 1153 bf16
+// moves 23 MB in 20 us, far below DRAM bandwidth).
 constexpr double kWarpSoftmaxBaseRoundTrips = 1.5;
-constexpr double kWarpSoftmaxRoundTripsPerElement = 0.4;
+constexpr double kWarpSoftmaxRoundTripsPerLoad = 0.4;
+constexpr double kWarpSoftmaxLoadsInFlight16 = 1.0;
+constexpr double kWarpSoftmaxLoadsInFlight32 = 1.5;
 
 std::string scalar_name(hw::DType d) {
   switch (d) {
@@ -79,8 +96,11 @@ struct RowWork {
   double fp32 = 0, sfu = 0;
   double shared_in = 0;    // per-op parameters (gamma, beta) read once from DRAM, total
   // The row's dependent critical path: loads that wait on the previous iteration's arithmetic
-  // and block-wide reductions, counted in DRAM round trips (see each kernel below).
+  // and block-wide reductions, counted in DRAM round trips (see each kernel below), L2 round
+  // trips and core-clock cycles (issue-bound arithmetic).
   double serial_round_trips = 0;
+  double serial_l2_trips = 0;
+  double serial_cycles = 0;
 };
 
 // One CTA per `rows_per_cta` rows, R rows in total.
@@ -104,7 +124,9 @@ Launch row_launch(const hw::HardwareSpec& hw, std::string name, std::string fami
     w.dram_read_bytes = r * rw.in_bytes + rw.shared_in / ctas;
     w.dram_write_bytes = r * rw.out_bytes;
     w.max_inflight_bytes = inflight;
-    w.critical_path = sim::Time::from_seconds(rw.serial_round_trips * hw.dram.latency.seconds());
+    w.critical_path = sim::Time::from_seconds(rw.serial_round_trips * hw.dram.latency.seconds() +
+                                              rw.serial_l2_trips * hw.l2.hit_latency.seconds() +
+                                              rw.serial_cycles / hw.clocks.sustained_other_hz);
     return w;
   };
   const std::int64_t full = R / rows_per_cta;
@@ -215,12 +237,14 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
     // ops_h100.csv: 32 registers for log2 = 9 (fp32), 48 for log2 = 10 (fp32 and bf16).
     const int regs = log2 >= 10 ? 48 : 32;
     const std::int64_t chunk = (std::int64_t{1} << 30) / C;  // rows per launch
-    const double inflight = 128.0 * static_cast<double>(pow2 / warp) * e * rows_per_warp;
-    // Each lane's C/32 elements are loaded, reduced across the warp (max, then sum) and
-    // written: a fixed part (the loads' first latency, the two warp reductions) and a part per
-    // element a lane holds (see the constants).
-    rw.serial_round_trips =
-        kWarpSoftmaxBaseRoundTrips + kWarpSoftmaxRoundTripsPerElement * static_cast<double>(pow2 / warp);
+    const double in_flight = e >= 4.0 ? kWarpSoftmaxLoadsInFlight32 : kWarpSoftmaxLoadsInFlight16;
+    // What the chain moves: every lane's in-flight loads each part of a DRAM round trip.
+    const double inflight = 128.0 * e * rows_per_warp * in_flight / kWarpSoftmaxRoundTripsPerLoad;
+    // Each lane's ceil(C / 32) elements are loaded, reduced across the warp (max, then sum) and
+    // written: a fixed part (the first load, the two warp reductions, the stores) and a part per
+    // element a lane loads (see the constants).
+    const double lane_loads = static_cast<double>(ceil_div(C, warp));
+    rw.serial_round_trips = kWarpSoftmaxBaseRoundTrips + kWarpSoftmaxRoundTripsPerLoad * lane_loads / in_flight;
     for (std::int64_t done = 0; done < R; done += chunk) {
       const std::int64_t rows = std::min(chunk, R - done);
       out.push_back(row_launch(hw,
@@ -260,23 +284,31 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
           "void at::native::(anonymous namespace)::cunn_SoftMaxForward<{1}, {0}, float, {0}, "
           "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>",
           t, ilp);
-      rw.l2_in_bytes = 3.0 * row;  // max pass, sum pass, write pass each read the row
+      // The max, sum and write passes each read the row, and each from DRAM: launches of many
+      // rows stream at DRAM bandwidth over three reads and a write even when the rows in flight
+      // would fit L2 (random sets 3-5, ops{3,4,5}_h100.json: 1011 x 32030 bf16 in 88 us, 605 x
+      // 24297 in 49, 2640 x 85232 fp32 in 1225), so the later passes do not hit L2.
+      rw.l2_in_bytes = 3.0 * row;
+      rw.in_bytes = 3.0 * row;
     }
     const double inflight = static_cast<double>(threads) * 16.0;  // one 16-byte vector per thread
     // Register variant: load, block-wide max (warp shuffles, shared memory, two barriers),
     // block-wide sum, store: about 1.5 DRAM round trips per element a thread holds on the
     // critical path (calibrated on the calibration rows of validation/data/ops_h100.csv).
-    // Multi-pass variants loop over the row in each pass (max, sum, write), each thread one
-    // 16-byte vector (or ILP scalars when the row is not aligned to them) per iteration, and
-    // the next load waits for it: about 2.2 DRAM round trips per iteration and pass, the later
-    // passes (from L2) no faster, so a CTA streams about 20 GB/s (calibration rows of
-    // ops3_h100.csv: bf16 77 x 110308 and 1 x 72198, fp32 79 x 119280, 0.76-0.78 us per
-    // iteration). The shared-memory variant loads the row once and keeps it.
+    // Multi-pass variants: per iteration a DRAM round trip in the first pass and an L2 round trip
+    // in each later pass (none from shared memory), plus the three passes' issue-bound
+    // arithmetic (see the constants), which co-resident CTAs share.
     if (reg_cnt < 10) {
       rw.serial_round_trips = 1.5 * static_cast<double>(reg_cnt);
     } else {
       const double iterations = static_cast<double>(ceil_div(C, threads * ilp));
-      rw.serial_round_trips = kMultiPassRoundTripsPerIteration * iterations * (smem_ok ? 1.0 : 3.0);
+      const double instructions =
+          c * (e >= 4.0 ? kMultiPassInstructionsPerElement32 : kMultiPassInstructionsPerElement16);
+      rw.serial_round_trips = iterations + kSoftmaxBlockReduceRoundTrips;
+      rw.serial_l2_trips = smem_ok ? 0.0 : 2.0 * iterations;
+      // Thread instructions at the SM's issue rate: 4 schedulers x 32 lanes a cycle.
+      rw.serial_cycles = instructions / 128.0;
+      rw.fp32 = std::max(rw.fp32, 2.0 * instructions);  // issue slots, as FP32 lanes count them
     }
     out.push_back(row_launch(hw, name, "softmax", {threads, 1, 1}, regs, smem, R, 1, rw, inflight));
     out.back().reads = {detail::tensor(tag, input, row * static_cast<double>(R))};
