@@ -76,6 +76,12 @@ struct Config {
   // The sm_75-style kernel for 16-bit operands with single-element rows: loads go through
   // registers, so every K step waits for its own (tf32's align1 kernels use cp.async, as align2/4).
   bool register_staged = false;
+  // Every K step waits for its own loads: a chain of align1_k_step_path, not a throughput. The
+  // register-staged 16-bit kernels, and on sm_90 the tf32 align1 kernels too (random sets 3-5,
+  // ops{3,4,5}_h100.json: "cutlass_80_tensorop_s1688gemm_128x256_32x3_nn_align1" takes 2.2 us
+  // per 32-deep step for 2696x1491x6839 over one wave, 2.9 for 660x543x2782 split 8, about 3 for
+  // 3660x11162x365 over ten waves, as the 16-bit align1 kernels' 2.1).
+  bool chained_k_steps = false;
 };
 
 struct Choice {
@@ -122,6 +128,18 @@ double tensor_rate_per_sm(const hw::HardwareSpec& hw, hw::DType d) {
   // pipe's peak; with that, its choices match the 86 of 91 measured launches (see the test).
   constexpr double kHeuristicMathEfficiency = 0.92;
   return hw.tensor_flops_per_cycle(d) * hw.clocks.sustained_tensor_hz * kHeuristicMathEfficiency;
+}
+
+// The share of the tensor rate an mma.sync kernel reaches. On sm_90 (share below 1) the legacy
+// warp-level path reaches about the same FLOP rate whatever the operand type: cuBLAS's tf32
+// align1 kernels run 78-116 TFLOP/s on large shapes as the 16-bit ones run 83-118 (random sets
+// 3-5, ops{3,4,5}_h100.json: 2696x1491x6839 in 472 us, 3341x422x9010 in 300), so tf32 takes the
+// share of the 16-bit rate. Where mma.sync is native (share 1) tf32 runs at its own rate.
+double mma_sync_efficiency(const hw::HardwareSpec& hw, hw::DType d) {
+  const double share = hw.throughput.mma_sync_share;
+  if (share >= 1.0 || d != hw::DType::kTf32) return share;
+  return std::min(1.0, share * hw.tensor_flops_per_cycle(hw::DType::kBf16) /
+                           hw.tensor_flops_per_cycle(hw::DType::kTf32));
 }
 
 // An nvjet (or sm90 tf32) configuration for a tile; nullopt when its stages do not fit.
@@ -290,7 +308,7 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
   const double kk = static_cast<double>(k_per_split(p, c, split));
   // CTAs on an SM share its pipes; mma.sync kernels reach their share of the rate.
   const double rate = tensor_rate_per_sm(hw, p.dtype) / occ *
-                      (c.kind == GemmKind::kMmaSync ? hw.throughput.mma_sync_share : 1.0);
+                      (c.kind == GemmKind::kMmaSync ? mma_sync_efficiency(hw, p.dtype) : 1.0);
   const double t_math = 2.0 * c.tile_m * c.tile_n * kk / rate;
   const double unit_bytes = static_cast<double>(c.tile_m + c.tile_n) * kk * e;
   // A CTA streams at most its pipeline depth per DRAM latency (Little's law) and at most its
@@ -303,7 +321,7 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
                                     : static_cast<double>(hw.sm_count) * occ;
   const double per_slot = std::ceil(static_cast<double>(units) / slots);
   double t_unit = std::max(t_math, unit_bytes / bw_cta);
-  if (c.register_staged) t_unit = std::max(t_unit, align1_k_step_path(hw, kk, c.tile_k));
+  if (c.chained_k_steps) t_unit = std::max(t_unit, align1_k_step_path(hw, kk, c.tile_k));
   const double t_cta = per_slot * t_unit;
   const double unique = static_cast<double>(p.batch) *
                         (static_cast<double>(p.M * p.K + p.K * p.N) * e +
@@ -403,6 +421,7 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
       c.regs = static_cast<int>(s[2]);
       c.align = 1;
       c.register_staged = true;
+      c.chained_k_steps = true;
       out.push_back(c);
     }
     return out;
@@ -415,6 +434,14 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
     if ((p.M <= 32) != (s[1] == 32)) continue;
     if (auto c = mma_sync_config(hw, p.dtype, s[0], s[1])) {
       c->align = align;
+      if (align == 1 && p.dtype == hw::DType::kTf32 && hw.throughput.mma_sync_share < 1.0) {
+        // sm_90's tf32 align1 kernels: 128-byte-deep K steps, three stages ("_32x3"), chained.
+        c->tile_k = 32;
+        c->stages = 3;
+        c->smem = c->stages * (c->tile_n + c->tile_m) * c->tile_k * 4;
+        if (c->smem > hw.sm.shared_memory_per_cta) continue;
+        c->chained_k_steps = true;
+      }
       out.push_back(*c);
     }
   }
@@ -663,9 +690,9 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   unit.l2_bytes = std::max((slab_bytes + c_bytes + bias_bytes * ceil_div(p.M, c.tile_m) * s) / u,
                            unit.dram_read_bytes + unit.dram_write_bytes);
   unit.max_inflight_bytes = static_cast<double>(c.stages * (c.tile_m + c.tile_n) * c.tile_k) * e;
-  if (c.kind == GemmKind::kMmaSync) unit.tensor_efficiency = hw.throughput.mma_sync_share;
+  if (c.kind == GemmKind::kMmaSync) unit.tensor_efficiency = mma_sync_efficiency(hw, p.dtype);
   // Single-element loads staged through registers: every K step waits for its own loads.
-  if (c.register_staged) unit.critical_path = sim::Time::from_seconds(align1_k_step_path(hw, kk, c.tile_k));
+  if (c.chained_k_steps) unit.critical_path = sim::Time::from_seconds(align1_k_step_path(hw, kk, c.tile_k));
   // Serial split-K: a slice reads what the slices before it added, adds its own and signals the
   // next; the fixups of one tile follow each other.
   if (ch.serial) {
@@ -800,7 +827,9 @@ std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear
 constexpr std::int64_t kGemmsnAnyGridMaxK = 128;
 
 bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
-  if (!detail::is_hopper(hw) || p.batch != 1 || p.M < 2 || p.M > 16) return false;
+  // Not tf32: its few-row products ran sm80_xmma's 32x32x64 kernel or split-K (sets 3-5:
+  // 13x64x55, 10x909x38, 6x2327x17; 5x9x10154 split 58).
+  if (!detail::is_hopper(hw) || p.batch != 1 || p.M < 2 || p.M > 16 || p.dtype == hw::DType::kTf32) return false;
   if (p.dtype == hw::DType::kFp32 ? p.N < 256 : operand_align(p) != 1) return false;
   const auto [cols, ksplit] = gemmsn_split(p, linear);
   // The rule is the NN kernel's; F.linear's TN kernel also ran with one CTA (11x7x754 in
@@ -836,14 +865,18 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
 // K to fill the SMs, down to 4-deep slices, and reduces through splitKreduce_kernel even when it
 // does not split (ops3_h100.csv: 1872x16x16 -> 30 tiles x 4, 16x224x16 -> 4 x 4, 16x16x48 ->
 // 1 x 12, 304x16x13216 -> 5 x 26; 16x16x32 unsplit, every one with the reduce kernel), for
-// rows that allow 16-byte loads.
+// rows that allow 16-byte loads. Only for a handful of tiles: from 9 tiles up the sets 4 and 5
+// (ops4_h100.csv, ops5_h100.csv) ran unsplit without the reduce (544x48x16, 944x16x240,
+// 1696x16x96, 16x1744x32, 7504x80x16) or split long K as the estimate does (704x16x544 -> 6,
+// 2544x16x992 -> 6); 1872x16x16 (30 tiles, split 4) stays a miss.
+constexpr std::int64_t kTf32SmallSplitMaxTiles = 8;
 // At most this many slices (16x16x1936 -> 24, 32x160x3152 -> 24, 304x16x13216 -> 26).
 constexpr std::int64_t kTf32MaxSmallSplit = 24;
 
 Choice tf32_small_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch) {
   const std::int64_t tiles = units_of(p, ch.cfg, 1);
   // Narrower rows mostly ran sm80_xmma's unsplit 32x32x64 kernel instead (43x930x20, 583x240x19).
-  if (p.dtype != hw::DType::kTf32 || tiles >= hw.sm_count || operand_align(p) != 4) return ch;
+  if (p.dtype != hw::DType::kTf32 || tiles > kTf32SmallSplitMaxTiles || operand_align(p) != 4) return ch;
   ch.split = std::max<std::int64_t>(
       1, std::min({hw.sm_count / tiles, ceil_div(p.K, 4), kTf32MaxSmallSplit}));
   while (last_slice_empty(p, ch.cfg, ch.split)) --ch.split;

@@ -289,6 +289,32 @@ TEST(GemmModelTest, UnalignedOperandsRunMmaSyncKernelsOnHopper) {
   EXPECT_DOUBLE_EQ(a.front().ctas.front().work.tensor_efficiency, 1.0);
 }
 
+TEST(GemmModelTest, Tf32OnHopperFollowsItsMeasuredKernels) {
+  // Single-element tf32 rows: 128-byte-deep K steps, three stages, each step waiting for its
+  // loads (2696x1491x6839: "..._s1688gemm_128x256_32x3_nn_align1", 2.2 us a step), and the
+  // mma.sync share taken of the 16-bit rate (as fast in FLOP/s as the 16-bit kernels).
+  const auto big = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{2696, 1491, 6839}), h100());
+  EXPECT_TRUE(contains(big.front().name, "_32x3_nn_align1")) << big.front().name;
+  const auto& w = big.front().ctas.front().work;
+  EXPECT_GT(w.critical_path.ps(), 0);
+  EXPECT_DOUBLE_EQ(w.tensor_efficiency,
+                   h100().throughput.mma_sync_share * h100().tensor_flops_per_cycle(DType::kBf16) /
+                       h100().tensor_flops_per_cycle(DType::kTf32));
+  // Few-row tf32 products never ran gemmSN (13x64x55 ran sm80_xmma's 32x32x64 kernel).
+  for (const auto& l : lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{13, 64, 55}), h100())) {
+    EXPECT_FALSE(contains(l.name, "gemmSN")) << l.name;
+  }
+  // 16-byte rows over many tiles: no reduce kernel (7504x80x16 ran 236 tiles alone); a single
+  // tile splits K and reduces (16x16x48 -> 12 slices).
+  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{7504, 80, 16}), h100()).size(), 1u);
+  const auto one = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{16, 16, 48}), h100());
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_TRUE(contains(one[1].name, "splitKreduce_kernel"));
+  // Where mma.sync is native (A100) tf32 keeps its own rate.
+  const auto a = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{2696, 1491, 6839}), preset("a100"));
+  EXPECT_DOUBLE_EQ(a.front().ctas.front().work.tensor_efficiency, 1.0);
+}
+
 TEST(GemmModelTest, Fp32SkinnyShapesSplitLongKManyWays) {
   // ops3_h100.csv: cuBLAS splits 16x3x10508 fp32 into 132 slices (64x64 SIMT tiles) and
   // 21x144x10169 into 66 (128x32 tiles); the square shapes keep at most 4 (512^3: 64x64 split 4).
