@@ -805,6 +805,67 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
   return l;
 }
 
+// One output row or column on sm_90 off the TMA path: a few long dot products run cuBLAS's
+// dot_kernel (128 threads, 32 chunks of K per product, fp32 partials) and reduce_1Block_kernel
+// (one CTA per product adds its partials), the rest the GEMV kernel (random sets 3-5,
+// ops{3,4,5}_h100.json: dot for 3x1x8410, 1x58x16240, 1x97x6586, 40x1x13849 tf32; gemvx for
+// 1x8283x1943 fp32, 43x1x91, 6844x1x239, 2917x1x2600 tf32, 1x1557x8).
+constexpr std::int64_t kDotMaxProducts = 128;
+constexpr std::int64_t kDotMinK = 2048;
+constexpr std::int64_t kDotChunks = 32;
+
+std::vector<hw::Launch> dot_launches(const hw::HardwareSpec& hw, const Problem& p, bool bias,
+                                     const Names& names, const std::string& tag) {
+  const double e = detail::elt_bytes(p.dtype);
+  const std::int64_t dots = std::max(p.M, p.N);
+  const std::int64_t chunks = std::min(kDotChunks, ceil_div(p.K, 128));
+  const double matrix = static_cast<double>(dots * p.K) * e;
+  const double vec = static_cast<double>(p.K) * e;
+  const double partials = static_cast<double>(dots * chunks) * 4.0;
+  hw::Launch d;
+  d.name = "void dot_kernel<float, 128, 0, cublasDotParams<cublasGemvTensorStridedBatched<const "
+           "float>, cublasGemvTensorStridedBatched<float>>>";
+  d.family = "gemv";
+  d.grid = {chunks, 1, dots};
+  d.block = {128, 1, 1};
+  d.regs_per_thread = 32;
+  d.smem_per_cta = 512;
+  hw::CtaWork w;
+  const double ctas = static_cast<double>(d.grid.count());
+  w.fp32_flops = 2.0 * static_cast<double>(dots * p.K) / ctas;
+  w.dram_read_bytes = (matrix + vec) / ctas;
+  w.l2_bytes = (matrix + vec * static_cast<double>(dots) + partials) / ctas;
+  w.dram_write_bytes = partials / ctas;
+  w.max_inflight_bytes = 128.0 * e * 2.0;
+  // The first loads, then the block's reduction and the partial's store.
+  w.fixed = sim::Time::from_ps(kStreamingFixedRoundTrips * hw.dram.latency.ps()) + hw.l2.hit_latency;
+  detail::add_class(d, d.grid.count(), w);
+  d.reads = {detail::tensor(tag, p.M == 1 ? names.b : names.a, matrix),
+             detail::tensor(tag, p.M == 1 ? names.a : names.b, vec)};
+  d.writes = {detail::tensor(tag, "dot_partials", partials)};
+  hw::Launch r;
+  r.name = "void reduce_1Block_kernel<float, 128, 7, cublasGemvTensorStridedBatched<float>, "
+           "cublasGemvTensorStridedBatched<float>>";
+  r.family = "gemv";
+  r.grid = {1, 1, dots};
+  r.block = {128, 1, 1};
+  r.regs_per_thread = 32;
+  r.smem_per_cta = 512;
+  hw::CtaWork rw;
+  const double out = static_cast<double>(dots) * e;
+  const double bias_bytes = bias ? out : 0.0;
+  rw.fp32_flops = static_cast<double>(chunks);
+  rw.l2_bytes = (partials + out + bias_bytes) / static_cast<double>(dots);
+  rw.dram_read_bytes = bias_bytes / static_cast<double>(dots);
+  rw.dram_write_bytes = out / static_cast<double>(dots);
+  rw.fixed = sim::Time::from_ps(hw.dram.latency.ps()) + hw.l2.hit_latency;
+  detail::add_class(r, dots, rw);
+  r.reads = {detail::tensor(tag, "dot_partials", partials)};
+  if (bias) r.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
+  r.writes = {detail::tensor(tag, names.c, out)};
+  return {d, r};
+}
+
 // cuBLAS's small-M kernel (gemmSN) on sm_90, for 2..16 rows: fp32 products at least 256
 // columns wide, and 16-bit products whose rows allow only single-element loads (ops3_h100.csv;
 // GPT-2's 50257-wide lm_head in hf_models_h100.json). Each thread keeps one load in flight
@@ -825,12 +886,15 @@ std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear
 // 6x25x1360 tf32: 16, 2 and 2 gemmSN CTAs, run as 14- to 242-way split-K in ops4_h100.csv, seen
 // at the first evaluation of that set).
 constexpr std::int64_t kGemmsnAnyGridMaxK = 128;
+constexpr std::int64_t kGemmsnNarrowFp32MaxK = 64;
 
 bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // Not tf32: its few-row products ran sm80_xmma's 32x32x64 kernel or split-K (sets 3-5:
   // 13x64x55, 10x909x38, 6x2327x17; 5x9x10154 split 58).
   if (!detail::is_hopper(hw) || p.batch != 1 || p.M < 2 || p.M > 16 || p.dtype == hw::DType::kTf32) return false;
-  if (p.dtype == hw::DType::kFp32 ? p.N < 256 : operand_align(p) != 1) return false;
+  // fp32: wide products, or narrow ones of short K (sets 3-5: 7x5x8, 8x3x7, 16x16x16 and 16x16x64
+  // ran gemmSN; 16x16x112 and 16x64x112 the SIMT kernels).
+  if (p.dtype == hw::DType::kFp32 ? p.N < 256 && p.K > kGemmsnNarrowFp32MaxK : operand_align(p) != 1) return false;
   const auto [cols, ksplit] = gemmsn_split(p, linear);
   // The rule is the NN kernel's; F.linear's TN kernel also ran with one CTA (11x7x754 in
   // ops4_h100.csv), which this sends to the tiled kernels: a known miss.
@@ -916,7 +980,7 @@ Choice with_bias_epilogue(const Problem& p, Choice ch, bool bias) {
 
 namespace {
 
-enum class GemmPath { kGemmsn, kGemv, kTiled };
+enum class GemmPath { kGemmsn, kGemv, kDot, kTiled };
 
 // What cuBLAS runs for a product: gemmSN, the GEMV, or a tiled kernel (SIMT, mma.sync or nvjet)
 // with its tile and split. One place for the lowering and gemm_tiling.
@@ -933,6 +997,11 @@ Problem checked_problem(const GemmProblem& gp) {
 }
 
 GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear) {
+  if (detail::is_hopper(hw) && p.batch == 1 && std::min(p.M, p.N) == 1 && p.K > 1 &&
+      !runs_sm90_kernels(hw, p)) {
+    const bool dot = std::max(p.M, p.N) <= kDotMaxProducts && p.K >= kDotMinK;
+    return {dot ? GemmPath::kDot : GemmPath::kGemv, {}};
+  }
   if (uses_gemmsn(hw, p, linear)) return {GemmPath::kGemmsn, {}};
   if (p.dtype == hw::DType::kFp32) {
     return {GemmPath::kTiled,
@@ -953,7 +1022,15 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   }
   const GemmPlan plan = plan_gemm(hw, p, gp.bias, linear);
   if (plan.path == GemmPath::kGemmsn) return {gemmsn_launch(hw, p, gp.bias, linear, names, tag)};
-  if (plan.path == GemmPath::kGemv) return {gemv_launch(hw, p, gp.bias, linear, names, tag)};
+  if (plan.path == GemmPath::kDot) return dot_launches(hw, p, gp.bias, names, tag);
+  if (plan.path == GemmPath::kGemv) {
+    // One output column: the GEMV over A's rows (y = A x).
+    if (p.N == 1 && p.M > 1) {
+      return {gemv_launch(hw, Problem{1, p.M, p.K, 1, p.dtype}, gp.bias, linear,
+                          Names{gp.b, gp.a, gp.c, gp.bias_name}, tag)};
+    }
+    return {gemv_launch(hw, p, gp.bias, linear, names, tag)};
+  }
 
   const Choice& ch = plan.choice;
   std::vector<Launch> out;
@@ -977,6 +1054,7 @@ GemmTiling gemm_tiling(const GemmProblem& gp, const hw::HardwareSpec& hw, bool l
       return GemmTiling{p.M, cols, 1, ksplit, ceil_div(p.K, ksplit)};
     }
     case GemmPath::kGemv: return GemmTiling{1, 4, 1, 1, gp.K};
+    case GemmPath::kDot: return GemmTiling{1, 1, 1, std::min(kDotChunks, ceil_div(p.K, 128)), ceil_div(p.K, std::min(kDotChunks, ceil_div(p.K, 128)))};
     case GemmPath::kTiled: break;
   }
   const Choice& ch = plan.choice;

@@ -315,6 +315,28 @@ TEST(GemmModelTest, Tf32OnHopperFollowsItsMeasuredKernels) {
   EXPECT_DOUBLE_EQ(a.front().ctas.front().work.tensor_efficiency, 1.0);
 }
 
+TEST(GemmModelTest, OneRowOrColumnProductsOnHopperRunGemvOrDotKernels) {
+  // Sets 3-5 (ops{3,4,5}_h100.json): a few long dot products ran dot_kernel (32 chunks of K per
+  // product) and reduce_1Block_kernel; other single rows or columns the GEMV, columns over A's
+  // rows; aligned 16-bit single rows keep nvjet.
+  const auto dot = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, 61, 7898}), h100());
+  ASSERT_EQ(dot.size(), 2u);
+  EXPECT_TRUE(contains(dot[0].name, "dot_kernel")) << dot[0].name;
+  EXPECT_EQ(testing::dims(dot[0].grid), "32x1x61");
+  EXPECT_TRUE(contains(dot[1].name, "reduce_1Block_kernel"));
+  EXPECT_EQ(testing::dims(dot[1].grid), "1x1x61");
+  EXPECT_DOUBLE_EQ(totals(dot).dram_read_bytes, (61.0 * 7898 + 7898) * 2);
+  const auto column = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{6844, 1, 239}), h100());
+  ASSERT_EQ(column.size(), 1u);
+  EXPECT_TRUE(contains(column[0].name, "gemvx")) << column[0].name;
+  EXPECT_EQ(testing::dims(column[0].grid), "1711x1x1");  // 4 of A's rows per CTA
+  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{1, 8283, 1943}), h100())[0].name, "gemvx"));
+  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, 4096, 4096}), h100())[0].name, "nvjet"));
+  // Narrow fp32 products of short K run gemmSN (7x5x8), longer K the SIMT kernels (16x16x112).
+  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{7, 5, 8}), h100())[0].name, "gemmSN"));
+  EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{16, 16, 112}), h100())[0].name, "gemmSN"));
+}
+
 TEST(GemmModelTest, Fp32SkinnyShapesSplitLongKManyWays) {
   // ops3_h100.csv: cuBLAS splits 16x3x10508 fp32 into 132 slices (64x64 SIMT tiles) and
   // 21x144x10169 into 66 (128x32 tiles); the square shapes keep at most 4 (512^3: 64x64 split 4).
