@@ -72,6 +72,7 @@ struct Cohort {
   DType tensor_dtype = DType::kBf16;
   double l2_bytes = 0, dram_bytes = 0, inflight = 0;
   double write_bytes = 0;  // part of dram_bytes: stores, which do not wait (no Little's law)
+  bool bulk_copies = false;  // TMA loads: outside the SM's miss-slot limit
   double pipe_overlap = 1;
   double critical_path = 0;  // seconds
   sim::Time placed;          // when its CTAs became resident
@@ -427,6 +428,7 @@ class Engine {
     c.write_bytes = w.dram_write_bytes;
     c.dram_bytes = w.dram_read_bytes * k.read_miss + c.write_bytes;
     c.inflight = w.max_inflight_bytes;
+    c.bulk_copies = w.bulk_copies;
     c.pipe_overlap = w.pipe_overlap;
     c.critical_path = w.critical_path.seconds();
     c.placed = sim_.now();
@@ -604,7 +606,9 @@ class Engine {
       uncontended.push_back(1.0 / seconds);
       const double wanted =
           c.per_sm * (c.dram_bytes - c.write_bytes) * hw_.dram.latency.seconds() / seconds;
-      for (const int sm : c.sms) sm_inflight[sm] += wanted;
+      if (!c.bulk_copies) {
+        for (const int sm : c.sms) sm_inflight[sm] += wanted;
+      }
     }
     // Little's law per SM: the DRAM misses all its CTAs keep outstanding cannot exceed the SM's
     // limit (L2 hits return fast and do not hold those slots long).
@@ -614,7 +618,9 @@ class Engine {
     for (std::size_t i = 0; i < ids.size(); ++i) {
       const Cohort& c = cohorts_[ids[i]];
       double busiest = 0;
-      for (const int sm : c.sms) busiest = std::max(busiest, sm_inflight[sm]);
+      if (!c.bulk_copies) {
+        for (const int sm : c.sms) busiest = std::max(busiest, sm_inflight[sm]);
+      }
       const double scale = busiest > sm_limit ? sm_limit / busiest : 1.0;
       consumers.push_back(sim::ShareConsumer{uncontended[i] * scale, static_cast<double>(c.count),
                                              {c.dram_bytes, c.l2_bytes}});

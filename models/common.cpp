@@ -48,7 +48,8 @@ bool same_work(const hw::CtaWork& a, const hw::CtaWork& b) {
   return a.tensor_flops == b.tensor_flops && a.tensor_dtype == b.tensor_dtype &&
          a.fp32_flops == b.fp32_flops && a.sfu_ops == b.sfu_ops && a.l2_bytes == b.l2_bytes &&
          a.dram_read_bytes == b.dram_read_bytes && a.dram_write_bytes == b.dram_write_bytes &&
-         a.max_inflight_bytes == b.max_inflight_bytes && a.fixed == b.fixed &&
+         a.max_inflight_bytes == b.max_inflight_bytes && a.bulk_copies == b.bulk_copies &&
+         a.fixed == b.fixed &&
          a.fp32_efficiency == b.fp32_efficiency && a.tensor_efficiency == b.tensor_efficiency &&
          a.pipe_overlap == b.pipe_overlap &&
          a.critical_path == b.critical_path;

@@ -171,6 +171,7 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
       w.dram_read_bytes = unique_in / static_cast<double>(ctas);
       w.dram_write_bytes = q;
       w.max_inflight_bytes = stages * 2.0 * static_cast<double>(kTileN * p.D) * e;
+      w.bulk_copies = true;  // the sm_90 kernel's K and V stages arrive by TMA
       // The CTA's prologue and epilogue, once: units after the first overlap their loads with
       // the previous unit's math (warp specialization).
       w.fixed = sim::Time::from_ps(static_cast<std::int64_t>(

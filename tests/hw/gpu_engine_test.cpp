@@ -96,6 +96,26 @@ TEST(GpuEngine, ConcurrentMemoryBoundKernelsShareDram) {
   EXPECT_GT(slow.kernels[0].duration(), one.kernels[0].duration());
 }
 
+TEST(GpuEngine, BulkCopiesAreNotBoundByTheSmMissSlots) {
+  const HardwareSpec hw = h100();
+  // One CTA streaming 1 MiB with 256 KiB of its own loads in flight: ordinary loads are capped
+  // by the SM's miss slots (sm.max_inflight_bytes per DRAM latency), TMA bulk copies only by the
+  // CTA's stages.
+  const double bytes = 1 << 20;
+  Launch l = kernel("k", 1, 0, bytes);
+  l.ctas[0].work.max_inflight_bytes = 256 * 1024;
+  Launch tma = l;
+  tma.ctas[0].work.bulk_copies = true;
+  const auto ldg = run_engine(hw, LaunchMode::kGraph, {node(l)});
+  const auto bulk = run_engine(hw, LaunchMode::kGraph, {node(tma)});
+  const double latency = hw.dram.latency.seconds();
+  const double capped_us = bytes / (static_cast<double>(hw.sm.max_inflight_bytes) / latency) * 1e6;
+  const double staged_us = bytes / (256.0 * 1024 / latency) * 1e6;
+  EXPECT_GT(us(ldg.kernels[0].duration()), capped_us);
+  EXPECT_LT(us(bulk.kernels[0].duration()), hw.launch.kernel_overhead.us() + 2 * staged_us);
+  EXPECT_LT(bulk.kernels[0].duration(), ldg.kernels[0].duration());
+}
+
 TEST(GpuEngine, SecondKernelReadsWhatTheFirstLeftInL2) {
   auto producer_consumer = [](const HardwareSpec& hw) {
     const std::int64_t bytes = 16 << 20;  // 16 MiB: fits a 50 MiB L2

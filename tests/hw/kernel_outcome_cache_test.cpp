@@ -72,6 +72,7 @@ TEST(KernelOutcomeCache, EveryTimingFieldIsInTheKey) {
       {"dram_read_bytes", [](Launch& l) { l.ctas[0].work.dram_read_bytes += 1; }},
       {"dram_write_bytes", [](Launch& l) { l.ctas[1].work.dram_write_bytes += 1; }},
       {"max_inflight_bytes", [](Launch& l) { l.ctas[0].work.max_inflight_bytes = 8193; }},
+      {"bulk_copies", [](Launch& l) { l.ctas[1].work.bulk_copies = true; }},
       {"pipe_overlap", [](Launch& l) { l.ctas[0].work.pipe_overlap = 0.6; }},
       {"critical_path", [](Launch& l) { l.ctas[1].work.critical_path = sim::Time::from_ps(700001); }},
       {"fixed", [](Launch& l) { l.ctas[0].work.fixed = sim::Time::from_ps(900001); }},
