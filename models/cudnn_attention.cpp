@@ -229,7 +229,10 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
   const std::int64_t d_halves = D > 128 ? 2 : 1;
   const std::int64_t unsplit_ctas = base * d_halves;
   std::int64_t splits = 1;
-  if (2 * unsplit_ctas <= hw.sm_count && kv_tiles >= kDecodeMinTilesToSplit) {
+  // Counted in 128-key tiles whatever the kernel's tile (D = 256: 3 x 1 heads at 299 keys ran
+  // unsplit, 4 x 4 at 535 split 4 ways; ops4_h100.csv, ops5_h100.csv).
+  const std::int64_t split_tiles = ceil_div(L, kTileN);
+  if (2 * unsplit_ctas <= hw.sm_count && split_tiles >= kDecodeMinTilesToSplit) {
     while (splits * 2 * unsplit_ctas <= slots && splits * 2 <= kv_tiles) splits *= 2;
   }
   k.grid = {splits * d_halves, head_tiles, B};
@@ -265,8 +268,12 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
     // unsplit 8-tile rows: with the chain unbounded they were +52..117%, docs/engine.md).
     const double loaded = k_bytes * (1.0 + 1.0 / halves);  // this CTA's K and V
     const double streamed = std::clamp(loaded - 64.0 * 1024, 0.0, kDecodeChainCap64KiB * 64.0 * 1024);
+    // The "16x128x256" kernel's fill is twice as long: its first QK^T runs 256 deep, with twice
+    // the dependent MMA steps and Q and K loads behind them (D = 256 rows of sets 3-5, seen:
+    // 1 x 4 x 1 heads at 88 keys take 8.7 us, unsplit D = 128 rows of a tile 4-5 us).
+    const double fill_scale = D > 128 ? 2.0 : 1.0;
     w.critical_path = sim::Time::from_seconds(
-        (kDecodeFillRoundTrips + kDecodeRoundTripsPer64KiB * streamed / (64.0 * 1024)) *
+        (kDecodeFillRoundTrips * fill_scale + kDecodeRoundTripsPer64KiB * streamed / (64.0 * 1024)) *
         hw.dram.latency.seconds());
     per_split.push_back(w);
   }

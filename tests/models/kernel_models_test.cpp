@@ -643,6 +643,16 @@ TEST(FlashAttentionModelTest, CudnnRunsHeadDimsUpTo256WithTheMeasuredGrids) {
   ASSERT_EQ(d.size(), 2u);
   EXPECT_TRUE(contains(d[0].name, "16x128x256"));
   EXPECT_EQ(testing::dims(d[0].grid), "16x4x4");
+  // The split rule counts 128-key tiles: 299 keys (3 tiles) stay unsplit (ops5_h100.json).
+  const auto short_cache = lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{3, 4, 1, 299, 256}), h100());
+  ASSERT_EQ(short_cache.size(), 1u);
+  EXPECT_EQ(testing::dims(short_cache[0].grid), "2x1x3");
+  // Its fill is twice the 128-wide kernel's: a one-tile cache waits twice as long.
+  const auto chain = [](std::int64_t D) {
+    return lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{1, 4, 1, 40, D}), h100())[0]
+        .ctas[0].work.critical_path.ps();
+  };
+  EXPECT_EQ(chain(256), 2 * chain(128));
 }
 
 TEST(FlashAttentionModelTest, AnExplicitMaskComputesEveryTileAndCostsMore) {
