@@ -77,21 +77,28 @@ const std::vector<SuiteSpec>& suites() {
       {"measured3-h100", "h100", "ops3_h100.csv",
        "issue 16's random set on the H100: 402 op instances drawn at random (seed 16) from the "
        "space users hit (GEMMs log-uniform over 1..16384 in every dtype, aligned or not, norms and "
-       "softmax, attention of real model configurations, elementwise), half held out at random"},
+       "softmax, attention of real model configurations, elementwise), half held out at random; both "
+       "halves used for the third round of changes"},
       {"measured3-h200", "h200", "ops3_h200.csv",
        "the same 402 instances on an H200 SXM"},
       {"measured4-h100", "h100", "ops4_h100.csv",
        "issue 16's fresh random set on the H100: 402 instances drawn the same way with a new seed "
        "(17), every one held out; measured after set 3's held-out half had been seen, compared "
-       "once after the second round of model changes"},
+       "once after the second round of model changes, then used for the third"},
       {"measured4-h200", "h200", "ops4_h200.csv",
        "the fresh set's 402 instances on an H200 SXM (all held out)"},
       {"measured5-h100", "h100", "ops5_h100.csv",
        "issue 16's second fresh random set on the H100: 401 instances drawn the same way (seed "
        "18), all held out, measured after set 4 had been looked at and compared once after the "
-       "last model change"},
+       "second round's last change, then used for the third round"},
       {"measured5-h200", "h200", "ops5_h200.csv",
        "the second fresh set on an H200 SXM (all held out)"},
+      {"measured6-h100", "h100", "ops6_h100.csv",
+       "issue 16's third fresh random set on the H100: 401 instances drawn the same way (seed "
+       "19), all held out, measured before the third round of model changes (which looked at sets "
+       "3-5) and compared once after it"},
+      {"measured6-h200", "h200", "ops6_h200.csv",
+       "the third fresh set on an H200 SXM (all held out)"},
       {"measured-models-h100", "h100", "hf_models_h100.json",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
