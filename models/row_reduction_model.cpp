@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "hw/occupancy.h"
 #include "models/common.h"
 #include "models/families.h"
 #include "sim/error.h"
@@ -149,10 +150,18 @@ std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_
   std::vector<Launch> out;
   if (C % 4 == 0) {
     RowWork rw;
-    rw.in_bytes = row;
-    // X once (the second pass re-reads the row from L1: 128 threads, one row per CTA), gamma
-    // and beta from L2 in every CTA.
-    rw.l2_in_bytes = row + params;
+    // The second pass re-reads the row. It finds it in L2 while the rows of all resident CTAs
+    // fit there; past that (long rows: 2112 resident rows of 29 KB and more on an H100) each
+    // row is evicted before it comes back and the re-read goes to DRAM (random sets 3-5:
+    // 15891 x 14888 and 6590 x 29372 stream three row-passes at DRAM bandwidth).
+    const auto occ = hw::compute_occupancy(hw.sm, hw::BlockResources{128, rms ? 27 : 32, 24});
+    const double resident_rows = static_cast<double>(
+        std::min<std::int64_t>(R, static_cast<std::int64_t>(hw.sm_count) * std::max(1, occ.ctas_per_sm)));
+    const bool rereads_miss = resident_rows * row > static_cast<double>(hw.l2.size);
+    rw.in_bytes = rereads_miss ? 2.0 * row : row;
+    // X once (the second pass re-reads it from L1 while it fits there, else from DRAM, above),
+    // gamma and beta from L2 in every CTA.
+    rw.l2_in_bytes = (rereads_miss ? 2.0 : 1.0) * row + params;
     rw.out_bytes = row + stats_out;
     rw.shared_in = params;
     // Welford per element (sub, reciprocal of the count, 2 FMA, add) then x' = g*(x-m)*r + b;

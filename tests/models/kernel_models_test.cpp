@@ -514,6 +514,22 @@ TEST(RowReductionModelTest, LayerNormVectorizedAndFallback) {
   EXPECT_DOUBLE_EQ(totals(r).dram_read_bytes, 16.0 * 4096 * 2 + 4096.0 * 2);
 }
 
+TEST(RowReductionModelTest, VectorizedNormRereadsFromDramWhenResidentRowsOverflowL2) {
+  // 2112 resident rows (16 CTAs on 132 SMs) of 29.8 KB overflow the H100's 50 MB L2: the second
+  // pass reads the row from DRAM again (15891 x 14888 measured at three row-passes of DRAM).
+  const auto reads = [](const hw::HardwareSpec& hw, std::int64_t R, std::int64_t C) {
+    return totals(lower(Op(OpKind::kLayerNorm, DType::kBf16, RowShape{R, C}), hw)).dram_read_bytes;
+  };
+  const double params = 2.0 * 14888 * 2;
+  EXPECT_DOUBLE_EQ(reads(h100(), 15891, 14888), 2.0 * 15891 * 14888 * 2 + params);
+  // Short rows fit: one read.
+  EXPECT_DOUBLE_EQ(reads(h100(), 15891, 1024), 15891.0 * 1024 * 2 + 2.0 * 1024 * 2);
+  // What-if: an L2 large enough for the resident rows keeps the re-read there.
+  hw::HardwareSpec big = h100();
+  big.l2.size = 256LL << 20;
+  EXPECT_DOUBLE_EQ(reads(big, 15891, 14888), 15891.0 * 14888 * 2 + params);
+}
+
 TEST(RowReductionModelTest, SoftmaxPathsFollowHostSoftmax) {
   struct Case {
     std::int64_t R, C;
