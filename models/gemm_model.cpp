@@ -76,12 +76,15 @@ struct Config {
   // The sm_75-style kernel for 16-bit operands with single-element rows: loads go through
   // registers, so every K step waits for its own (tf32's align1 kernels use cp.async, as align2/4).
   bool register_staged = false;
-  // Every K step waits for its own loads: a chain of align1_k_step_path, not a throughput. The
+  // Every K step waits for its own loads: a chain of k_step_path, not a throughput. The
   // register-staged 16-bit kernels, and on sm_90 the tf32 align1 kernels too (random sets 3-5,
   // ops{3,4,5}_h100.json: "cutlass_80_tensorop_s1688gemm_128x256_32x3_nn_align1" takes 2.2 us
   // per 32-deep step for 2696x1491x6839 over one wave, 2.9 for 660x543x2782 split 8, about 3 for
-  // 3660x11162x365 over ten waves, as the 16-bit align1 kernels' 2.1).
-  bool chained_k_steps = false;
+  // 3660x11162x365 over ten waves, as the 16-bit align1 kernels' 2.1). The DRAM round trips a
+  // step waits (0: none).
+  double k_step_round_trips = 0;
+  // cuBLAS's sm80_xmma tf32 kernel of 32x32x64 tiles that small unaligned tf32 products run.
+  bool xmma_tf32_small = false;
 };
 
 struct Choice {
@@ -216,8 +219,13 @@ std::optional<Config> mma_sync_config(const hw::HardwareSpec& hw, hw::DType d, s
 // validation/data/ops3_h100.csv: 1.5-2.2 us per step over 13 kernels).
 constexpr double kAlign1StepRoundTrips = 4.0;
 
-double align1_k_step_path(const hw::HardwareSpec& hw, double k_per_cta, std::int64_t tile_k) {
-  return std::ceil(k_per_cta / static_cast<double>(tile_k)) * kAlign1StepRoundTrips *
+// The xmma tf32 32x32x64 kernel of small unaligned products: about 0.7 us per 64-deep step
+// beyond a one-step kernel's 3 us (sets 3-5: 5165x14x136 in 7.8 us, 253x18x443 in 7.3,
+// 1082x11x382 in 7.1, 924x30x30 in 3.5).
+constexpr double kXmmaTf32StepRoundTrips = 2.0;
+
+double k_step_path(const hw::HardwareSpec& hw, const Config& c, double k_per_cta) {
+  return std::ceil(k_per_cta / static_cast<double>(c.tile_k)) * c.k_step_round_trips *
          hw.dram.latency.seconds();
 }
 
@@ -321,7 +329,7 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
                                     : static_cast<double>(hw.sm_count) * occ;
   const double per_slot = std::ceil(static_cast<double>(units) / slots);
   double t_unit = std::max(t_math, unit_bytes / bw_cta);
-  if (c.chained_k_steps) t_unit = std::max(t_unit, align1_k_step_path(hw, kk, c.tile_k));
+  if (c.k_step_round_trips > 0) t_unit = std::max(t_unit, k_step_path(hw, c, kk));
   const double t_cta = per_slot * t_unit;
   const double unique = static_cast<double>(p.batch) *
                         (static_cast<double>(p.M * p.K + p.K * p.N) * e +
@@ -422,7 +430,7 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
       c.regs = static_cast<int>(s[2]);
       c.align = 1;
       c.register_staged = true;
-      c.chained_k_steps = true;
+      c.k_step_round_trips = kAlign1StepRoundTrips;
       out.push_back(c);
     }
     return out;
@@ -441,7 +449,7 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
         c->stages = 3;
         c->smem = c->stages * (c->tile_n + c->tile_m) * c->tile_k * 4;
         if (c->smem > hw.sm.shared_memory_per_cta) continue;
-        c->chained_k_steps = true;
+        c->k_step_round_trips = kAlign1StepRoundTrips;
       }
       out.push_back(*c);
     }
@@ -608,6 +616,12 @@ std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool l
           linear ? "tn" : "nn", c.tile_m, c.tile_n,
           c.tile_m * c.tile_n >= 128 * 64 ? "2x2x1" : "1x4x1");
     case GemmKind::kMmaSync:
+      if (c.xmma_tf32_small) {
+        return fmt::format(
+            "sm80_xmma_gemm_f32f32_tf32f32_f32_{}_n_tilesize32x32x64_stage3_warpsize2x2x1_tensor16x8x8_"
+            "aligna4_alignc4_execute_kernel__5x_cublas",
+            linear ? "tn" : "nn");
+      }
       if (c.align < 8) {
         const bool sm75 = c.register_staged;
         return fmt::format("cutlass_{}_tensorop_{}gemm_{}_{}x{}_{}{}_align{}", sm75 ? 75 : 80,
@@ -694,7 +708,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   unit.bulk_copies = c.kind == GemmKind::kNvjet || c.kind == GemmKind::kSm90Tf32;  // TMA loads
   if (c.kind == GemmKind::kMmaSync) unit.tensor_efficiency = mma_sync_efficiency(hw, p.dtype);
   // Single-element loads staged through registers: every K step waits for its own loads.
-  if (c.chained_k_steps) unit.critical_path = sim::Time::from_seconds(align1_k_step_path(hw, kk, c.tile_k));
+  if (c.k_step_round_trips > 0) unit.critical_path = sim::Time::from_seconds(k_step_path(hw, c, kk));
   // Serial split-K: a slice reads what the slices before it added, adds its own and signals the
   // next; the fixups of one tile follow each other.
   if (ch.serial) {
@@ -957,8 +971,35 @@ constexpr std::int64_t kMmaSyncMaxSplit = 256;
 constexpr std::int64_t kNvjetMaxSplit = 16;
 
 // The tiled (nvjet or mma.sync) kernel and split for a 16-bit, fp8 or tf32 product.
+// Small tf32 products with rows that are not 16-byte multiples run sm80_xmma's 32x32x64 kernel
+// on sm_90, unsplit (sets 3-5: 5165x14x136, 253x18x443, 567x204x161, 11x12401x232, 13x64x55;
+// 128 threads, 72 registers, 48 KiB); deeper or larger ones the cutlass align1/align2 kernels
+// (6x25x1360 split 114, 1226x7783x107, 58x2047x2591).
+constexpr std::int64_t kXmmaTf32MaxK = 1024;
+constexpr double kXmmaTf32MaxWork = 1e8;  // M x N x K
+
+std::optional<Choice> xmma_tf32_small(const hw::HardwareSpec& hw, const Problem& p) {
+  if (p.dtype != hw::DType::kTf32 || hw.throughput.mma_sync_share >= 1.0 || operand_align(p) >= 4 ||
+      p.K >= kXmmaTf32MaxK ||
+      static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K) >= kXmmaTf32MaxWork) {
+    return std::nullopt;
+  }
+  auto c = mma_sync_config(hw, p.dtype, 32, 32);
+  if (!c) return std::nullopt;
+  c->tile_k = 64;
+  c->stages = 3;
+  c->smem = 49152;
+  c->threads = 128;
+  c->regs = 72;
+  c->align = operand_align(p);
+  c->xmma_tf32_small = true;
+  c->k_step_round_trips = kXmmaTf32StepRoundTrips;
+  return Choice{*c, 1, 0};
+}
+
 Choice choose_tiled(const hw::HardwareSpec& hw, const Problem& p) {
   if (runs_sm90_kernels(hw, p)) return choose(hw, p, hopper_candidates(hw, p), kNvjetMaxSplit);
+  if (auto x = xmma_tf32_small(hw, p)) return *x;
   return tf32_small_split(hw, p, choose(hw, p, mma_sync_candidates(hw, p), kMmaSyncMaxSplit));
 }
 

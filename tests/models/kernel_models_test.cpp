@@ -300,6 +300,12 @@ TEST(GemmModelTest, Tf32OnHopperFollowsItsMeasuredKernels) {
   EXPECT_DOUBLE_EQ(w.tensor_efficiency,
                    h100().throughput.mma_sync_share * h100().tensor_flops_per_cycle(DType::kBf16) /
                        h100().tensor_flops_per_cycle(DType::kTf32));
+  // Small unaligned products run sm80_xmma's 32x32x64 kernel unsplit, its K steps chained.
+  const auto small = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{253, 18, 443}), h100());
+  ASSERT_EQ(small.size(), 1u);
+  EXPECT_TRUE(contains(small[0].name, "sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize32x32x64")) << small[0].name;
+  EXPECT_EQ(testing::dims(small[0].grid), "8x1x1");
+  EXPECT_GT(small[0].ctas[0].work.critical_path.ps(), 6 * h100().dram.latency.ps());
   // Few-row tf32 products never ran gemmSN (13x64x55 ran sm80_xmma's 32x32x64 kernel).
   for (const auto& l : lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{13, 64, 55}), h100())) {
     EXPECT_FALSE(contains(l.name, "gemmSN")) << l.name;
