@@ -516,8 +516,15 @@ class Engine {
                                        (busy * hw_.dram.achievable_bandwidth()))
                    : 0.0;
       const int index = c.kernel;
-      sim_.after(sim::Time::from_seconds(kDrainRoundTrips * utilization * hw_.dram.latency.seconds()),
-                 kCompletion, [this, index] {
+      sim::Time end_after = sim::Time::from_seconds(kDrainRoundTrips * utilization * hw_.dram.latency.seconds());
+      // The block scheduler's pace: the first wave fills the SMs' slots at launch; every CTA of
+      // the busiest SM beyond those starts one launch.cta_interval after the previous one.
+      const std::int64_t per_sm = (k.node->launch.grid.count() + hw_.sm_count - 1) / hw_.sm_count;
+      const std::int64_t later = std::max<std::int64_t>(0, per_sm - std::max(1, k.occupancy.ctas_per_sm));
+      const sim::Time paced = k.result.start + hw_.launch.kernel_overhead +
+                              sim::Time::from_ps(hw_.launch.cta_interval.ps() * later);
+      end_after = std::max(end_after, paced - sim_.now());
+      sim_.after(end_after, kCompletion, [this, index] {
                    advance();
                    kernel_done(index);
                  });

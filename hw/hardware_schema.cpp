@@ -63,6 +63,7 @@ const std::array kFields{
     FieldDef{"launch.graph_gap", Quantity::kDuration, 0, 1, kAnyText, "gap between dependent kernels in a CUDA graph replay", GPUSIM_REF(launch.graph_gap)},
     FieldDef{"launch.eager_gap", Quantity::kDuration, 0, 1, kAnyText, "time per kernel launched eagerly from PyTorch", GPUSIM_REF(launch.eager_gap)},
     FieldDef{"launch.kernel_overhead", Quantity::kDuration, 0, 1e-3, kAnyText, "device time of a kernel beyond its CTAs' work (launch, drain)", GPUSIM_REF(launch.kernel_overhead)},
+    FieldDef{"launch.cta_interval", Quantity::kDuration, 0, 1e-5, kAnyText, "the block scheduler starts at most one CTA per SM per this interval", GPUSIM_REF(launch.cta_interval)},
 };
 
 #undef GPUSIM_REF

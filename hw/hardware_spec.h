@@ -87,6 +87,9 @@ struct LaunchSpec {
   sim::Time graph_gap;  // between dependent kernels replayed from a CUDA graph
   sim::Time eager_gap;  // per kernel launched eagerly from PyTorch (host-bound)
   sim::Time kernel_overhead;  // device time of a kernel beyond its CTAs' work (launch, drain)
+  // The block scheduler starts at most one CTA on an SM per cta_interval: a kernel of many very
+  // short CTAs cannot end before its busiest SM has had them all started.
+  sim::Time cta_interval;
 
   bool operator==(const LaunchSpec&) const = default;
 };

@@ -116,6 +116,24 @@ TEST(GpuEngine, BulkCopiesAreNotBoundByTheSmMissSlots) {
   EXPECT_LT(bulk.kernels[0].duration(), ldg.kernels[0].duration());
 }
 
+TEST(GpuEngine, TheBlockSchedulerPacesManyShortCtas) {
+  // 100 CTAs per SM that do almost nothing: the first 16 fill the SM's slots at launch, the
+  // block scheduler starts the other 84 one per launch.cta_interval, so the kernel lasts at
+  // least 84 intervals; without the pace it ends as soon as its few waves of tiny CTAs are done.
+  const HardwareSpec hw = h100();
+  const auto many = run_engine(hw, LaunchMode::kGraph, {node(kernel("k", 100 * hw.sm_count, 1.0))});
+  const double paced_us = hw.launch.kernel_overhead.us() + 84 * hw.launch.cta_interval.us();
+  EXPECT_GE(us(many.kernels[0].duration()), paced_us - 1e-6);
+  const auto free = run_engine(h100({{"launch.cta_interval", "0ns"}}), LaunchMode::kGraph,
+                               {node(kernel("k", 100 * hw.sm_count, 1.0))});
+  EXPECT_LT(us(free.kernels[0].duration()), paced_us - 1.0);
+  // A kernel of long CTAs is not affected.
+  const auto heavy = run_engine(hw, LaunchMode::kGraph, {node(kernel("k", 4 * hw.sm_count, 1e7))});
+  const auto heavy_free = run_engine(h100({{"launch.cta_interval", "0ns"}}), LaunchMode::kGraph,
+                                     {node(kernel("k", 4 * hw.sm_count, 1e7))});
+  EXPECT_EQ(heavy.kernels[0].duration(), heavy_free.kernels[0].duration());
+}
+
 TEST(GpuEngine, SecondKernelReadsWhatTheFirstLeftInL2) {
   auto producer_consumer = [](const HardwareSpec& hw) {
     const std::int64_t bytes = 16 << 20;  // 16 MiB: fits a 50 MiB L2
