@@ -99,6 +99,12 @@ const std::vector<SuiteSpec>& suites() {
        "3-5) and compared once after it"},
       {"measured6-h200", "h200", "ops6_h200.csv",
        "the third fresh set on an H200 SXM (all held out)"},
+      {"measured7-h100", "h100", "ops7_h100.csv",
+       "issue 16's fourth fresh random set on the H100: 400 instances drawn the same way (seed "
+       "20), all held out, measured after the changes that followed set 6's comparison and "
+       "compared once after the last of them"},
+      {"measured7-h200", "h200", "ops7_h200.csv",
+       "the fourth fresh set on an H200 SXM (all held out)"},
       {"measured-models-h100", "h100", "hf_models_h100.json",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
