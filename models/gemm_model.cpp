@@ -15,7 +15,9 @@
 //  * sm_90 with rows that are not 16-byte multiples (no TMA), and small tf32 products: the same
 //    mma.sync kernels (align1: sm_75-style, register-staged), at throughput.mma_sync_share of
 //    the tensor rate; 2-16 rows of fp32 or single-element-aligned 16-bit operands: gemmSN
-//    (validation/data/ops3_h100.csv).
+//    (validation/data/ops3_h100.csv); small unaligned tf32 products sm80_xmma's 32x32x64 kernel;
+//    one output row or column the GEMV, or for a few long products dot_kernel and
+//    reduce_1Block_kernel (random sets 3-5).
 //
 // Tile choice. cuBLAS picks kernels with a trained heuristic we cannot read. We reproduce it
 // with a small cost estimate over the candidate tiles and split factors, built only from the
@@ -707,7 +709,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   unit.max_inflight_bytes = static_cast<double>(c.stages * (c.tile_m + c.tile_n) * c.tile_k) * e;
   unit.bulk_copies = c.kind == GemmKind::kNvjet || c.kind == GemmKind::kSm90Tf32;  // TMA loads
   if (c.kind == GemmKind::kMmaSync) unit.tensor_efficiency = mma_sync_efficiency(hw, p.dtype);
-  // Single-element loads staged through registers: every K step waits for its own loads.
+  // Chained K steps (align1 kernels, the small tf32 xmma kernel): every step waits for its loads.
   if (c.k_step_round_trips > 0) unit.critical_path = sim::Time::from_seconds(k_step_path(hw, c, kk));
   // Serial split-K: a slice reads what the slices before it added, adds its own and signals the
   // next; the fixups of one tile follow each other.
