@@ -50,6 +50,9 @@ struct KernelState {
   std::int64_t ctas_running = 0;
   int resident_warps = 0;
   double warp_seconds = 0;  // integral of resident warps over time
+  std::vector<int> ctas_on_sm;    // its resident CTAs per SM (sized on first placement)
+  int active_sms = 0;             // SMs holding at least one of its CTAs
+  double active_sm_seconds = 0;   // integral of active_sms over time
   double read_miss = 1;     // share of input bytes not found in L2
   // Set when it started alone (idle chip, nothing pending): its outcome goes to the cache, and
   // these are the events processed before it.
@@ -90,6 +93,9 @@ class Engine {
   // Every kernel finds this share of its input bytes missing in L2, whatever the L2 holds.
   void force_read_miss(double read_miss) { forced_read_miss_ = read_miss; }
   double warp_seconds(int index) const { return kernels_[static_cast<std::size_t>(index)].warp_seconds; }
+  double active_sm_seconds(int index) const {
+    return kernels_[static_cast<std::size_t>(index)].active_sm_seconds;
+  }
 
   EngineResult run(const std::vector<KernelNode>& nodes) {
     prepare(nodes);
@@ -220,6 +226,7 @@ class Engine {
   void replay(int index, const SoloOutcome& o) {
     KernelState& k = kernels_[index];
     k.warp_seconds = o.warp_seconds;
+    k.active_sm_seconds = o.active_sm_seconds;
     k.result.dram_read_bytes = o.dram_read_bytes;
     k.result.dram_write_bytes = o.dram_write_bytes;
     k.ctas_unplaced = 0;
@@ -241,12 +248,14 @@ class Engine {
     KernelState& k = kernels_[index];
     k.result.end = sim_.now();
     k.result.achieved_occupancy = achieved_occupancy(hw_, k.warp_seconds, k.result.end - k.result.start);
+    k.result.achieved_occupancy_active = achieved_occupancy_active(hw_, k.warp_seconds, k.active_sm_seconds);
     if (k.result.tensor_heavy) --tensor_heavy_running_;
     std::erase(live_, index);
     if (k.solo_events_before) {
       cache_->insert(k.node->launch, k.read_miss,
                      {k.result.end - k.result.start, k.warp_seconds, k.result.dram_read_bytes,
-                      k.result.dram_write_bytes, sim_.events_processed() - *k.solo_events_before});
+                      k.result.dram_write_bytes, sim_.events_processed() - *k.solo_events_before,
+                      k.active_sm_seconds});
     }
     update_clock();
     for (const int d : k.dependents) {
@@ -296,8 +305,11 @@ class Engine {
       Cohort& c = cohorts_[id];
       const std::size_t parts = static_cast<std::size_t>(hw_.sm.sub_partitions);
       c.registers_taken.assign((j - i) * parts, 0);
+      if (k.ctas_on_sm.empty()) k.ctas_on_sm.assign(sms_.size(), 0);
       for (std::size_t m = i; m < j; ++m) {
         c.sms.push_back(runs_[m].sm);
+        if (k.ctas_on_sm[static_cast<std::size_t>(runs_[m].sm)] == 0) ++k.active_sms;
+        k.ctas_on_sm[static_cast<std::size_t>(runs_[m].sm)] += c.per_sm;
         taken_.assign(parts, 0);
         sms_[runs_[m].sm].place(k.footprint, c.per_sm, taken_);
         std::copy(taken_.begin(), taken_.end(),
@@ -457,7 +469,10 @@ class Engine {
       Cohort& c = cohorts_[id];
       if (c.streaming) c.remaining -= c.rate * dt;
     }
-    for (const int i : live_) kernels_[i].warp_seconds += kernels_[i].resident_warps * dt;
+    for (const int i : live_) {
+      kernels_[i].warp_seconds += kernels_[i].resident_warps * dt;
+      kernels_[i].active_sm_seconds += kernels_[i].active_sms * dt;
+    }
     last_advance_ = sim_.now();
   }
 
@@ -501,6 +516,9 @@ class Engine {
       taken_.assign(c.registers_taken.begin() + static_cast<std::ptrdiff_t>(m * parts),
                     c.registers_taken.begin() + static_cast<std::ptrdiff_t>((m + 1) * parts));
       sms_[c.sms[m]].release(k.footprint, c.per_sm, taken_);
+      int& held = k.ctas_on_sm[static_cast<std::size_t>(c.sms[m])];
+      held -= c.per_sm;
+      if (held == 0) --k.active_sms;
       if (observer_) observer_->on_ctas(c.kernel, c.sms[m], c.per_sm, c.placed, sim_.now());
     }
     k.resident_warps -= c.count * k.footprint.warps;
@@ -735,6 +753,10 @@ double achieved_occupancy(const HardwareSpec& hw, double warp_seconds, sim::Time
   return seconds > 0 ? warp_seconds / (seconds * hw.sm.max_warps * hw.sm_count) : 0.0;
 }
 
+double achieved_occupancy_active(const HardwareSpec& hw, double warp_seconds, double active_sm_seconds) {
+  return active_sm_seconds > 0 ? warp_seconds / (active_sm_seconds * hw.sm.max_warps) : 0.0;
+}
+
 EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
                         const std::vector<KernelNode>& nodes, EngineObserver* observer,
                         KernelOutcomeCache* cache) {
@@ -751,7 +773,8 @@ SoloOutcome simulate_solo(const HardwareSpec& hw, const Launch& launch, double r
   engine.force_read_miss(read_miss);
   const EngineResult r = engine.run(nodes);
   const KernelResult& k = r.kernels.front();
-  return {k.end - k.start, engine.warp_seconds(0), k.dram_read_bytes, k.dram_write_bytes, r.events - 1};
+  return {k.end - k.start, engine.warp_seconds(0), k.dram_read_bytes, k.dram_write_bytes, r.events - 1,
+          engine.active_sm_seconds(0)};
 }
 
 }  // namespace gpusim::hw

@@ -47,6 +47,10 @@ struct KernelResult {
   int ctas_per_sm = 0;          // occupancy limit when alone on an SM
   double theoretical_occupancy = 0;
   double achieved_occupancy = 0;  // time-averaged resident warps / all warp slots
+  // Nsight Compute's "Achieved Occupancy" (sm__warps_active.avg.pct_of_peak_sustained_active):
+  // resident warps over the cycles each SM held at least one of the kernel's CTAs, as a share
+  // of an SM's warp slots. Higher than achieved_occupancy when SMs sit idle.
+  double achieved_occupancy_active = 0;
   double waves = 0;               // CTAs / (ctas_per_sm x SMs)
   double clock_hz = 0;            // SM clock at the kernel's start
   bool tensor_heavy = false;
@@ -64,6 +68,9 @@ struct EngineResult {
 KernelResult launch_result(const HardwareSpec& hw, const Launch& launch, const Occupancy& occupancy);
 // Resident warps averaged over a kernel's span, as a share of every warp slot of the chip.
 double achieved_occupancy(const HardwareSpec& hw, double warp_seconds, sim::Time span);
+// Resident warps over the SM-seconds during which SMs held the kernel's CTAs, as a share of an
+// SM's warp slots (Nsight Compute's definition of achieved occupancy).
+double achieved_occupancy_active(const HardwareSpec& hw, double warp_seconds, double active_sm_seconds);
 
 class KernelOutcomeCache;
 struct SoloOutcome;

@@ -79,6 +79,7 @@ KernelMetrics kernel_metrics(const HardwareSpec& hw, const Launch& launch, const
   m.theoretical_occupancy = k.theoretical_occupancy;
   m.achieved_occupancy = k.achieved_occupancy;
   m.achieved_warps_per_sm = k.achieved_occupancy * hw.sm.max_warps;
+  m.achieved_occupancy_active = k.achieved_occupancy_active;
   m.ctas = launch.cta_count();
   m.ctas_per_sm = k.ctas_per_sm;
   m.waves = k.waves;

@@ -39,6 +39,9 @@ struct KernelMetrics {
   double theoretical_occupancy = 0;  // resident warps / warp slots when alone on an SM
   double achieved_occupancy = 0;     // time-averaged resident warps / warp slots, all SMs
   double achieved_warps_per_sm = 0;  // achieved_occupancy x max warps per SM
+  // Nsight Compute's "Achieved Occupancy": resident warps over the active cycles of the SMs that
+  // held the kernel's CTAs (sm__warps_active.avg.pct_of_peak_sustained_active), as a share.
+  double achieved_occupancy_active = 0;
   std::int64_t ctas = 0;             // grid size
   int ctas_per_sm = 0;               // resident CTAs an SM holds when alone (occupancy limit)
   double waves = 0;                  // CTAs / (CTAs per SM x SMs)

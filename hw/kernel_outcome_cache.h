@@ -26,6 +26,7 @@ struct SoloOutcome {
   double warp_seconds = 0;   // integral of its resident warps over that span
   double dram_read_bytes = 0, dram_write_bytes = 0;
   std::uint64_t events = 0;  // events the engine processed for it after its ready event
+  double active_sm_seconds = 0;  // SM-seconds during which SMs held at least one of its CTAs
 };
 
 // True when two specs give every engine computation the same inputs (name, description and

@@ -58,6 +58,7 @@ KernelResult SerialChain::run_listed(const Launch& launch, std::span<const Tenso
   // It runs alone: the clock is the one its own power draw sets.
   r.clock_hz = r.tensor_heavy ? hw_.clocks.sustained_tensor_hz : hw_.clocks.sustained_other_hz;
   r.achieved_occupancy = achieved_occupancy(hw_, o.warp_seconds, o.duration);
+  r.achieved_occupancy_active = achieved_occupancy_active(hw_, o.warp_seconds, o.active_sm_seconds);
   return r;
 }
 

@@ -47,7 +47,7 @@ Comparison row(const NcuOp& op, const NcuKernel& k, const std::string& family, c
 }  // namespace
 
 const std::vector<std::string>& ncu_metric_families() {
-  static const std::vector<std::string> kFamilies{"achieved-occupancy", "theoretical-occ",
+  static const std::vector<std::string> kFamilies{"achieved-occupancy", "achieved-occupancy-active", "theoretical-occ",
                                                   "dram-throughput", "l2-hit-rate", "duration"};
   return kFamilies;
 }
@@ -126,6 +126,10 @@ NcuSuiteResult compare_ncu(const std::vector<NcuOp>& ops, const hw::HardwareSpec
       out.rows.push_back(row(op, k, "achieved-occupancy",
                              fmt::format("achieved occupancy % (Nsight active-SM {:.1f})", k.occupancy_active_pct),
                              k.occupancy_pct, 100.0 * m.achieved_occupancy, ErrorKind::kPoints, sim_name));
+      out.rows.push_back(row(op, k, "achieved-occupancy-active",
+                             "achieved occupancy % over active SM cycles (Nsight's own)",
+                             k.occupancy_active_pct, 100.0 * m.achieved_occupancy_active,
+                             ErrorKind::kPoints, sim_name));
       out.rows.push_back(row(op, k, "theoretical-occ", "theoretical occupancy %",
                              k.theoretical_occupancy_pct, 100.0 * m.theoretical_occupancy,
                              ErrorKind::kPoints, sim_name));

@@ -15,6 +15,9 @@
 //                          definition; Nsight's own "Achieved Occupancy"
 //                          (sm__warps_active.avg.pct_of_peak_sustained_active, active cycles of
 //                          each SM only) is shown in the label. Points.
+//   achieved-occupancy-active  gpusim's achieved_occupancy_active (resident warps over the SM
+//                          cycles during which SMs held the kernel's CTAs) against Nsight's
+//                          sm__warps_active.avg.pct_of_peak_sustained_active. Points.
 //   theoretical-occ        theoretical occupancy against sm__maximum_warps_per_active_cycle_pct. Points.
 //   dram-throughput        DRAM bytes / duration / datasheet peak against
 //                          dram__throughput.avg.pct_of_peak_sustained_elapsed. Points.

@@ -305,7 +305,9 @@ std::vector<Comparison> compare_seed003(const std::filesystem::path& csv,
     by_category[seed003_category(k.name)] += us;
     PerName& p = by_name[k.name];
     p.us += us;
-    p.occupancy_sum += k.achieved_occupancy;
+    // The seed's "Achieved Occupancy" is Nsight Compute's: warps over the active cycles of the
+    // SMs that ran the kernel (issue 21), not over the whole chip for the kernel's span.
+    p.occupancy_sum += k.achieved_occupancy_active;
     ++p.launches;
     // The seed's three classes: "balanced" is low use of both compute and memory, which is what
     // gpusim calls latency-bound too.

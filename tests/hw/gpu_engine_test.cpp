@@ -134,6 +134,25 @@ TEST(GpuEngine, TheBlockSchedulerPacesManyShortCtas) {
   EXPECT_EQ(heavy.kernels[0].duration(), heavy_free.kernels[0].duration());
 }
 
+TEST(GpuEngine, NsightAchievedOccupancyCountsActiveSmCyclesOnly) {
+  // One CTA of 4 warps busy for 10 us: over the whole chip and the kernel's span it fills a
+  // tiny share of the warp slots; over the cycles of the one SM that ran it (Nsight Compute's
+  // definition) 4 of its 64 slots.
+  const HardwareSpec hw = h100();
+  Launch one = kernel("k", 1, 0);
+  one.ctas[0].work.fixed = sim::Time::from_seconds(10e-6);
+  const auto r = run_engine(hw, LaunchMode::kGraph, {node(one)});
+  EXPECT_NEAR(r.kernels[0].achieved_occupancy_active, 4.0 / hw.sm.max_warps, 1e-9);
+  EXPECT_LT(r.kernels[0].achieved_occupancy, 4.0 / hw.sm.max_warps / hw.sm_count);
+  // A full wave of identical CTAs holds every SM the whole time: both definitions agree but for
+  // the launch overhead, during which no SM is active.
+  Launch wave = kernel("w", 16 * hw.sm_count, 0);
+  wave.ctas[0].work.fixed = sim::Time::from_seconds(10e-6);
+  const auto w = run_engine(hw, LaunchMode::kGraph, {node(wave)});
+  EXPECT_NEAR(w.kernels[0].achieved_occupancy_active, 1.0, 1e-9);
+  EXPECT_GT(w.kernels[0].achieved_occupancy, 0.85);
+}
+
 TEST(GpuEngine, SecondKernelReadsWhatTheFirstLeftInL2) {
   auto producer_consumer = [](const HardwareSpec& hw) {
     const std::int64_t bytes = 16 << 20;  // 16 MiB: fits a 50 MiB L2

@@ -124,6 +124,7 @@ void expect_same(const EngineResult& a, const EngineResult& b) {
     EXPECT_EQ(a.kernels[i].start, b.kernels[i].start) << i;
     EXPECT_EQ(a.kernels[i].end, b.kernels[i].end) << i;
     EXPECT_EQ(a.kernels[i].achieved_occupancy, b.kernels[i].achieved_occupancy) << i;
+    EXPECT_EQ(a.kernels[i].achieved_occupancy_active, b.kernels[i].achieved_occupancy_active) << i;
     EXPECT_EQ(a.kernels[i].dram_read_bytes, b.kernels[i].dram_read_bytes) << i;
   }
 }

@@ -139,11 +139,12 @@ TEST(NcuSuite, TheShippedDataComparesEveryKernelWithKernelMetrics) {
     const auto sim = simulate(*op.op.op);
     ASSERT_EQ(sim.size(), op.kernels.size()) << op.op.label;
     for (std::size_t k = 0; k < sim.size(); ++k) {
-      const double simulated[] = {100 * sim[k].achieved_occupancy, 100 * sim[k].theoretical_occupancy,
-                                  sim[k].dram_throughput_pct, 100 * sim[k].l2_hit_rate, sim[k].duration_us};
+      const double simulated[] = {100 * sim[k].achieved_occupancy, 100 * sim[k].achieved_occupancy_active,
+                                  100 * sim[k].theoretical_occupancy, sim[k].dram_throughput_pct,
+                                  100 * sim[k].l2_hit_rate, sim[k].duration_us};
       const NcuKernel& m = op.kernels[k];
-      const double measured[] = {m.occupancy_pct, m.theoretical_occupancy_pct, m.dram_throughput_pct,
-                                 m.l2_hit_rate_pct, m.duration_us};
+      const double measured[] = {m.occupancy_pct, m.occupancy_active_pct, m.theoretical_occupancy_pct,
+                                 m.dram_throughput_pct, m.l2_hit_rate_pct, m.duration_us};
       for (std::size_t f = 0; f < ncu_metric_families().size(); ++f, ++row) {
         const Comparison& c = r.rows.at(row);
         EXPECT_EQ(c.reference.family, ncu_metric_families()[f]);
