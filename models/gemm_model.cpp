@@ -990,7 +990,7 @@ std::optional<Choice> xmma_tf32_small(const hw::HardwareSpec& hw, const Problem&
   if (!c) return std::nullopt;
   c->tile_k = 64;
   c->stages = 3;
-  c->smem = 49152;
+  c->smem = c->stages * (c->tile_n + c->tile_m) * c->tile_k * 4;  // 48 KiB, as measured
   c->threads = 128;
   c->regs = 72;
   c->align = operand_align(p);

@@ -50,19 +50,20 @@ constexpr double kForwardLoadsInFlight = 2.0;
 constexpr double kWelfordCombineRoundTrips = 2.0;
 // softmax's multi-pass kernels (cunn_SoftMaxForward, ...Smem) walk the row once per pass (max,
 // sum of exponentials, write), each thread one 16-byte vector per iteration, and the next load
-// waits for the iteration's arithmetic: the first pass's loads come from DRAM, the later passes'
-// from L2 (the plain variant) or shared memory. The arithmetic is issue-bound, one CTA of 1024
+// waits for the iteration's arithmetic: a DRAM latency in the first pass, an L2 latency in each
+// later one (the plain variant; none from shared memory), though the plain variant's later passes
+// still move their bytes from DRAM (see lower_softmax). The arithmetic is issue-bound, one CTA of 1024
 // threads filling the SM's schedulers: thread instructions per element over the three passes
 // (loads, conversions, max, subtract, exp2, add, multiply, stores, loop control), 16-bit types
 // with their conversions more. Fitted on the few-row multi-pass rows of the random sets 3-5
 // (ops{3,4,5}_h100.json: bf16 1 x 27470 ... 1 x 72198 take 0.35 cycles per element beyond the
 // latencies, fp32 1 x 38717 and 2 x 89090 0.27-0.29): the time follows the element count, not
 // the byte count, which a bandwidth or a per-iteration latency alone cannot give.
+constexpr double kMultiPassInstructionsPerElement16 = 45.0;
+constexpr double kMultiPassInstructionsPerElement32 = 28.0;
 // The block-wide max and sum (shuffles, shared memory, barriers across 32 warps): a few-row launch
 // spends about 2 us on them beyond its loads and arithmetic (same rows).
 constexpr double kSoftmaxBlockReduceRoundTrips = 6.0;
-constexpr double kMultiPassInstructionsPerElement16 = 45.0;
-constexpr double kMultiPassInstructionsPerElement32 = 28.0;
 // softmax_warp_forward: each lane loads its elements one after another (the loads are
 // predicated on the row length and do not overlap), each costing a part of a DRAM round trip,
 // fp32 rows overlapping somewhat more of them; then the warp reductions and the stores.
@@ -154,7 +155,9 @@ std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_
     // fit there; past that (long rows: 2112 resident rows of 29 KB and more on an H100) each
     // row is evicted before it comes back and the re-read goes to DRAM (random sets 3-5:
     // 15891 x 14888 and 6590 x 29372 stream three row-passes at DRAM bandwidth).
-    const auto occ = hw::compute_occupancy(hw.sm, hw::BlockResources{128, rms ? 27 : 32, 24});
+    const int regs = rms ? 27 : 32;  // ops_h100.csv
+    constexpr std::int64_t kSmem = 24;
+    const auto occ = hw::compute_occupancy(hw.sm, hw::BlockResources{128, regs, kSmem});
     const double resident_rows = static_cast<double>(
         std::min<std::int64_t>(R, static_cast<std::int64_t>(hw.sm_count) * std::max(1, occ.ctas_per_sm)));
     const bool rereads_miss = resident_rows * row > static_cast<double>(hw.l2.size);
@@ -179,7 +182,7 @@ std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_
         fmt::format("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<{}, "
                     "float, {}>",
                     t, flag),
-        rms ? "rms_norm" : "layer_norm", {32, 4, 1}, rms ? 27 : 32, 24, R, 1, rw, inflight));
+        rms ? "rms_norm" : "layer_norm", {32, 4, 1}, regs, kSmem, R, 1, rw, inflight));
     out.back().reads = {detail::tensor(tag, "x", row * R), detail::tensor(tag, "weight", params)};
     out.back().writes = {detail::tensor(tag, "y", row * R),
                          detail::tensor(tag, "stats", stats_out * R)};

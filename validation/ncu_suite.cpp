@@ -124,7 +124,7 @@ NcuSuiteResult compare_ncu(const std::vector<NcuOp>& ops, const hw::HardwareSpec
       out.pairs.push_back({op.op.label, op.op.held_out, k, sim_name, m});
       const double l2_form = k.l2_sm_bytes > 0 ? 100.0 * std::max(0.0, 1.0 - k.dram_bytes / k.l2_sm_bytes) : 0.0;
       out.rows.push_back(row(op, k, "achieved-occupancy",
-                             fmt::format("achieved occupancy % (Nsight active-SM {:.1f})", k.occupancy_active_pct),
+                             "achieved occupancy % (all SMs over the kernel's span)",
                              k.occupancy_pct, 100.0 * m.achieved_occupancy, ErrorKind::kPoints, sim_name));
       out.rows.push_back(row(op, k, "achieved-occupancy-active",
                              "achieved occupancy % over active SM cycles (Nsight's own)",

@@ -12,9 +12,7 @@
 //   achieved-occupancy     gpusim's achieved_occupancy (time-averaged resident warps over all
 //                          warp slots of all SMs for the kernel's span) against Nsight's
 //                          sm__warps_active.avg.per_cycle_elapsed / max warps per SM, the same
-//                          definition; Nsight's own "Achieved Occupancy"
-//                          (sm__warps_active.avg.pct_of_peak_sustained_active, active cycles of
-//                          each SM only) is shown in the label. Points.
+//                          definition. Points.
 //   achieved-occupancy-active  gpusim's achieved_occupancy_active (resident warps over the SM
 //                          cycles during which SMs held the kernel's CTAs) against Nsight's
 //                          sm__warps_active.avg.pct_of_peak_sustained_active. Points.

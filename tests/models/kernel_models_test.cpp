@@ -305,6 +305,8 @@ TEST(GemmModelTest, Tf32OnHopperFollowsItsMeasuredKernels) {
   ASSERT_EQ(small.size(), 1u);
   EXPECT_TRUE(contains(small[0].name, "sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize32x32x64")) << small[0].name;
   EXPECT_EQ(testing::dims(small[0].grid), "8x1x1");
+  EXPECT_EQ(small[0].smem_per_cta, 49152);  // 3 stages of 32x64 A and B slabs, as measured
+  EXPECT_EQ(small[0].regs_per_thread, 72);
   EXPECT_GT(small[0].ctas[0].work.critical_path.ps(), 6 * h100().dram.latency.ps());
   // Few-row tf32 products never ran gemmSN (13x64x55 ran sm80_xmma's 32x32x64 kernel).
   for (const auto& l : lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{13, 64, 55}), h100())) {
