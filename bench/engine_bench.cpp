@@ -50,7 +50,7 @@ std::vector<gpusim::hw::KernelNode> lower(const std::vector<Op>& ops, const gpus
   for (std::size_t i = 0; nodes.size() < max_kernels; ++i) {
     const Op& op = ops[i % ops.size()];
     for (auto& l : models.lower(op, hw, fmt::format("op{}", i))) {
-      if (nodes.size() < max_kernels) nodes.push_back({std::move(l), "op", 0, {}});
+      if (nodes.size() < max_kernels) nodes.push_back({std::move(l), "op", 0, {}, std::nullopt});
     }
   }
   return nodes;

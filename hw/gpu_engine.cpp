@@ -116,6 +116,7 @@ class Engine {
   void prepare(const std::vector<KernelNode>& nodes) {
     kernels_.resize(nodes.size());
     std::vector<int> last_in_stream;
+    sim::Time host_clock;  // eager mode: when the host issues the launch
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       KernelState& k = kernels_[i];
       k.node = &nodes[i];
@@ -145,9 +146,10 @@ class Engine {
       }
       k.footprint = footprint_of(k.occupancy);
       k.ctas_unplaced = l.cta_count();
-      k.host_time = mode_ == LaunchMode::kEager
-                        ? sim::Time::from_ps(hw_.launch.eager_gap.ps() * static_cast<std::int64_t>(i))
-                        : sim::Time();
+      if (mode_ == LaunchMode::kEager) {
+        host_clock += eager_host_gap(hw_, nodes[i].host_gap, static_cast<std::int64_t>(i));
+        k.host_time = host_clock;
+      }
       init_result(k);
 
       std::vector<int>& deps = deps_scratch_;
@@ -757,6 +759,11 @@ double achieved_occupancy_active(const HardwareSpec& hw, double warp_seconds, do
   return active_sm_seconds > 0 ? warp_seconds / (active_sm_seconds * hw.sm.max_warps) : 0.0;
 }
 
+sim::Time eager_host_gap(const HardwareSpec& hw, const std::optional<sim::Time>& gap, std::int64_t index) {
+  if (gap) return *gap;
+  return index == 0 ? sim::Time() : hw.launch.eager_gap;
+}
+
 EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
                         const std::vector<KernelNode>& nodes, EngineObserver* observer,
                         KernelOutcomeCache* cache) {
@@ -768,7 +775,7 @@ EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
 }
 
 SoloOutcome simulate_solo(const HardwareSpec& hw, const Launch& launch, double read_miss) {
-  const std::vector<KernelNode> nodes{KernelNode{launch, {}, 0, {}}};
+  const std::vector<KernelNode> nodes{KernelNode{launch, {}, 0, {}, std::nullopt}};
   Engine engine(hw, LaunchMode::kGraph, nullptr, nullptr);
   engine.force_read_miss(read_miss);
   const EngineResult r = engine.run(nodes);

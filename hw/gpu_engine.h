@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct KernelNode {
   std::string op;         // the framework-level op it belongs to, for reports
   int stream = 0;         // kernels of one stream run in order
   std::vector<int> deps;  // indices of earlier nodes it also waits for
+  // Eager mode: host time between the previous launch's issue and this one's (the first: from
+  // the start). Unset: launch.eager_gap (none before the first), as a loop of single ops.
+  std::optional<sim::Time> host_gap;
 };
 
 struct KernelResult {
@@ -81,6 +85,11 @@ struct SoloOutcome;
 // given, hears of every CTA group and chip-state change; it does not change the result. A cache
 // (made for this chip) replays kernels that run alone from outcomes simulated before, and
 // records new ones; it does not change the result either (hw/kernel_outcome_cache.h).
+// Eager mode: the host time before launch `index` is issued (after the previous one's issue):
+// `gap` where the workload sets it (model code: workloads/host_issue.h), else launch.eager_gap
+// (none before the first launch).
+sim::Time eager_host_gap(const HardwareSpec& hw, const std::optional<sim::Time>& gap, std::int64_t index);
+
 EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode, const std::vector<KernelNode>& nodes,
                         EngineObserver* observer = nullptr, KernelOutcomeCache* cache = nullptr);
 

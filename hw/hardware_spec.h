@@ -94,6 +94,17 @@ struct LaunchSpec {
   bool operator==(const LaunchSpec&) const = default;
 };
 
+// The host CPU as eager model code uses it: what Python, the dispatcher and the allocator cost
+// between launches of a model's forward. Part of the system a user describes (a host preset,
+// configs/hosts/), calibrated per host: the same PyTorch code costs 1.5-2.5x more on one lent
+// Xeon than on another (validation/data/README-host.md).
+struct HostSpec {
+  sim::Time model_kernel_issue;  // host time per kernel a model's eager forward launches
+  sim::Time forward_fixed;       // host time of a forward before its first launch
+
+  bool operator==(const HostSpec&) const = default;
+};
+
 // Where one field's value came from, for `gpusim hw show` and for error messages.
 struct ValueOrigin {
   std::string file;    // file path, or "command line"
@@ -112,6 +123,7 @@ struct HardwareSpec {
   L2Spec l2;
   DramSpec dram;
   LaunchSpec launch;
+  HostSpec host;
 
   std::map<std::string, ValueOrigin> origins;  // by key path, e.g. "l2.size"
 

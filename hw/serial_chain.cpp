@@ -10,9 +10,11 @@ SerialChain::SerialChain(const HardwareSpec& hw, LaunchMode mode, KernelOutcomeC
 }
 
 SerialChain::Known& SerialChain::advance(const Launch& launch, std::span<const TensorAccess> reads,
-                                         std::span<const TensorAccess> writes, sim::Time& ready,
+                                         std::span<const TensorAccess> writes,
+                                         const std::optional<sim::Time>& host_gap, sim::Time& ready,
                                          double& read_hit_rate) {
-  const sim::Time host = mode_ == LaunchMode::kEager ? sim::Time::from_ps(hw_.launch.eager_gap.ps() * kernels_) : sim::Time();
+  if (mode_ == LaunchMode::kEager) host_clock_ += eager_host_gap(hw_, host_gap, kernels_);
+  const sim::Time host = host_clock_;
   ready = kernels_ == 0 ? host : std::max(end_ + hw_.launch.graph_gap, host);
   const L2Pass pass = pass_through_l2(l2_, reads, writes);
   read_hit_rate = pass.read_hit_rate;
@@ -32,17 +34,19 @@ SerialChain::Known& SerialChain::advance(const Launch& launch, std::span<const T
   return it->second;
 }
 
-void SerialChain::run(const Launch& launch, std::span<const TensorAccess> reads, std::span<const TensorAccess> writes) {
+void SerialChain::run(const Launch& launch, std::span<const TensorAccess> reads, std::span<const TensorAccess> writes,
+                      std::optional<sim::Time> host_gap) {
   sim::Time ready;
   double hit_rate = 0;
-  advance(launch, reads, writes, ready, hit_rate);
+  advance(launch, reads, writes, host_gap, ready, hit_rate);
 }
 
 KernelResult SerialChain::run_listed(const Launch& launch, std::span<const TensorAccess> reads,
-                                     std::span<const TensorAccess> writes, const std::string& op) {
+                                     std::span<const TensorAccess> writes, const std::string& op,
+                                     std::optional<sim::Time> host_gap) {
   sim::Time ready;
   double hit_rate = 0;
-  Known& known = advance(launch, reads, writes, ready, hit_rate);
+  Known& known = advance(launch, reads, writes, host_gap, ready, hit_rate);
   if (!known.listed) {
     const BlockResources block{static_cast<int>(launch.block.count()), launch.regs_per_thread, launch.smem_per_cta};
     known.listed = launch_result(hw_, launch, compute_occupancy(hw_.sm, block));

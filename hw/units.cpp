@@ -190,10 +190,14 @@ std::string format_quantity(double value, Quantity q) {
     case Quantity::kFrequency:
       if (value >= 1e9) return fmt::format("{}GHz", value / 1e9);
       return fmt::format("{}MHz", value / 1e6);
-    case Quantity::kDuration:
-      if (value >= 1e-3) return fmt::format("{}ms", value * 1e3);
-      if (value >= 1e-6) return fmt::format("{}us", value * 1e6);
-      return fmt::format("{}ns", value * 1e9);
+    case Quantity::kDuration: {
+      // From whole picoseconds (as sim::Time holds them), so 41.2us prints as 41.2us, not as
+      // the product 41.199999999999996 of a scaled double.
+      const double ps = std::round(value * 1e12);
+      if (value >= 1e-3) return fmt::format("{}ms", ps / 1e9);
+      if (value >= 1e-6) return fmt::format("{}us", ps / 1e6);
+      return fmt::format("{}ns", ps / 1e3);
+    }
     case Quantity::kFlopsPerCycle: return fmt::format("{} flop/clk", value);
     case Quantity::kOpsPerCycle: return fmt::format("{} op/clk", value);
     case Quantity::kFraction: return fmt::format("{}", value);

@@ -30,6 +30,7 @@
 #include "validation/ncu_suite.h"
 #include "validation/functional/functional_checks.h"
 #include "validation/seed_suites.h"
+#include "validation/host_suite.h"
 
 namespace gpusim::cli {
 namespace {
@@ -39,6 +40,7 @@ struct SuiteSpec {
   bool models = false;  // a model suite (hf_models_*.json) rather than single ops (ops*.csv)
   int seed = 0;  // 1, 2, 3: a seed suite (validation/seed_suites.h); csv lists its files, ", "-separated
   bool ncu = false;  // Nsight Compute kernel metrics (validation/ncu_suite.h), thresholds per metric
+  bool host = false;  // eager wall time of host-bound forwards (validation/host_suite.h); csv: its two files
 };
 
 // Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
@@ -153,6 +155,15 @@ const std::vector<SuiteSpec>& suites() {
        "seed 003: DeepSeek-OCR decode on an RTX 5090, kernel-time shares by category, bound "
        "classes of the 20 costliest kernels and their mean achieved occupancy",
        false, 3},
+      {"host-h100", "h100", "host_costs_h100.json, hf_wall_recheck_h100.json",
+       "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11) on the lent H100 "
+       "machine, 2026-11-24, against the preset's host section fitted on the calibration families "
+       "of the same session (validation/measure/fit_host.py): 12 families with 1, 2 and 4 layers "
+       "(B=1, 16 tokens) and three full-size cases",
+       false, 0, false, true},
+      {"host-h200", "h200", "host_costs_h200.json, hf_wall_recheck_h200.json",
+       "the same on the lent H200 machine (its own host, its own fit)",
+       false, 0, false, true},
       {"ncu-h100", "h100", "ncu_h100.csv",
        "Nsight Compute 2025.3.1 metrics of the kernels of 28 single ops on an H100 SXM5 (cache "
        "flushed before each kernel, clocks as found) against gpusim's kernel metrics: achieved "
@@ -435,6 +446,10 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       rows = run_seed_suite(s, data, env.config_dir, catalog, spec, models, not_compared);
     } else if (s.models) {
       rows = validation::compare_measured_models(data / s.csv, spec, models);
+    } else if (s.host) {
+      const auto comma = s.csv.find(", ");
+      rows = validation::compare_host_walls(data / s.csv.substr(0, comma), data / s.csv.substr(comma + 2), spec,
+                                            models);
     } else if (s.ncu) {
       auto result = validation::compare_ncu(validation::read_ncu_ops(data / s.csv, spec.sm.max_warps), spec, models);
       rows = std::move(result.rows);

@@ -102,7 +102,7 @@ std::vector<Comparison> compare_measured(const std::vector<MeasuredOp>& ops,
   for (const auto& m : ops) {
     if (!m.op) continue;
     std::vector<hw::KernelNode> nodes;
-    for (auto& l : models.lower(*m.op, hw, "op")) nodes.push_back({std::move(l), m.label, 0, {}});
+    for (auto& l : models.lower(*m.op, hw, "op")) nodes.push_back({std::move(l), m.label, 0, {}, std::nullopt});
     const hw::EngineResult r = hw::run_engine(hw, hw::LaunchMode::kGraph, nodes);
     Comparison c;
     c.reference = m;

@@ -102,7 +102,7 @@ NcuSuiteResult compare_ncu(const std::vector<NcuOp>& ops, const hw::HardwareSpec
       continue;
     }
     std::vector<hw::KernelNode> nodes;
-    for (auto& l : models.lower(*op.op.op, hw, "op")) nodes.push_back({std::move(l), op.op.label, 0, {}});
+    for (auto& l : models.lower(*op.op.op, hw, "op")) nodes.push_back({std::move(l), op.op.label, 0, {}, std::nullopt});
     const hw::EngineResult r = hw::run_engine(hw, hw::LaunchMode::kGraph, nodes);
     // Nsight Compute profiles kernels, not cudaMemsetAsync: match the simulated kernels only.
     std::vector<std::size_t> kernels;

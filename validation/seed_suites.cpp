@@ -36,7 +36,7 @@ struct OpRun {
 OpRun simulate_op(const Op& op, const std::string& label, const hw::HardwareSpec& hw,
                   hw::LaunchMode mode, const models::KernelModelRegistry& models) {
   std::vector<hw::KernelNode> nodes;
-  for (auto& l : models.lower(op, hw, "op")) nodes.push_back({std::move(l), label, 0, {}});
+  for (auto& l : models.lower(op, hw, "op")) nodes.push_back({std::move(l), label, 0, {}, std::nullopt});
   const hw::EngineResult r = hw::run_engine(hw, mode, nodes);
   OpRun out;
   for (const auto& k : r.kernels) {

@@ -17,7 +17,7 @@ KernelDag::Vertex KernelDag::add(hw::Launch launch, std::string op, const std::v
   if (!producers.empty() && producers.back() >= v) {
     throw ModelError(fmt::format("kernel DAG: vertex {} depends on later vertex {}", v, producers.back()));
   }
-  vertices_.push_back(KernelVertex{std::move(launch), std::move(op), std::move(semantics)});
+  vertices_.push_back(KernelVertex{std::move(launch), std::move(op), std::move(semantics), std::nullopt});
   deps_.push_back(std::move(producers));
   return v;
 }
@@ -43,8 +43,9 @@ std::vector<hw::KernelNode> nodes_of(Vertices& vertices, const std::vector<std::
   std::vector<hw::KernelNode> nodes;
   nodes.reserve(vertices.size());
   for (std::size_t v = 0; v < vertices.size(); ++v) {
-    hw::KernelNode node{take(vertices[v].launch), vertices[v].op, 0, {}};
+    hw::KernelNode node{take(vertices[v].launch), vertices[v].op, 0, {}, std::nullopt};
     node.deps.assign(deps[v].begin(), deps[v].end());
+    node.host_gap = vertices[v].host_gap;
     nodes.push_back(std::move(node));
   }
   return nodes;

@@ -33,6 +33,7 @@ struct KernelVertex {
   hw::Launch launch;
   std::string op;  // the framework-level op, e.g. "layers[3].attn.q_proj"
   std::optional<KernelSemantics> semantics;  // on the op's last launch only
+  std::optional<sim::Time> host_gap;         // eager mode (hw::KernelNode::host_gap)
 };
 
 class KernelDag {
@@ -48,6 +49,8 @@ class KernelDag {
   std::size_t size() const { return vertices_.size(); }
   std::size_t edge_count() const;
   const KernelVertex& operator[](Vertex v) const { return vertices_[v]; }
+  // The host time before vertex v's launch is issued in eager mode (workloads/host_issue.h).
+  void set_host_gap(Vertex v, sim::Time gap) { vertices_[v].host_gap = gap; }
   // A vertex's producers, ascending, each once.
   const std::vector<Vertex>& deps(Vertex v) const { return deps_[v]; }
   // The DAG as a Boost.Graph (producer -> consumer edges), for graph algorithms. Built on

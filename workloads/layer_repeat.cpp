@@ -219,13 +219,14 @@ std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, co
   auto run_as = [&](std::size_t v, std::span<const hw::TensorAccess> access, std::string op, std::vector<int> deps,
                     bool own_tensors) {
     const std::size_t reads = p.reads[v];
-    const hw::Launch& launch = dag[static_cast<KernelDag::Vertex>(v)].launch;
+    const KernelVertex& vertex = dag[static_cast<KernelDag::Vertex>(v)];
+    const hw::Launch& launch = vertex.launch;
     if (!listed) {
-      chain.run(launch, access.first(reads), access.subspan(reads));
+      chain.run(launch, access.first(reads), access.subspan(reads), vertex.host_gap);
       return;
     }
-    results.push_back(chain.run_listed(launch, access.first(reads), access.subspan(reads), op));
-    hw::KernelNode node{launch, std::move(op), 0, std::move(deps)};
+    results.push_back(chain.run_listed(launch, access.first(reads), access.subspan(reads), op, vertex.host_gap));
+    hw::KernelNode node{launch, std::move(op), 0, std::move(deps), vertex.host_gap};
     if (!own_tensors) {
       node.launch.reads.clear();
       node.launch.writes.clear();

@@ -11,7 +11,7 @@ std::vector<hw::KernelNode> lower_ops(const OpWorkload& workload, const hw::Hard
     const models::Op& op = workload.ops[i].op;
     const std::string label = fmt::format("ops[{}] {}", i, models::op_name(op.kind()));
     for (auto& launch : models.lower(op, hw, fmt::format("op{}", i))) {
-      nodes.push_back(hw::KernelNode{std::move(launch), label, 0, {}});
+      nodes.push_back(hw::KernelNode{std::move(launch), label, 0, {}, std::nullopt});
     }
   }
   return nodes;

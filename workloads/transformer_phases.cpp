@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "workloads/host_issue.h"
+
 namespace gpusim::workloads {
 
 std::vector<std::pair<std::string, StepShape>> step_shapes(const ModelWorkload& w) {
@@ -36,7 +38,11 @@ StepProgram build_step(const ModelWorkload& w, const std::string& phase, const S
   std::vector<double> profile = b.activation_profile();
   double peak = 0;
   for (const double live : profile) peak = std::max(peak, live);
-  return {phase, shape, b.take_dag(), peak, std::move(profile), w.model.layers, b.layer_starts(), b.layers_end()};
+  KernelDag dag = b.take_dag();
+  // Eager model code spends host time between launches; the fused lowering stands for serving
+  // engines that replay CUDA graphs (their eager launches are single ops: launch.eager_gap).
+  if (w.lowering != Lowering::kFused) set_model_host_issue(dag, lowering.hw());
+  return {phase, shape, std::move(dag), peak, std::move(profile), w.model.layers, b.layer_starts(), b.layers_end()};
 }
 
 std::vector<StepProgram> build_steps(const ModelWorkload& w, const hw::HardwareSpec& hw,

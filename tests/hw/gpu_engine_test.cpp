@@ -32,7 +32,7 @@ Launch kernel(const std::string& name, std::int64_t ctas, double fp32_flops, dou
   return l;
 }
 
-KernelNode node(Launch l, int stream = 0) { return KernelNode{std::move(l), "op", stream, {}}; }
+KernelNode node(Launch l, int stream = 0) { return KernelNode{std::move(l), "op", stream, {}, std::nullopt}; }
 
 double us(sim::Time t) { return t.us(); }
 
@@ -188,6 +188,36 @@ TEST(GpuEngine, GraphAndEagerGaps) {
   EXPECT_EQ(eager.kernels[9].start.ps(), 9 * hw.launch.eager_gap.ps());
   EXPECT_GT(eager.end, graph.end);
   EXPECT_EQ(graph.kernels[3].duration(), eager.kernels[3].duration());
+}
+
+// A node's own host gap replaces eager_gap: the host issues launch i after the gaps of launches
+// 0..i, and a kernel longer than the gaps lets the host run ahead (the GPU is the bottleneck).
+TEST(GpuEngine, EagerHostGapsAccumulateAndTheGpuRunsBehindTheHost) {
+  const HardwareSpec hw = h100();
+  const sim::Time first = sim::Time::from_seconds(500e-6), gap = sim::Time::from_seconds(40e-6);
+  std::vector<KernelNode> tiny;
+  for (int i = 0; i < 10; ++i) {
+    tiny.push_back(node(kernel("tiny", 1, 100)));
+    tiny.back().host_gap = i == 0 ? first + gap : gap;
+  }
+  const auto host_bound = run_engine(hw, LaunchMode::kEager, tiny);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(host_bound.kernels[i].start.ps(), first.ps() + (i + 1) * gap.ps()) << i;
+  }
+  EXPECT_EQ(host_bound.end, host_bound.kernels[9].end);
+  // Graph mode ignores the host.
+  EXPECT_EQ(run_engine(hw, LaunchMode::kGraph, tiny).kernels[0].start, sim::Time());
+  // Long kernels: each starts when the previous one ends, not when the host issued it.
+  std::vector<KernelNode> long_ones;
+  for (int i = 0; i < 4; ++i) {
+    long_ones.push_back(node(kernel("long", 16 * hw.sm_count, 1e8)));
+    long_ones.back().host_gap = gap;
+  }
+  const auto gpu_bound = run_engine(hw, LaunchMode::kEager, long_ones);
+  ASSERT_GT(gpu_bound.kernels[0].duration(), gap + gap);
+  for (int i = 1; i < 4; ++i) {
+    EXPECT_EQ(gpu_bound.kernels[i].start, gpu_bound.kernels[i - 1].end + hw.launch.graph_gap) << i;
+  }
 }
 
 TEST(GpuEngine, WhatIfSmCountChangesComputeBoundTime) {

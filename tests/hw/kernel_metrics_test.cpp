@@ -31,7 +31,7 @@ Launch launch(std::int64_t ctas, double tensor_flops, double dram_bytes) {
 }
 
 KernelMetrics run_one(const HardwareSpec& hw, const Launch& l) {
-  const auto r = run_engine(hw, LaunchMode::kGraph, {KernelNode{l, "op", 0, {}}});
+  const auto r = run_engine(hw, LaunchMode::kGraph, {KernelNode{l, "op", 0, {}, std::nullopt}});
   return kernel_metrics(hw, l, r.kernels[0]);
 }
 
@@ -93,9 +93,9 @@ TEST(KernelMetrics, ClassificationRule) {
 
 TEST(TimelineRecorder, RecordsEveryCtaAndChangesNothing) {
   const HardwareSpec hw = h100();
-  std::vector<KernelNode> nodes{{launch(3 * hw.sm_count + 5, 1e6, 1 << 18), "a", 0, {}},
-                                {launch(40, 1e3, 1 << 12), "b", 1, {}},
-                                {launch(2 * hw.sm_count, 1e7, 1 << 16), "c", 0, {}}};
+  std::vector<KernelNode> nodes{{launch(3 * hw.sm_count + 5, 1e6, 1 << 18), "a", 0, {}, std::nullopt},
+                                {launch(40, 1e3, 1 << 12), "b", 1, {}, std::nullopt},
+                                {launch(2 * hw.sm_count, 1e7, 1 << 16), "c", 0, {}, std::nullopt}};
   const auto plain = run_engine(hw, LaunchMode::kGraph, nodes);
   TimelineRecorder recorder(true);
   const auto observed = run_engine(hw, LaunchMode::kGraph, nodes, &recorder);
@@ -140,7 +140,7 @@ TEST(TimelineRecorder, RecordsEveryCtaAndChangesNothing) {
 TEST(TimelineRecorder, CountersOnlyWhenCtasAreNotAsked) {
   const HardwareSpec hw = h100();
   TimelineRecorder recorder(false);
-  run_engine(hw, LaunchMode::kGraph, {{launch(hw.sm_count, 1e6, 1 << 16), "a", 0, {}}}, &recorder);
+  run_engine(hw, LaunchMode::kGraph, {{launch(hw.sm_count, 1e6, 1 << 16), "a", 0, {}, std::nullopt}}, &recorder);
   const Timeline t = recorder.take();
   EXPECT_TRUE(t.ctas.empty());
   EXPECT_FALSE(t.samples.empty());

@@ -113,7 +113,7 @@ TEST(KernelOutcomeCache, ServesOneChipsTimingParameters) {
 }
 
 KernelNode node(Launch l, int stream, std::vector<int> deps = {}) {
-  return KernelNode{std::move(l), "op", stream, std::move(deps)};
+  return KernelNode{std::move(l), "op", stream, std::move(deps), std::nullopt};
 }
 
 void expect_same(const EngineResult& a, const EngineResult& b) {

@@ -99,7 +99,7 @@ TEST(NcuSuite, EveryOpIsComparedOrSkippedWithAReason) {
 std::vector<hw::KernelMetrics> simulate(const models::Op& op) {
   const auto models = models::default_kernel_models();
   std::vector<hw::KernelNode> nodes;
-  for (auto& l : models.lower(op, h100(), "op")) nodes.push_back({std::move(l), "op", 0, {}});
+  for (auto& l : models.lower(op, h100(), "op")) nodes.push_back({std::move(l), "op", 0, {}, std::nullopt});
   const auto result = hw::run_engine(h100(), hw::LaunchMode::kGraph, nodes);
   std::vector<hw::KernelMetrics> out;
   for (std::size_t i = 0; i < nodes.size(); ++i) {

@@ -167,7 +167,7 @@ TEST(LayerRepeat, SerialChainEqualsTheEngineKernelByKernel) {
       return out;
     };
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      chain.run(nodes[i].launch, accesses(nodes[i].launch.reads), accesses(nodes[i].launch.writes));
+      chain.run(nodes[i].launch, accesses(nodes[i].launch.reads), accesses(nodes[i].launch.writes), nodes[i].host_gap);
       ASSERT_EQ(chain.end(), r.kernels[i].end) << "kernel " << i;
     }
     EXPECT_EQ(chain.events(), r.events);

@@ -176,7 +176,7 @@ TEST(NewFamilies, WindowedFlashPrefillSkipsKeyTiles) {
       models::SdpaShape shape{1, 16, 4096, 128, true};
       shape.window = window;
       const auto r = hw::run_engine(hw, hw::LaunchMode::kGraph,
-                                    {hw::KernelNode{models.lower(models::Op(models::OpKind::kSdpa, hw::DType::kBf16, shape), hw, "t").back(), "sdpa", 0, {}}});
+                                    {hw::KernelNode{models.lower(models::Op(models::OpKind::kSdpa, hw::DType::kBf16, shape), hw, "t").back(), "sdpa", 0, {}, std::nullopt}});
       return r.end.us();
     };
     EXPECT_LT(time(1024), 0.6 * time(0));

@@ -187,6 +187,39 @@ TEST(Memory, KvCacheMatchesTheMeasuredDynamicCache) {
   EXPECT_GE(checked, 10);
 }
 
+// Eager Hugging Face forwards: the host issues the first launch after host.forward_fixed and
+// each launch after host.model_kernel_issue, so a tiny host-bound decode takes about
+// fixed + kernels x per-kernel; the fused lowering (graph-replaying engines) and graph mode do
+// not see the host, and the layer-repeating fast path agrees with the whole DAG.
+TEST(Transformer, EagerModelCodeIsHostBoundThroughTheHostSection) {
+  const auto models = models::default_kernel_models();
+  const ModelWorkload w = model_workload("model: qwen2-1.5b\ndtype: bf16\nphase: decode\nbatch: 1\nseq_len: 16\n");
+  const auto spec = h100();
+  const auto eager = simulate_model(w, spec, hw::LaunchMode::kEager, models);
+  const auto graph = simulate_model(w, spec, hw::LaunchMode::kGraph, models);
+  const StepRun& e = eager.steps.at(0);
+  const double host_us = spec.host.forward_fixed.us() + static_cast<double>(e.kernels) * spec.host.model_kernel_issue.us();
+  EXPECT_GT(e.total_us, host_us);
+  EXPECT_LT(e.total_us, host_us * 1.01);  // + the last kernels (lm_head) after the last issue
+  EXPECT_LT(graph.steps.at(0).total_us, e.total_us / 5);
+  EXPECT_DOUBLE_EQ(graph.steps.at(0).kernel_time_us, e.kernel_time_us);
+  // A faster host: the same kernels, a shorter wall.
+  const std::vector<hw::HardwareOverride> faster{{"host.model_kernel_issue", "10us"}, {"host.forward_fixed", "100us"}};
+  const auto fast_host = hw::load_hardware("h100", hw::PresetCatalog(config_dir() / "hw"), faster);
+  const StepRun& f = simulate_model(w, fast_host, hw::LaunchMode::kEager, models).steps.at(0);
+  EXPECT_LT(f.total_us, e.total_us / 3);
+  EXPECT_DOUBLE_EQ(f.kernel_time_us, e.kernel_time_us);
+  // The fused lowering's launches are single ops from the host: launch.eager_gap each.
+  ModelWorkload fused = w;
+  fused.lowering = Lowering::kFused;
+  const StepRun& u = simulate_model(fused, spec, hw::LaunchMode::kEager, models).steps.at(0);
+  EXPECT_LT(u.total_us, spec.launch.eager_gap.us() * static_cast<double>(u.kernels) + u.kernel_time_us + 1.0);
+  // 28 layers: the layer-repeating fast path gives the whole DAG's wall time.
+  SimulateOptions whole;
+  whole.reuse = false;
+  EXPECT_DOUBLE_EQ(simulate_model(w, spec, hw::LaunchMode::kEager, models, whole).steps.at(0).total_us, e.total_us);
+}
+
 TEST(Transformer, ExpertRowsAddUpAndFollowWeights) {
   EXPECT_EQ(expert_rows(2, 8, {}), (std::vector<std::int64_t>{1, 1, 0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(expert_rows(32, 8, {}), std::vector<std::int64_t>(8, 4));
