@@ -13,6 +13,8 @@ namespace gpusim::cli {
 using Args = std::vector<std::string>;
 
 int hw_command(const Args& args, const Environment& env, std::ostream& out);
+// `gpusim hw fit-host` (src/fit_host_command.cpp).
+int hw_fit_host(const Args& args, const Environment& env, std::ostream& out);
 int occupancy_command(const Args& args, const Environment& env, std::ostream& out);
 int run_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);
 int report_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);

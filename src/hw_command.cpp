@@ -1,4 +1,4 @@
-// `gpusim hw list` and `gpusim hw show NAME|FILE`.
+// `gpusim hw list`, `gpusim hw show NAME|FILE` and `gpusim hw keys` (`hw fit-host`: src/fit_host_command.cpp).
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -171,19 +171,21 @@ int hw_keys(const Args& args, std::ostream& out) {
 }  // namespace
 
 int hw_command(const Args& args, const Environment& env, std::ostream& out) {
-  const std::string usage = "gpusim hw list | show NAME|FILE | keys";
+  const std::string usage = "gpusim hw list | show NAME|FILE | keys | fit-host SWEEP.json --hw NAME";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     out << "Usage: " << usage << "\n\n"
         << "  list   the hardware presets, with their short names\n"
         << "  show   a resolved spec with units and sources (gpusim hw show --help)\n"
-        << "  keys   every key a hardware file takes, with units and ranges\n";
+        << "  keys   every key a hardware file takes, with units and ranges\n"
+        << "  fit-host  a hardware file with your host, fitted to its measured sweep (gpusim hw fit-host --help)\n";
     return args.empty() ? 2 : 0;
   }
   const Args rest(args.begin() + 1, args.end());
   if (args[0] == "list") return hw_list(rest, env, out);
   if (args[0] == "show") return hw_show(rest, env, out);
   if (args[0] == "keys") return hw_keys(rest, out);
-  throw ConfigError("command line", 0, "hw " + args[0], "unknown subcommand; expected list, show or keys");
+  if (args[0] == "fit-host") return hw_fit_host(rest, env, out);
+  throw ConfigError("command line", 0, "hw " + args[0], "unknown subcommand; expected list, show, keys or fit-host");
 }
 
 }  // namespace gpusim::cli

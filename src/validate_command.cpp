@@ -40,7 +40,7 @@ struct SuiteSpec {
   bool models = false;  // a model suite (hf_models_*.json) rather than single ops (ops*.csv)
   int seed = 0;  // 1, 2, 3: a seed suite (validation/seed_suites.h); csv lists its files, ", "-separated
   bool ncu = false;  // Nsight Compute kernel metrics (validation/ncu_suite.h), thresholds per metric
-  bool host = false;  // eager wall time of host-bound forwards (validation/host_suite.h); csv: its two files
+  bool host = false;  // eager wall times against the host section (validation/host_suite.h)
 };
 
 // Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
@@ -155,14 +155,14 @@ const std::vector<SuiteSpec>& suites() {
        "seed 003: DeepSeek-OCR decode on an RTX 5090, kernel-time shares by category, bound "
        "classes of the 20 costliest kernels and their mean achieved occupancy",
        false, 3},
-      {"host-h100", "h100", "host_costs_h100.json, hf_wall_recheck_h100.json",
-       "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11) on the lent H100 "
-       "machine, 2026-11-24, against the preset's host section fitted on the calibration families "
-       "of the same session (validation/measure/fit_host.py): 12 families with 1, 2 and 4 layers "
-       "(B=1, 16 tokens) and three full-size cases",
+      {"host-h100", "h100", "host_walls_h100.json",
+       "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "
+       "H100 machine's host, one session (2026-11-24 23:41 UTC): the layer sweep the preset's host "
+       "section was fitted on (`gpusim hw fit-host`), then 35 full-size cases of 12 families "
+       "(prefill, decode, generate) held out",
        false, 0, false, true},
-      {"host-h200", "h200", "host_costs_h200.json, hf_wall_recheck_h200.json",
-       "the same on the lent H200 machine (its own host, its own fit)",
+      {"host-h200", "h200", "host_walls_h200.json",
+       "the same on the lent H200 machine's host (its own session and fit)",
        false, 0, false, true},
       {"ncu-h100", "h100", "ncu_h100.csv",
        "Nsight Compute 2025.3.1 metrics of the kernels of 28 single ops on an H100 SXM5 (cache "
@@ -447,9 +447,7 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
     } else if (s.models) {
       rows = validation::compare_measured_models(data / s.csv, spec, models);
     } else if (s.host) {
-      const auto comma = s.csv.find(", ");
-      rows = validation::compare_host_walls(data / s.csv.substr(0, comma), data / s.csv.substr(comma + 2), spec,
-                                            models);
+      rows = validation::compare_host_walls(data / s.csv, spec, models);
     } else if (s.ncu) {
       auto result = validation::compare_ncu(validation::read_ncu_ops(data / s.csv, spec.sm.max_warps), spec, models);
       rows = std::move(result.rows);

@@ -70,6 +70,30 @@ TEST(Cli, HwShowPrintsUnitsSourcesAndDerivedPeaks) {
   EXPECT_TRUE(contains(r.out, "TFLOP/s"));
 }
 
+// `hw fit-host` writes a hardware file based on the chip with the fitted host: it loads, keeps
+// the chip's values and carries the fit (the shipped session's fit is the preset's own host).
+TEST(Cli, HwFitHostWritesAHardwareFileWithTheFittedHost) {
+  TempDir dir;
+  const auto sweep = gpusim::testing::repo_dir() / "validation" / "data" / "host_walls_h200.json";
+  const auto file = dir.path() / "h200-myhost.yaml";
+  const Result fit = run({"hw", "fit-host", sweep.string(), "--hw", "h200", "--out", file.string()});
+  ASSERT_EQ(fit.status, 0) << fit.err;
+  EXPECT_NE(fit.out.find("host.model_kernel_issue 21.3 us"), std::string::npos) << fit.out;
+  const Result shown = run({"hw", "show", file.string(), "--format", "json"});
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  const auto j = nlohmann::json::parse(shown.out);
+  EXPECT_EQ(j["fields"]["host.model_kernel_issue"]["value"], "21.3us");
+  EXPECT_EQ(j["fields"]["l2.size"]["value"], nlohmann::json::parse(run({"hw", "show", "h200", "--format", "json"}).out)["fields"]["l2.size"]["value"]);
+  // Bad input: exit status 2 and a message naming what is wrong.
+  const Result no_hw = run({"hw", "fit-host", sweep.string()});
+  EXPECT_EQ(no_hw.status, 2);
+  EXPECT_NE(no_hw.err.find("--hw"), std::string::npos) << no_hw.err;
+  const auto not_a_sweep = dir.write("ops.json", "{\"ops\": []}");
+  const Result bad = run({"hw", "fit-host", not_a_sweep.string(), "--hw", "h100"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("layers"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, HwShowYamlLoadsBackAsTheSameSpec) {
   TempDir dir;
   const Result yaml = run({"hw", "show", "rtx5090", "--format", "yaml", "--set", "hw.sm_count=80"});
