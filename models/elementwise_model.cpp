@@ -101,6 +101,17 @@ Func func_of(const ElementwiseProblem& p) {
       return {1, 1, 0, 32, "at::native::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda(long)#1}"};
     case EwFunc::kFloorDivide:
       return {1, 4, 0, 34, "at::native::BUnaryFunctor<long, long, long, at::native::binary_internal::div_floor_kernel_cuda(at::TensorIteratorBase&)::{lambda(long, long)#1}>"};
+    case EwFunc::kExp:  // ex2 on the SFU after a scale
+      return {1, 2, 1, 32, fmt::format("at::native::exp_kernel_cuda(at::TensorIteratorBase&)::{{lambda({})#1}}", t)};
+    case EwFunc::kSqrt:
+      return {1, 1, 1, 32, fmt::format("at::native::sqrt_kernel_cuda(at::TensorIteratorBase&)::{{lambda({})#1}}", t)};
+    case EwFunc::kSigmoid:  // 1 / (1 + exp(-x)): ex2 and a reciprocal
+      return {1, 3, 2, 32, fmt::format("at::native::sigmoid_kernel_cuda(at::TensorIteratorBase&)::{{lambda({})#1}}", t)};
+    case EwFunc::kWhere:  // torch.where(bool mask, tensor, scalar): a select per element
+      return {2, 1, 0, 32,
+              fmt::format("at::native::(anonymous namespace)::where_kernel_impl(at::TensorIterator&)::"
+                          "{{lambda(bool, {0}, {0})#1}}",
+                          t)};
     case EwFunc::kMaskedFill:  // select
       return {1, 1, 0, 18,
               "at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::"

@@ -50,6 +50,8 @@ enum class EwFunc {
   // the small kernels of eager transformer code (RMSNorm in fp32, RoPE, MoE routing)
   kNeg, kPowScalar, kAddScalar, kRsqrt, kCos, kSin, kDiv, kCopy, kCompareScalar, kFill, kClamp,
   kFloorDivide, kTanh,
+  // hand-written model code (cs336_basics: softmax by exp and sum, RMSNorm by sqrt, SiLU by sigmoid)
+  kExp, kSqrt, kSigmoid, kWhere,
 };
 struct ElementwiseProblem {
   EwFunc func = EwFunc::kAdd;

@@ -166,11 +166,10 @@ std::vector<Comparison> compare_seed002_forward(const std::filesystem::path& csv
     if (t.at(row, "pass") != "fwd") {
       throw ConfigError(csv.string(), t.line_of(row), "pass", "only forward passes can be simulated");
     }
-    // The CS336 model as the seed ran it: a forward pass over the whole sequence in fp32 with the
-    // hand-written attention (einsum, softmax, einsum).
+    // The CS336 model as the seed ran it: a forward pass over the whole sequence in fp32, the
+    // cs336_basics code's own kernels (workloads/cs336_lowering.cpp).
     const std::string yaml = fmt::format(
-        "model: {}\nphase: prefill\nbatch: {}\nseq_len: {}\ndtype: fp32\nlowering: hf-eager\n"
-        "attention: naive\n",
+        "model: {}\nphase: prefill\nbatch: {}\nseq_len: {}\ndtype: fp32\nlowering: cs336-basics\n",
         t.at(row, "preset"), integer(t, row, "batch"), integer(t, row, "seq_len"));
     const auto parsed = workloads::parse_workload(yaml, fmt::format("{} line {}", csv.filename().string(), t.line_of(row)), {},
                                                   models_dir);

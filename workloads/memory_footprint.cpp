@@ -20,6 +20,8 @@ MemoryFootprint memory_footprint(const ModelWorkload& w, double activation_peak_
     case Phase::kDecode: f.kv_cache_tokens = w.seq_len + 1; break;
     case Phase::kGenerate: f.kv_cache_tokens = w.seq_len + w.output_len.value_or(1) - 1; break;
   }
+  // cs336_basics keeps no cache: its K and V are activations of the forward.
+  if (w.lowering == Lowering::kCs336Basics) f.kv_cache_tokens = 0;
   // The cache is stored like the activations: bf16 when the GEMMs run in fp8.
   const std::int64_t cache_bytes = w.dtype == hw::DType::kFp8 ? 2 : bytes;
   // Per layer: K and V of every KV head; MLA keeps the latent and the rotated shared key instead

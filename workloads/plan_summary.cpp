@@ -153,7 +153,7 @@ std::string describe_model(const ModelWorkload& w) {
   std::string out = fmt::format("workload {}: {} {}, batch {}, {}\n", w.name, w.model.name,
                                 name(w.phase), w.batch, sequence_text(w));
   out += fmt::format("  dtype {}, lowering {}, attention {}\n", hw::name(w.dtype), name(w.lowering),
-                     name(w.attention));
+                     w.lowering == Lowering::kCs336Basics ? "written out (cs336_basics)" : name(w.attention));
   out += architecture_text(w.model);
   const std::int64_t params = parameter_count(w.model);
   const double bytes = static_cast<double>(params) * hw::bytes_per_element(w.dtype);

@@ -26,6 +26,10 @@ std::string ew_name(EwFunc f) {
     case EwFunc::kClamp: return "clamp";
     case EwFunc::kFloorDivide: return "floor_divide";
     case EwFunc::kTanh: return "tanh";
+    case EwFunc::kExp: return "exp";
+    case EwFunc::kSqrt: return "sqrt";
+    case EwFunc::kSigmoid: return "sigmoid";
+    case EwFunc::kWhere: return "where";
   }
   return "?";
 }

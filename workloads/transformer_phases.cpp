@@ -31,6 +31,8 @@ StepProgram build_step(const ModelWorkload& w, const std::string& phase, const S
   if (layer_limit) b.limit_layers(*layer_limit);
   if (w.lowering == Lowering::kFused) {
     lower_fused_step(w, shape, b);
+  } else if (w.lowering == Lowering::kCs336Basics) {
+    lower_cs336_step(w, shape, b);
   } else {
     lower_hf_eager_step(w, shape, b);
     if (w.phase == Phase::kGenerate) lower_hf_generate_bookkeeping(w, shape, b);

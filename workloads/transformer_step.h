@@ -37,6 +37,11 @@ void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
 // decoding, and a fused MoE (grouped GEMMs over the routed tokens).
 void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
 
+// The cs336_basics reference model (seed 002) as its own code launches kernels: hand-written
+// RMSNorm, RoPE, attention (matmul, softmax by hand, matmul) and SwiGLU, lm_head on every
+// position (workloads/cs336_lowering.cpp). Forward passes over whole sequences.
+void lower_cs336_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
+
 // What `generate` does around each forward call (greedy search): update the attention mask
 // and positions, cast the last logits to fp32, argmax, append the token, check stopping.
 void lower_hf_generate_bookkeeping(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);

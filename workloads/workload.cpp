@@ -135,6 +135,34 @@ void check_positions(hw::MappingReader& root, const ModelWorkload& w) {
   }
 }
 
+// cs336_basics has one architecture (pre-norm RMSNorm, multi-head attention with RoPE, SwiGLU,
+// no biases, an untied head) and no KV cache: forward passes over whole sequences only.
+void check_cs336(hw::MappingReader& root, const ModelWorkload& w) {
+  const ModelConfig& m = w.model;
+  if (w.phase != Phase::kPrefill) {
+    root.fail("phase", "lowering cs336-basics runs forward passes over whole sequences (phase: prefill); "
+                       "the cs336_basics model keeps no KV cache to decode from");
+  }
+  std::string unlike;
+  if (m.moe) unlike = "mixture of experts";
+  else if (m.mla) unlike = "multi-head latent attention";
+  else if (m.norm != Norm::kRmsNorm) unlike = "a norm other than RMSNorm";
+  else if (m.activation != Activation::kSwiglu) unlike = "an activation other than SwiGLU";
+  else if (m.positions != Positions::kRope) unlike = "positions other than RoPE";
+  else if (m.kv_heads != m.heads) unlike = "grouped-query attention";
+  else if (m.qkv_bias || m.attn_out_bias || m.mlp_bias) unlike = "biases";
+  else if (m.tied_embeddings) unlike = "a tied lm_head";
+  else if (m.sliding_window) unlike = "a sliding window";
+  else if (m.qk_norm || m.sandwich_norms || m.norm_weight_offset || m.embed_scale || m.attn_softcap ||
+           m.final_softcap || m.rotary_fraction != 1.0)
+    unlike = "features of other families (qk norms, sandwich norms, softcaps, partial RoPE)";
+  if (!unlike.empty()) {
+    root.fail("lowering", fmt::format("model {} has {}, which the cs336_basics model does not: use "
+                                      "lowering: hf-eager",
+                                      m.name, unlike));
+  }
+}
+
 ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader& root,
                                   std::string default_name,
                                   const std::filesystem::path& models_dir) {
@@ -159,7 +187,8 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
   if (!dtype) root.fail("dtype", "missing required key");
   w.dtype = *dtype;
   w.lowering = read_choice<Lowering>(
-      root, "lowering", {{"hf-eager", Lowering::kHfEager}, {"fused", Lowering::kFused}},
+      root, "lowering",
+      {{"hf-eager", Lowering::kHfEager}, {"fused", Lowering::kFused}, {"cs336-basics", Lowering::kCs336Basics}},
       Lowering::kHfEager);
   w.attention = read_choice<Attention>(root, "attention",
                                        {{"sdpa", Attention::kSdpa}, {"naive", Attention::kNaive}},
@@ -174,6 +203,7 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
     root.fail("dtype", "the fused lowering models 16-bit and fp8 serving engines; use bf16, fp16, "
                        "fp8, or lowering: hf-eager");
   }
+  if (w.lowering == Lowering::kCs336Basics) check_cs336(root, w);
   read_expert_weights(doc, root, w);
   return w;
 }
@@ -235,7 +265,12 @@ std::string_view name(Phase phase) {
 }
 
 std::string_view name(Lowering lowering) {
-  return lowering == Lowering::kHfEager ? "hf-eager" : "fused";
+  switch (lowering) {
+    case Lowering::kHfEager: return "hf-eager";
+    case Lowering::kFused: return "fused";
+    case Lowering::kCs336Basics: return "cs336-basics";
+  }
+  return "?";
 }
 
 std::string_view name(Attention attention) {

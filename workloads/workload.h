@@ -49,6 +49,7 @@ enum class Phase {
 enum class Lowering {
   kHfEager,  // the kernels Hugging Face transformers launches (eager mode, sdpa attention)
   kFused,    // fused kernels where they exist
+  kCs336Basics,  // the cs336_basics reference model's own code (seed 002; forward passes only)
 };
 enum class Attention {
   kSdpa,   // fused attention (F.scaled_dot_product_attention)

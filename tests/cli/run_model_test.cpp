@@ -21,7 +21,7 @@ std::string job(const std::string& name) { return (config_dir() / "workloads" / 
 using gpusim::testing::run_json;
 
 TEST(RunModel, ShippedJobsRunOnEveryPreset) {
-  for (const std::string w : {"decode", "prefill", "deepseek-ocr-decode", "cs336-small-naive", "mla-decode"}) {
+  for (const std::string w : {"decode", "prefill", "deepseek-ocr-decode", "cs336-small-naive", "cs336-small", "mla-decode"}) {
     for (const std::string hw : {"h100", "h200", "rtx5090", "a100"}) {
       const auto j = run_json(job(w), hw);
       ASSERT_FALSE(j.is_null()) << w << " on " << hw;

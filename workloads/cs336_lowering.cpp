@@ -1,0 +1,154 @@
+// The cs336_basics reference model (Stanford CS336, spring 2025: cs336_basics/model.py and
+// nn_utils.py as assignment 2 ships them, the model seed 002 benchmarks) in eager PyTorch, as its
+// code launches kernels. Written from the source, not from a profile: the package cannot be
+// installed on the lent GPU machines (no network). What differs from the hf-eager lowering:
+//  * Linear is einsum(x, W, "... d_in, d_out d_in -> ... d_out"): a GEMM, no bias;
+//    Embedding is weight[token_ids] (an index gather); lm_head runs on every position;
+//  * RMSNorm: x ** 2, mean, + eps, sqrt, x / rms, weight * x (no casts in fp32);
+//  * RoPE on the rearranged [B, H, S, D] views: the cos / sin table gathered at the positions
+//    (einx.get_at), x1 and x2 the interleaved halves, cos x1 - sin x2 and sin x1 + cos x2
+//    (four products, a sub, an add) and the halves interleaved back (one cat);
+//  * attention written out: the causal mask from two aranges and a compare each layer,
+//    einsum(Q, K) / sqrt(d_k), torch.where(mask, scores, -inf), softmax by hand (amax,
+//    subtract, exp, sum, divide), einsum with V (V's rearranged view is copied to a batch of
+//    contiguous matrices first), and the heads rearranged back with .contiguous() (a copy);
+//  * SwiGLU: w2(silu(w1 x) * w3 x) with silu(x) = x * sigmoid(x).
+// A forward pass over whole sequences only: the model keeps no KV cache.
+#include <cmath>
+
+#include "models/families.h"
+#include "workloads/step_emitter.h"
+#include "workloads/transformer_step.h"
+
+namespace gpusim::workloads {
+namespace {
+using detail::StepEmitter;
+using hw::DType;
+using hw::TensorUse;
+using models::EwFunc;
+
+// A reduction over the last dimension of `rows` x `width` (mean, amax, sum).
+TensorUse reduce_last(StepEmitter& e, const std::string& label, const TensorUse& x, std::int64_t rows,
+                      std::int64_t width, const char* functor) {
+  const TensorUse y = e.new_act(label, static_cast<double>(rows));
+  e.emit(label, {models::lower_reduce(rows, width, e.act(), e.act(), true, functor, x, y, e.hw())});
+  return y;
+}
+
+TensorUse rms_norm(StepEmitter& e, const std::string& label, const TensorUse& x, std::int64_t rows,
+                   std::int64_t width) {
+  const DType a = e.act();
+  const std::int64_t n = rows * width;
+  const TensorUse w = e.weight(label + ".weight", static_cast<double>(width));
+  const TensorUse xf = e.cast(label + ".to_fp32", n, a, DType::kFp32, x);
+  const DType f = xf.tensor == x.tensor ? a : DType::kFp32;
+  const TensorUse sq = e.pointwise(label + ".pow", EwFunc::kPowScalar, n, f, f, {xf}, false);
+  const TensorUse mean = reduce_last(e, label + ".mean", sq, rows, width, "at::native::MeanOps<float, float, float, float>");
+  const TensorUse eps = e.pointwise(label + ".add_eps", EwFunc::kAddScalar, rows, f, f, {mean}, false);
+  const TensorUse rms = e.pointwise(label + ".sqrt", EwFunc::kSqrt, rows, f, f, {eps}, false);
+  const TensorUse xn = e.pointwise(label + ".div", EwFunc::kDiv, n, f, f, {xf, rms}, true);
+  const TensorUse y = e.pointwise(label + ".weight_mul", EwFunc::kMul, n, f, f, {w, xn}, true);
+  return e.cast(label + ".to_in_dtype", n, f, a, y);
+}
+
+// RoPE on a [B, H, S, D] view of a projection's [B, S, H * D] output; returns a dense tensor.
+TensorUse rope(StepEmitter& e, const std::string& label, const TensorUse& x, const TensorUse& table) {
+  const auto& m = e.m();
+  const DType a = e.act();
+  const std::int64_t S = e.s().new_tokens, D = m.head_dim, half = e.tokens() * m.heads * D / 2;
+  const TensorUse cs = e.new_act(label + ".cos_sin", static_cast<double>(2 * S * (D / 2)));
+  e.emit(label + ".cos_sin", {models::lower_embedding_lookup(S, D, a, table, cs, e.hw())});
+  // Every operand is a strided half (stride 2) or the table broadcast over batch and heads.
+  const TensorUse c1 = e.pointwise(label + ".cos_x1", EwFunc::kMul, half, a, a, {cs, x}, true);
+  const TensorUse s2 = e.pointwise(label + ".sin_x2", EwFunc::kMul, half, a, a, {cs, x}, true);
+  const TensorUse r1 = e.pointwise(label + ".sub", EwFunc::kAdd, half, a, a, {c1, s2}, false);
+  const TensorUse s1 = e.pointwise(label + ".sin_x1", EwFunc::kMul, half, a, a, {cs, x}, true);
+  const TensorUse c2 = e.pointwise(label + ".cos_x2", EwFunc::kMul, half, a, a, {cs, x}, true);
+  const TensorUse r2 = e.pointwise(label + ".add", EwFunc::kAdd, half, a, a, {s1, c2}, false);
+  const TensorUse out = e.new_act(label + ".interleave", static_cast<double>(2 * half));
+  // einx.rearrange('... x_half, ... x_half -> ... (x_half (1 + 1))'): a cat of two [..., half, 1]
+  // views along the last axis, whose outputs interleave (strided writes).
+  e.emit(label + ".interleave", {models::lower_cat({half, half}, a, false, {r1, r2}, out, e.hw(), {true, true})});
+  return out;
+}
+
+// scaled_dot_product_attention of cs336_basics over B x H heads of S x S, softmax by hand.
+TensorUse attention(StepEmitter& e, const std::string& label, const TensorUse& q, const TensorUse& k,
+                    const TensorUse& v, const TensorUse& mask) {
+  const auto& m = e.m();
+  const DType a = e.act();
+  const std::int64_t BH = e.s().batch * m.heads, S = e.s().new_tokens, D = m.head_dim;
+  const std::int64_t n = BH * S * S, rows = BH * S;
+  const TensorUse scores = e.new_act(label + ".scores", static_cast<double>(n));
+  e.batched_gemm(label + ".qk", S, S, D, BH, e.math(), q, k, scores);
+  const TensorUse scaled = e.pointwise(label + ".scale", EwFunc::kMulScalar, n, a, a, {scores}, false);
+  const TensorUse masked = e.pointwise(label + ".where", EwFunc::kWhere, n, a, a, {mask, scaled}, true);
+  const TensorUse mx = reduce_last(e, label + ".softmax.amax", masked, rows, S, "at::native::MaxOps<float>");
+  const TensorUse shifted = e.pointwise(label + ".softmax.sub", EwFunc::kAdd, n, a, a, {masked, mx}, true);
+  const TensorUse ex = e.pointwise(label + ".softmax.exp", EwFunc::kExp, n, a, a, {shifted}, false);
+  const TensorUse sum = reduce_last(e, label + ".softmax.sum", ex, rows, S, "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>");
+  const TensorUse probs = e.pointwise(label + ".softmax.div", EwFunc::kDiv, n, a, a, {ex, sum}, true);
+  // einsum reshapes V's [B, H, S, D] view of [B, S, H * D] to a batch of matrices: a copy.
+  const TensorUse vc = e.pointwise(label + ".v_contiguous", EwFunc::kCopy, BH * S * D, a, a, {v}, true);
+  const TensorUse out = e.new_act(label + ".out", static_cast<double>(BH * S * D));
+  e.batched_gemm(label + ".pv", S, D, S, BH, e.math(), probs, vc, out);
+  return out;
+}
+
+void block(StepEmitter& e, std::int64_t i, TensorUse& x, const TensorUse& table) {
+  const auto& m = e.m();
+  const DType a = e.act();
+  const std::int64_t T = e.tokens(), d = m.d_model, S = e.s().new_tokens;
+  const std::int64_t qd = m.heads * m.head_dim, kd = m.kv_heads * m.head_dim;
+  const std::string L = "layers[" + std::to_string(i) + "]";
+  const TensorUse h = rms_norm(e, L + ".ln1", x, T, d);
+  const TensorUse q = e.linear(L + ".attn.q_proj", T, qd, d, false, h, e.weight(L + ".attn.q_proj", static_cast<double>(qd * d)));
+  const TensorUse k = e.linear(L + ".attn.k_proj", T, kd, d, false, h, e.weight(L + ".attn.k_proj", static_cast<double>(kd * d)));
+  const TensorUse v = e.linear(L + ".attn.v_proj", T, kd, d, false, h, e.weight(L + ".attn.v_proj", static_cast<double>(kd * d)));
+  // Positions and the causal mask, made in every layer's forward: arange, arange, qi >= kj.
+  const TensorUse pos = e.new_bytes(L + ".attn.positions", static_cast<double>(S) * 8);
+  e.emit(L + ".attn.positions", {models::lower_arange(S, pos, e.hw())});
+  const TensorUse seq = e.new_bytes(L + ".attn.seq", static_cast<double>(S) * 8);
+  e.emit(L + ".attn.seq", {models::lower_arange(S, seq, e.hw())});
+  const TensorUse mask = e.pointwise(L + ".attn.causal_mask", EwFunc::kCompareScalar, S * S, DType::kFp8, DType::kFp8,
+                                     {seq}, true);
+  const TensorUse qr = rope(e, L + ".attn.rope_q", q, table);
+  const TensorUse kr = rope(e, L + ".attn.rope_k", k, table);
+  const TensorUse att = attention(e, L + ".attn", qr, kr, v, mask);
+  const TensorUse merged = e.pointwise(L + ".attn.merge_heads", EwFunc::kCopy, T * qd, a, a, {att}, true);
+  const TensorUse proj = e.linear(L + ".attn.output_proj", T, d, qd, false, merged,
+                                  e.weight(L + ".attn.output_proj", static_cast<double>(d * qd)));
+  x = e.pointwise(L + ".residual_attn", EwFunc::kAdd, T * d, a, a, {x, proj}, false);
+  const TensorUse h2 = rms_norm(e, L + ".ln2", x, T, d);
+  const std::int64_t F = m.d_ff;
+  const TensorUse g = e.linear(L + ".ffn.w1", T, F, d, false, h2, e.weight(L + ".ffn.w1", static_cast<double>(F * d)));
+  const TensorUse sg = e.pointwise(L + ".ffn.sigmoid", EwFunc::kSigmoid, T * F, a, a, {g}, false);
+  const TensorUse act = e.pointwise(L + ".ffn.silu_mul", EwFunc::kMul, T * F, a, a, {g, sg}, false);
+  const TensorUse u = e.linear(L + ".ffn.w3", T, F, d, false, h2, e.weight(L + ".ffn.w3", static_cast<double>(F * d)));
+  const TensorUse gu = e.pointwise(L + ".ffn.mul", EwFunc::kMul, T * F, a, a, {act, u}, false);
+  const TensorUse down = e.linear(L + ".ffn.w2", T, d, F, false, gu, e.weight(L + ".ffn.w2", static_cast<double>(d * F)));
+  x = e.pointwise(L + ".residual_ffn", EwFunc::kAdd, T * d, a, a, {x, down}, false);
+}
+
+}  // namespace
+
+void lower_cs336_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
+  StepEmitter e(w, s, b);
+  const auto& m = w.model;
+  const std::int64_t T = e.tokens(), d = m.d_model;
+  const TensorUse table = e.weight("token_embeddings", static_cast<double>(m.vocab * d));
+  TensorUse x = e.new_act("token_embeddings", static_cast<double>(T * d));
+  e.emit("token_embeddings", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())});
+  // RotaryEmbedding's cos / sin cache: a buffer, [2, context, D / 2].
+  const TensorUse rope_cache = b.state("rope_cache", 2.0 * static_cast<double>(s.new_tokens * (m.head_dim / 2)) *
+                                                         hw::bytes_per_element(e.act()));
+  for (int i = 0; i < static_cast<int>(b.layers_to_lower(m.layers)); ++i) {
+    b.begin_layer();
+    block(e, i, x, rope_cache);
+  }
+  b.end_layers();
+  const TensorUse h = rms_norm(e, "ln_final", x, T, d);
+  e.linear("lm_head", T, m.vocab, d, false, h, e.weight("lm_head", static_cast<double>(m.vocab * d)));
+}
+
+}  // namespace gpusim::workloads
