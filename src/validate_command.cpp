@@ -31,6 +31,7 @@
 #include "validation/functional/functional_checks.h"
 #include "validation/seed_suites.h"
 #include "validation/host_suite.h"
+#include "validation/cs336_suite.h"
 
 namespace gpusim::cli {
 namespace {
@@ -41,6 +42,7 @@ struct SuiteSpec {
   int seed = 0;  // 1, 2, 3: a seed suite (validation/seed_suites.h); csv lists its files, ", "-separated
   bool ncu = false;  // Nsight Compute kernel metrics (validation/ncu_suite.h), thresholds per metric
   bool host = false;  // eager wall times against the host section (validation/host_suite.h)
+  bool cs336 = false;  // cs336_basics forwards (validation/cs336_suite.h)
 };
 
 // Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
@@ -155,6 +157,12 @@ const std::vector<SuiteSpec>& suites() {
        "seed 003: DeepSeek-OCR decode on an RTX 5090, kernel-time shares by category, bound "
        "classes of the 20 costliest kernels and their mean achieved occupancy",
        false, 3},
+      {"cs336-h100", "h100", "cs336_forward_h100.json",
+       "fp32 forward passes of the cs336_basics model structure (seed 002's model; small, medium, "
+       "large at batch 4) on an H100 SXM5, 2026-11-25, against the cs336-basics lowering: kernel "
+       "time of a forward; the lowering was written from the source before this measurement, "
+       "nothing fitted to it",
+       false, 0, false, false, true},
       {"host-h100", "h100", "host_walls_h100.json",
        "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "
        "H100 machine's host, one session (2026-11-24 23:41 UTC): the layer sweep the preset's host "
@@ -446,6 +454,8 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       rows = run_seed_suite(s, data, env.config_dir, catalog, spec, models, not_compared);
     } else if (s.models) {
       rows = validation::compare_measured_models(data / s.csv, spec, models);
+    } else if (s.cs336) {
+      rows = validation::compare_cs336_forwards(data / s.csv, env.config_dir / "models", spec, models);
     } else if (s.host) {
       rows = validation::compare_host_walls(data / s.csv, spec, models);
     } else if (s.ncu) {
