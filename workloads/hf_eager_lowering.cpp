@@ -241,6 +241,28 @@ TensorUse naive_attention(StepEmitter& e, const std::string& label, const Tensor
   return out;
 }
 
+// transformers' flash_attention_2 (flash_attn_func on the [B, S, H, D] views of q and the cache;
+// the all-ones mask's unpadding of transformers 4.46 is left out): FlashAttention-2's forward for
+// prefill, its split-KV kernel and combine for decode (models/decode_attention_model.cpp).
+TensorUse flash_attention_2(StepEmitter& e, const std::string& label, const TensorUse& q, const TensorUse& k,
+                            const TensorUse& v, std::int64_t keys) {
+  const auto& s = e.s();
+  const auto& m = e.m();
+  const TensorUse o = e.new_act(label + ".out", static_cast<double>(e.tokens() * m.heads * m.head_dim));
+  const std::map<std::string, TensorUse> names{{"q", q}, {"k", k}, {"v", v}, {"o", o}};
+  if (s.new_tokens == 1 && s.past_tokens > 0) {
+    e.b().emit_op(label + ".flash_decode",
+                  models::Op(models::OpKind::kSdpaDecode, e.act(),
+                             models::SdpaDecodeShape{s.batch, m.heads, m.kv_heads, keys, m.head_dim}),
+                  names);
+  } else {
+    e.b().emit_op(label + ".flash_attention",
+                  models::Op(models::OpKind::kSdpa, e.act(), models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, true}),
+                  names);
+  }
+  return o;
+}
+
 // F.scaled_dot_product_attention over `keys` keys. With a materialized mask (a windowed layer
 // whose window is exceeded) transformers expands grouped K and V to every head (repeat_kv: a copy
 // each unless one KV head), turns the boolean mask into an additive one (fill, fill, where) and
@@ -394,9 +416,71 @@ TensorUse deepseek_router(StepEmitter& e, const std::string& label, const Tensor
   return e.pointwise(label + ".router.scale", EwFunc::kMulScalar, S, kF32, kF32, {weights}, false);
 }
 
+// DeepseekV2MoE.moe_infer of DeepSeek's remote code (run by transformers 4.46, as seed 003
+// did): count tokens per expert (zeros, scatter, sum), argsort the token-expert pairs, gather
+// the tokens, copy the counts to the host (the loop needs them), then one DeepseekV2MLP per
+// expert that got tokens (gate_proj, SiLU, up_proj, mul, down_proj), cat the outputs, scatter
+// them back in token order, weight them in fp32 and sum over the k slots.
+TensorUse moe_loop(StepEmitter& e, const std::string& label, const TensorUse& h,
+                   const std::vector<double>& expert_weights) {
+  const auto& m = e.m();
+  const auto& cfg = *m.moe;
+  const std::int64_t T = e.tokens(), d = m.d_model, E = cfg.experts, k = cfg.top_k;
+  const std::int64_t S = T * k, F = cfg.expert_d_ff;
+  const DType a = e.act();
+  const auto& hw = e.hw();
+  const TensorUse w_router = e.weight(label + ".gate", static_cast<double>(E * d));
+  TensorUse logits;
+  const TensorUse weights = deepseek_router(e, label, h, w_router, logits);
+  const TensorUse cnts = e.pointwise(label + ".moe_infer.cnts", EwFunc::kFill, T * E, kF32, kF32, {}, false);
+  e.emit(label + ".moe_infer.scatter", {models::lower_index_scalars(S, true, weights, cnts, hw)});
+  const TensorUse per_expert = e.new_bytes(label + ".moe_infer.tokens_per_expert", static_cast<double>(E) * 8);
+  e.emit(label + ".moe_infer.count", {models::lower_reduce(E, T, kF32, kF32, false,
+                                                          "at::native::func_wrapper_t<long, at::native::sum_functor<long, long, long> >",
+                                                          cnts, per_expert, hw)});
+  const TensorUse idxs = e.new_bytes(label + ".moe_infer.idxs", static_cast<double>(S) * 8);
+  e.emit(label + ".moe_infer.argsort", models::lower_sort(S, idxs, hw));
+  e.pointwise(label + ".moe_infer.token_index", EwFunc::kFloorDivide, S, kF32, kF32, {idxs}, false);
+  const TensorUse sorted = e.new_act(label + ".moe_infer.sorted_tokens", static_cast<double>(S * d));
+  e.emit(label + ".moe_infer.gather", {models::lower_row_gather(S, static_cast<double>(d) * e.act_bytes(), h, sorted, hw)});
+  const TensorUse host_counts = e.new_bytes(label + ".moe_infer.host_counts", static_cast<double>(E) * 8);
+  e.emit(label + ".moe_infer.to_host", {models::detail::memcpy_launch(true, static_cast<double>(E) * 8, per_expert, host_counts, hw)});
+  std::vector<TensorUse> outs;
+  std::vector<std::int64_t> out_elems;
+  const auto rows = expert_rows(S, E, expert_weights);
+  for (std::int64_t x = 0; x < E; ++x) {
+    const std::int64_t r = rows[static_cast<std::size_t>(x)];
+    if (r == 0) continue;
+    const std::string X = label + ".experts[" + std::to_string(x) + "]";
+    const TensorUse g = e.linear(X + ".gate_proj", r, F, d, false, sorted, e.weight(X + ".gate_proj", static_cast<double>(F * d)));
+    const TensorUse act = e.pointwise(X + ".act", EwFunc::kSilu, r * F, a, a, {g}, false);
+    const TensorUse u = e.linear(X + ".up_proj", r, F, d, false, sorted, e.weight(X + ".up_proj", static_cast<double>(F * d)));
+    const TensorUse p = e.pointwise(X + ".mul", EwFunc::kMul, r * F, a, a, {act, u}, false);
+    outs.push_back(e.linear(X + ".down_proj", r, d, F, false, p, e.weight(X + ".down_proj", static_cast<double>(d * F))));
+    out_elems.push_back(r * d);
+  }
+  const TensorUse cat = e.new_act(label + ".moe_infer.cat", static_cast<double>(S * d));
+  e.emit(label + ".moe_infer.cat", {models::lower_cat(out_elems, a, true, outs, cat, hw)});
+  const TensorUse back = e.new_act(label + ".moe_infer.unsort", static_cast<double>(S * d));
+  e.emit(label + ".moe_infer.unsort", {models::lower_row_gather(S, static_cast<double>(d) * e.act_bytes(), cat, back, hw)});
+  const TensorUse bf = e.cast(label + ".moe_infer.to_fp32", S * d, a, kF32, back);
+  const TensorUse weighted = e.pointwise(label + ".moe_infer.weight", EwFunc::kMul, S * d, kF32, kF32, {bf, weights}, true);
+  const TensorUse summed = e.new_act(label + ".moe_infer.sum", static_cast<double>(T * d), kF32);
+  e.emit(label + ".moe_infer.sum", {models::lower_reduce(T * d, k, kF32, kF32, false,
+                                                         "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> >",
+                                                         weighted, summed, hw)});
+  TensorUse out = e.cast(label + ".moe_infer.to_act", T * d, kF32, a, summed);
+  if (cfg.shared_experts > 0) {
+    const TensorUse shared = mlp(e, label + ".shared_experts", h, cfg.shared_experts * cfg.shared_expert_d_ff);
+    out = e.pointwise(label + ".shared_add", EwFunc::kAdd, T * d, a, a, {out, shared}, false);
+  }
+  return out;
+}
+
 // MixtralSparseMoeBlock / DeepseekV2Moe with transformers' grouped_mm experts path.
 TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
               const std::vector<double>& expert_weights) {
+  if (e.workload().moe == MoePath::kLoop) return moe_loop(e, label, h, expert_weights);
   const auto& m = e.m();
   const auto& cfg = *m.moe;
   const std::int64_t T = e.tokens(), d = m.d_model, E = cfg.experts, k = cfg.top_k;
@@ -602,8 +686,10 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
     // charged as the math backend, the same kernels as written-out attention.
     const bool naive = e.workload().attention == Attention::kNaive || e.act() == DType::kFp32;
     const TensorUse att = naive ? naive_attention(e, L + ".attn", q, kc, vc)
-                                : attention_core(e, L + ".attn", q, kc, vc, keys.keys,
-                                                 keys.masked ? window : std::optional<TensorUse>());
+                          : e.workload().attention == Attention::kFlash2
+                              ? flash_attention_2(e, L + ".attn", q, kc, vc, keys.keys)
+                              : attention_core(e, L + ".attn", q, kc, vc, keys.keys,
+                                               keys.masked ? window : std::optional<TensorUse>());
     TensorUse out = att;
     if (m.fused_qkv && e.s().past_tokens == 0 && !naive) {
       // Phi-3's q is a slice of qkv: sdpa's output keeps its strides and the transpose back is a copy.

@@ -154,6 +154,7 @@ std::string describe_model(const ModelWorkload& w) {
                                 name(w.phase), w.batch, sequence_text(w));
   out += fmt::format("  dtype {}, lowering {}, attention {}\n", hw::name(w.dtype), name(w.lowering),
                      w.lowering == Lowering::kCs336Basics ? "written out (cs336_basics)" : name(w.attention));
+  if (w.model.moe && w.lowering == Lowering::kHfEager) out += fmt::format("  MoE experts: {}\n", name(w.moe));
   out += architecture_text(w.model);
   const std::int64_t params = parameter_count(w.model);
   const double bytes = static_cast<double>(params) * hw::bytes_per_element(w.dtype);

@@ -135,6 +135,25 @@ void check_positions(hw::MappingReader& root, const ModelWorkload& w) {
   }
 }
 
+// The hf-eager variants exist where their code does: the per-expert loop (DeepSeek's remote
+// code, moe_infer, with its fp32 router) needs MoE layers, flash_attention_2 runs 16-bit multi-
+// or grouped-query attention.
+void check_hf_variants(hw::MappingReader& root, const ModelWorkload& w) {
+  const ModelConfig& m = w.model;
+  if (w.moe == MoePath::kLoop) {
+    if (w.lowering != Lowering::kHfEager) root.fail("moe", "the per-expert loop is an hf-eager variant");
+    if (!m.moe) root.fail("moe", fmt::format("model {} has no MoE layers to loop over", m.name));
+  }
+  if (w.attention == Attention::kFlash2) {
+    if (w.lowering != Lowering::kHfEager) root.fail("attention", "flash_attention_2 is an hf-eager variant");
+    if (w.dtype != hw::DType::kBf16 && w.dtype != hw::DType::kFp16) {
+      root.fail("attention", "FlashAttention-2 runs bf16 or fp16 only");
+    }
+    if (m.mla) root.fail("attention", "flash_attention_2 with multi-head latent attention is not modeled; use sdpa");
+    if (m.sliding_window) root.fail("attention", "flash_attention_2 with sliding windows is not modeled; use sdpa");
+  }
+}
+
 // cs336_basics has one architecture (pre-norm RMSNorm, multi-head attention with RoPE, SwiGLU,
 // no biases, an untied head) and no KV cache: forward passes over whole sequences only.
 void check_cs336(hw::MappingReader& root, const ModelWorkload& w) {
@@ -167,7 +186,7 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
                                   std::string default_name,
                                   const std::filesystem::path& models_dir) {
   declare_keys(root, {"name", "model", "hf_config", "phase", "batch", "seq_len", "output_len",
-                      "dtype", "lowering", "attention", "expert_weights"});
+                      "dtype", "lowering", "attention", "framework", "moe", "expert_weights"});
   ModelWorkload w;
   w.name = root.optional_text("name").value_or(std::move(default_name));
   w.model = read_model(doc, root, models_dir);
@@ -191,8 +210,14 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
       {{"hf-eager", Lowering::kHfEager}, {"fused", Lowering::kFused}, {"cs336-basics", Lowering::kCs336Basics}},
       Lowering::kHfEager);
   w.attention = read_choice<Attention>(root, "attention",
-                                       {{"sdpa", Attention::kSdpa}, {"naive", Attention::kNaive}},
+                                       {{"sdpa", Attention::kSdpa}, {"naive", Attention::kNaive},
+                                        {"flash_attention_2", Attention::kFlash2}},
                                        Attention::kSdpa);
+  // The framework version sets how its MoE blocks run; `moe:` overrides it.
+  const bool tf446 = read_choice<bool>(root, "framework", {{"transformers-5", false}, {"transformers-4.46", true}}, false);
+  w.moe = read_choice<MoePath>(root, "moe", {{"grouped_mm", MoePath::kGroupedMm}, {"loop", MoePath::kLoop}},
+                               tf446 ? MoePath::kLoop : MoePath::kGroupedMm);
+  check_hf_variants(root, w);
   check_positions(root, w);
   if (w.dtype == hw::DType::kFp8 && w.lowering == Lowering::kHfEager) {
     root.fail("dtype",
@@ -274,7 +299,14 @@ std::string_view name(Lowering lowering) {
 }
 
 std::string_view name(Attention attention) {
-  return attention == Attention::kSdpa ? "sdpa" : "naive";
+  switch (attention) {
+    case Attention::kSdpa: return "sdpa";
+    case Attention::kNaive: return "naive";
+    case Attention::kFlash2: return "flash_attention_2";
+  }
+  return "?";
 }
+
+std::string_view name(MoePath moe) { return moe == MoePath::kLoop ? "loop" : "grouped_mm"; }
 
 }  // namespace gpusim::workloads

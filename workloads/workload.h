@@ -54,6 +54,12 @@ enum class Lowering {
 enum class Attention {
   kSdpa,   // fused attention (F.scaled_dot_product_attention)
   kNaive,  // matmul, softmax, matmul (hand-written attention, as in CS336)
+  kFlash2,  // transformers' flash_attention_2: FlashAttention-2's forward, split-KV decoding
+};
+// How an hf-eager MoE block runs its experts.
+enum class MoePath {
+  kGroupedMm,  // transformers 5.x: sort the token-expert pairs, two grouped GEMMs
+  kLoop,       // transformers 4.46 with DeepSeek's remote code (moe_infer): an MLP per expert hit
 };
 
 struct ModelWorkload {
@@ -66,6 +72,7 @@ struct ModelWorkload {
   hw::DType dtype = hw::DType::kBf16;
   Lowering lowering = Lowering::kHfEager;
   Attention attention = Attention::kSdpa;
+  MoePath moe = MoePath::kGroupedMm;
   // MoE models: how the routed token-expert pairs split over experts, one weight per expert;
   // empty means evenly (every expert gets the same share, as trained routers aim for).
   std::vector<double> expert_weights;
@@ -86,6 +93,7 @@ Workload parse_workload(std::string text, const std::string& label,
 
 std::string_view name(Phase phase);          // "prefill", "decode", "generate"
 std::string_view name(Lowering lowering);    // "hf-eager", "fused"
-std::string_view name(Attention attention);  // "sdpa", "naive"
+std::string_view name(Attention attention);  // "sdpa", "naive", "flash_attention_2"
+std::string_view name(MoePath moe);           // "grouped_mm", "loop"
 
 }  // namespace gpusim::workloads
