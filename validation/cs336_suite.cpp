@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/error.h"
+#include "validation/case_json.h"
 #include "workloads/model_run.h"
 #include "workloads/workload.h"
 
@@ -13,14 +14,7 @@ namespace gpusim::validation {
 
 std::vector<Comparison> compare_cs336_forwards(const std::filesystem::path& json, const std::filesystem::path& models_dir,
                                                const hw::HardwareSpec& hw, const models::KernelModelRegistry& models) {
-  std::ifstream in(json);
-  if (!in) throw ConfigError(json.string(), 0, "", "cannot read this file");
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(json.string(), 0, "", std::string("not valid JSON: ") + e.what());
-  }
+  const nlohmann::json doc = read_json_file(json);
   std::vector<Comparison> out;
   try {
     for (const auto& c : doc.at("cases")) {
@@ -35,16 +29,7 @@ std::vector<Comparison> compare_cs336_forwards(const std::filesystem::path& json
                                            c.at("seq_len").get<std::int64_t>());
       const auto parsed = workloads::parse_workload(yaml, json.filename().string() + ": " + ref.label, {}, models_dir);
       const auto run = workloads::simulate_model(std::get<workloads::ModelWorkload>(parsed), hw, hw::LaunchMode::kGraph, models);
-      Comparison cmp;
-      std::int64_t kernels = 0;
-      for (const auto& step : run.steps) {
-        cmp.simulated_us += step.kernel_time_us;
-        kernels += step.kernels;
-      }
-      cmp.simulated_kernels.resize(static_cast<std::size_t>(kernels));
-      cmp.error_pct = 100.0 * (cmp.simulated_us - ref.measured_us) / ref.measured_us;
-      cmp.reference = std::move(ref);
-      out.push_back(std::move(cmp));
+      out.push_back(compare_run(std::move(ref), run, false));
     }
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(json.string(), 0, "cases", std::string("malformed case: ") + e.what());

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "sim/error.h"
+#include "validation/case_json.h"
 #include "workloads/hf_config.h"
 #include "workloads/model_run.h"
 
@@ -26,14 +27,7 @@ workloads::ModelConfig with_layers(workloads::ModelConfig m, std::int64_t layers
 }  // namespace
 
 std::vector<HostSample> read_host_sweep(const std::filesystem::path& json) {
-  std::ifstream in(json);
-  if (!in) throw ConfigError(json.string(), 0, "", "cannot read this file");
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(json.string(), 0, "", std::string("not valid JSON: ") + e.what());
-  }
+  nlohmann::json doc = read_json_file(json);
   if (!doc.contains("layers") || !doc["layers"].is_array()) {
     throw ConfigError(json.string(), 0, "layers", "missing: the file has no layer sweep (host_walls.py writes one)");
   }

@@ -6,32 +6,15 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/error.h"
+#include "validation/case_json.h"
 #include "workloads/hf_config.h"
 #include "workloads/model_run.h"
 
 namespace gpusim::validation {
-namespace {
-
-workloads::Phase phase_of(const std::string& s, const std::filesystem::path& file) {
-  if (s == "prefill") return workloads::Phase::kPrefill;
-  if (s == "decode") return workloads::Phase::kDecode;
-  if (s == "generate") return workloads::Phase::kGenerate;
-  throw ConfigError(file.string(), 0, "cases[].phase", "unknown phase '" + s + "'");
-}
-
-}  // namespace
-
 std::vector<Comparison> compare_measured_models(const std::filesystem::path& json,
                                                 const hw::HardwareSpec& hw,
                                                 const models::KernelModelRegistry& models) {
-  std::ifstream in(json);
-  if (!in) throw ConfigError(json.string(), 0, "", "cannot read this file");
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(json.string(), 0, "", std::string("not valid JSON: ") + e.what());
-  }
+  const nlohmann::json doc = read_json_file(json);
   std::vector<Comparison> out;
   try {
     for (const auto& c : doc.at("cases")) {
@@ -49,25 +32,12 @@ std::vector<Comparison> compare_measured_models(const std::filesystem::path& jso
       workloads::ModelWorkload w;
       w.name = id;
       w.model = workloads::load_hf_config(json.parent_path() / c.at("hf_config").get<std::string>());
-      w.phase = phase_of(phase, json);
+      w.phase = case_phase(phase, json);
       w.batch = c.at("batch").get<std::int64_t>();
       w.seq_len = c.at("seq_len").get<std::int64_t>();
       if (!c.at("output_len").is_null()) w.output_len = c.at("output_len").get<std::int64_t>();
       w.dtype = hw::DType::kBf16;
-      const auto run = workloads::simulate_model(w, hw, hw::LaunchMode::kGraph, models);
-      Comparison cmp;
-      for (const auto& step : run.steps) {
-        cmp.simulated_us += step.kernel_time_us;
-        if (step.detail) {
-          for (const auto& k : step.detail->result.kernels) cmp.simulated_kernels.push_back(k.name);
-        }
-      }
-      std::int64_t total = 0;
-      for (const auto& step : run.steps) total += step.kernels;
-      cmp.simulated_kernels.resize(static_cast<std::size_t>(total));
-      cmp.error_pct = 100.0 * (cmp.simulated_us - ref.measured_us) / ref.measured_us;
-      cmp.reference = std::move(ref);
-      out.push_back(std::move(cmp));
+      out.push_back(compare_run(std::move(ref), workloads::simulate_model(w, hw, hw::LaunchMode::kGraph, models), false));
     }
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(json.string(), 0, "cases", std::string("malformed case: ") + e.what());

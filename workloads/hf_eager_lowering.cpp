@@ -416,6 +416,14 @@ TensorUse deepseek_router(StepEmitter& e, const std::string& label, const Tensor
   return e.pointwise(label + ".router.scale", EwFunc::kMulScalar, S, kF32, kF32, {weights}, false);
 }
 
+// The routed experts' output plus the shared experts' (one MLP of their summed width), if any.
+TensorUse with_shared_experts(StepEmitter& e, const std::string& label, const TensorUse& h, const TensorUse& routed) {
+  const auto& cfg = *e.m().moe;
+  if (cfg.shared_experts == 0) return routed;
+  const TensorUse shared = mlp(e, label + ".shared_experts", h, cfg.shared_experts * cfg.shared_expert_d_ff);
+  return e.pointwise(label + ".shared_add", EwFunc::kAdd, e.tokens() * e.m().d_model, e.act(), e.act(), {routed, shared}, false);
+}
+
 // DeepseekV2MoE.moe_infer of DeepSeek's remote code (run by transformers 4.46, as seed 003
 // did): count tokens per expert (zeros, scatter, sum), argsort the token-expert pairs, gather
 // the tokens, copy the counts to the host (the loop needs them), then one DeepseekV2MLP per
@@ -469,12 +477,7 @@ TensorUse moe_loop(StepEmitter& e, const std::string& label, const TensorUse& h,
   e.emit(label + ".moe_infer.sum", {models::lower_reduce(T * d, k, kF32, kF32, false,
                                                          "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> >",
                                                          weighted, summed, hw)});
-  TensorUse out = e.cast(label + ".moe_infer.to_act", T * d, kF32, a, summed);
-  if (cfg.shared_experts > 0) {
-    const TensorUse shared = mlp(e, label + ".shared_experts", h, cfg.shared_experts * cfg.shared_expert_d_ff);
-    out = e.pointwise(label + ".shared_add", EwFunc::kAdd, T * d, a, a, {out, shared}, false);
-  }
-  return out;
+  return with_shared_experts(e, label, h, e.cast(label + ".moe_infer.to_act", T * d, kF32, a, summed));
 }
 
 // MixtralSparseMoeBlock / DeepseekV2Moe with transformers' grouped_mm experts path.
@@ -563,12 +566,7 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
          // kernels sort, gather and scatter rows): see the interpreter's "moe_experts".
          Sem{"moe_experts", {h.tensor, logits.tensor, w_gate_up.tensor, w_down.tensor}, summed.tensor,
              {T, d, E, k, F}, cfg.norm_topk_prob.value_or(false) ? 1.0 : 0.0});
-  TensorUse out = e.cast(label + ".experts.to_act", T * d, kF32, a, summed);
-  if (cfg.shared_experts > 0) {
-    const TensorUse shared = mlp(e, label + ".shared_experts", h, cfg.shared_experts * cfg.shared_expert_d_ff);
-    out = e.pointwise(label + ".shared_add", EwFunc::kAdd, T * d, a, a, {out, shared}, false);
-  }
-  return out;
+  return with_shared_experts(e, label, h, e.cast(label + ".experts.to_act", T * d, kF32, a, summed));
 }
 
 // What a layer's attention sees of the cache: the tokens it holds before this step, whether a

@@ -29,12 +29,12 @@ import math
 import os
 import statistics
 import sys
-import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location("hf_models", os.path.join(_HERE, "hf_models.py"))
-hf = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(hf)
+_spec = importlib.util.spec_from_file_location("host_costs", os.path.join(_HERE, "host_costs.py"))
+hc = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hc)
+hf = hc.hf
 
 # configs/models/cs336-*.yaml (seed 002's table).
 MODELS = {
@@ -149,19 +149,7 @@ def measure(name, B, S, reps):
         for _ in range(3):
             model(ids)
         torch.cuda.synchronize()
-        hosts, walls = [], []
-        for _ in range(reps):
-            torch.cuda.synchronize()
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            t0 = time.perf_counter()
-            out = model(ids)
-            t1 = time.perf_counter()
-            e1.record()
-            torch.cuda.synchronize()
-            hosts.append((t1 - t0) * 1e6)
-            walls.append(e0.elapsed_time(e1) * 1000.0)
-            del out
+        _, _, hosts, walls = hc.timed_host(lambda: model(ids), reps)
         per_rep = []
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(5):

@@ -1,0 +1,26 @@
+// Measured model cases (the JSON files of validation/measure/): reading the document and a
+// case's phase (bad input is a ConfigError naming the file), and comparing a simulated run.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "validation/measured_suite.h"
+#include "workloads/model_run.h"
+#include "workloads/workload.h"
+
+namespace gpusim::validation {
+
+// The parsed document; ConfigError when the file cannot be read or is not JSON.
+nlohmann::json read_json_file(const std::filesystem::path& file);
+
+// "prefill", "decode" or "generate" (a case's `phase`); ConfigError naming the file otherwise.
+workloads::Phase case_phase(const std::string& s, const std::filesystem::path& file);
+
+// What gpusim gives for a measured case: the run's summed step time (`wall`: from each step's
+// start to its last kernel's end) or summed kernel time, its kernel count and the detailed
+// steps' kernel names, and the error against `ref`.
+Comparison compare_run(MeasuredOp ref, const workloads::ModelRun& run, bool wall);
+
+}  // namespace gpusim::validation
