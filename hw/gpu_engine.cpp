@@ -42,6 +42,9 @@ struct KernelState {
   Occupancy occupancy;
   CtaFootprint footprint;
   sim::Time host_time;  // earliest start the host allows (eager mode)
+  // Eager mode after a host sync: the host issues this launch host_time after the sync kernel
+  // `host_anchor` ends (-1: host_time is from the start).
+  int host_anchor = -1;
   int deps_left = 0;
   std::vector<int> dependents;
   std::size_t next_class = 0;        // dispatch cursor: class index...
@@ -116,7 +119,8 @@ class Engine {
   void prepare(const std::vector<KernelNode>& nodes) {
     kernels_.resize(nodes.size());
     std::vector<int> last_in_stream;
-    sim::Time host_clock;  // eager mode: when the host issues the launch
+    sim::Time host_clock;  // eager mode: when the host issues the launch, after host_anchor ends
+    int host_anchor = -1;  // the last host sync so far
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       KernelState& k = kernels_[i];
       k.node = &nodes[i];
@@ -149,11 +153,18 @@ class Engine {
       if (mode_ == LaunchMode::kEager) {
         host_clock += eager_host_gap(hw_, nodes[i].host_gap, static_cast<std::int64_t>(i));
         k.host_time = host_clock;
+        k.host_anchor = host_anchor;
       }
       init_result(k);
 
       std::vector<int>& deps = deps_scratch_;
       deps.assign(nodes[i].deps.begin(), nodes[i].deps.end());
+      // The host issues nothing before the sync it waits on has ended.
+      if (k.host_anchor >= 0) deps.push_back(k.host_anchor);
+      if (mode_ == LaunchMode::kEager && nodes[i].host_sync) {
+        host_anchor = static_cast<int>(i);
+        host_clock = sim::Time();
+      }
       const int stream = nodes[i].stream;
       if (stream < 0) throw ModelError("kernel " + l.name + ": negative stream");
       if (static_cast<int>(last_in_stream.size()) <= stream) last_in_stream.resize(stream + 1, -1);
@@ -263,6 +274,7 @@ class Engine {
     for (const int d : k.dependents) {
       KernelState& next = kernels_[d];
       if (--next.deps_left == 0) {
+        if (next.host_anchor >= 0) next.host_time = kernels_[next.host_anchor].result.end + next.host_time;
         const sim::Time ready = std::max(sim_.now() + hw_.launch.graph_gap, next.host_time);
         sim_.at(ready, kReady, [this, d] { on_ready(d); });
       }

@@ -38,6 +38,9 @@ struct KernelNode {
   // Eager mode: host time between the previous launch's issue and this one's (the first: from
   // the start). Unset: launch.eager_gap (none before the first), as a loop of single ops.
   std::optional<sim::Time> host_gap;
+  // Eager mode: the host waits for this kernel to finish before it goes on (.item(), .cpu()):
+  // later launches are issued from its end.
+  bool host_sync = false;
 };
 
 struct KernelResult {

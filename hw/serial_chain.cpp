@@ -11,9 +11,13 @@ SerialChain::SerialChain(const HardwareSpec& hw, LaunchMode mode, KernelOutcomeC
 
 SerialChain::Known& SerialChain::advance(const Launch& launch, std::span<const TensorAccess> reads,
                                          std::span<const TensorAccess> writes,
-                                         const std::optional<sim::Time>& host_gap, sim::Time& ready,
-                                         double& read_hit_rate) {
-  if (mode_ == LaunchMode::kEager) host_clock_ += eager_host_gap(hw_, host_gap, kernels_);
+                                         const std::optional<sim::Time>& host_gap, bool host_sync,
+                                         sim::Time& ready, double& read_hit_rate) {
+  if (mode_ == LaunchMode::kEager) {
+    if (host_waits_) host_clock_ = end_;  // the host went on when the sync ended
+    host_clock_ += eager_host_gap(hw_, host_gap, kernels_);
+    host_waits_ = host_sync;
+  }
   const sim::Time host = host_clock_;
   ready = kernels_ == 0 ? host : std::max(end_ + hw_.launch.graph_gap, host);
   const L2Pass pass = pass_through_l2(l2_, reads, writes);
@@ -35,18 +39,18 @@ SerialChain::Known& SerialChain::advance(const Launch& launch, std::span<const T
 }
 
 void SerialChain::run(const Launch& launch, std::span<const TensorAccess> reads, std::span<const TensorAccess> writes,
-                      std::optional<sim::Time> host_gap) {
+                      std::optional<sim::Time> host_gap, bool host_sync) {
   sim::Time ready;
   double hit_rate = 0;
-  advance(launch, reads, writes, host_gap, ready, hit_rate);
+  advance(launch, reads, writes, host_gap, host_sync, ready, hit_rate);
 }
 
 KernelResult SerialChain::run_listed(const Launch& launch, std::span<const TensorAccess> reads,
                                      std::span<const TensorAccess> writes, const std::string& op,
-                                     std::optional<sim::Time> host_gap) {
+                                     std::optional<sim::Time> host_gap, bool host_sync) {
   sim::Time ready;
   double hit_rate = 0;
-  Known& known = advance(launch, reads, writes, host_gap, ready, hit_rate);
+  Known& known = advance(launch, reads, writes, host_gap, host_sync, ready, hit_rate);
   if (!known.listed) {
     const BlockResources block{static_cast<int>(launch.block.count()), launch.regs_per_thread, launch.smem_per_cta};
     known.listed = launch_result(hw_, launch, compute_occupancy(hw_.sm, block));

@@ -38,14 +38,14 @@ class SerialChain {
 
   // Runs the stream's next kernel: `launch` with its tensors as ids. A launch passed again (the
   // same object, as a layer's kernels repeat) must be unchanged: its outcomes are remembered by
-  // address for the chain's lifetime. `host_gap`: the host time before its launch is issued
-  // (eager mode; KernelNode::host_gap).
+  // address for the chain's lifetime. `host_gap`: the host time before its launch is issued;
+  // `host_sync`: the host then waits for it to end (eager mode; KernelNode's fields).
   void run(const Launch& launch, std::span<const TensorAccess> reads, std::span<const TensorAccess> writes,
-           std::optional<sim::Time> host_gap = std::nullopt);
+           std::optional<sim::Time> host_gap = std::nullopt, bool host_sync = false);
   // The same, returning the kernel's result as run_engine reports it, with `op` as its op.
   KernelResult run_listed(const Launch& launch, std::span<const TensorAccess> reads,
                           std::span<const TensorAccess> writes, const std::string& op,
-                          std::optional<sim::Time> host_gap = std::nullopt);
+                          std::optional<sim::Time> host_gap = std::nullopt, bool host_sync = false);
 
   std::int64_t kernels() const { return kernels_; }
   sim::Time end() const { return end_; }                // when the last kernel finished
@@ -75,9 +75,11 @@ class SerialChain {
   // Runs the next kernel; returns its outcome, when it became ready and the share of its
   // input bytes it found in L2.
   Known& advance(const Launch& launch, std::span<const TensorAccess> reads, std::span<const TensorAccess> writes,
-                 const std::optional<sim::Time>& host_gap, sim::Time& ready, double& read_hit_rate);
+                 const std::optional<sim::Time>& host_gap, bool host_sync, sim::Time& ready,
+                 double& read_hit_rate);
   std::int64_t kernels_ = 0;
   sim::Time host_clock_;  // eager mode: when the host issued the last launch
+  bool host_waits_ = false;  // eager mode: the last launch was a host sync
   sim::Time end_;
   std::uint64_t events_ = 0;
   double kernel_time_us_ = 0;

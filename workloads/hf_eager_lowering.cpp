@@ -49,6 +49,7 @@ void mask_check(StepEmitter& e) {
                                                  c, sum, e.hw())});
   const TensorUse eq = e.pointwise("mask_check.eq", EwFunc::kCompareScalar, 1, kF32, kF32, {sum}, false);
   e.emit("mask_check.item", {models::detail::memcpy_launch(true, 1, eq, eq, e.hw())});
+  e.b().mark_host_sync();
 }
 
 // The head dimensions RoPE rotates (partial_rotary_factor), even.
@@ -453,6 +454,7 @@ TensorUse moe_loop(StepEmitter& e, const std::string& label, const TensorUse& h,
   e.emit(label + ".moe_infer.gather", {models::lower_row_gather(S, static_cast<double>(d) * e.act_bytes(), h, sorted, hw)});
   const TensorUse host_counts = e.new_bytes(label + ".moe_infer.host_counts", static_cast<double>(E) * 8);
   e.emit(label + ".moe_infer.to_host", {models::detail::memcpy_launch(true, static_cast<double>(E) * 8, per_expert, host_counts, hw)});
+  e.b().mark_host_sync();  // tokens_per_expert.cpu().numpy(): the loop runs on the host's copy
   std::vector<TensorUse> outs;
   std::vector<std::int64_t> out_elems;
   const auto rows = expert_rows(S, E, expert_weights);
@@ -788,6 +790,7 @@ void lower_hf_generate_bookkeeping(const ModelWorkload& w, const StepShape& s, P
   e.emit("generate.stop", {models::lower_reduce(1, B, kF32, kF32, true, "at::native::func_wrapper_t<long, at::native::MaxNanFunctor<long> >", flag, done, e.hw())});
   const TensorUse eq = e.pointwise("generate.stop", EwFunc::kCompareScalar, 1, kF32, kF32, {done}, false);
   e.emit("generate.stop", {models::detail::memcpy_launch(true, 1, eq, eq, e.hw())});
+  e.b().mark_host_sync();
 }
 
 std::vector<std::int64_t> expert_rows(std::int64_t tokens, std::int64_t experts,

@@ -46,6 +46,7 @@ std::vector<hw::KernelNode> nodes_of(Vertices& vertices, const std::vector<std::
     hw::KernelNode node{take(vertices[v].launch), vertices[v].op, 0, {}, std::nullopt};
     node.deps.assign(deps[v].begin(), deps[v].end());
     node.host_gap = vertices[v].host_gap;
+    node.host_sync = vertices[v].host_sync;
     nodes.push_back(std::move(node));
   }
   return nodes;

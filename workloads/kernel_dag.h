@@ -34,6 +34,7 @@ struct KernelVertex {
   std::string op;  // the framework-level op, e.g. "layers[3].attn.q_proj"
   std::optional<KernelSemantics> semantics;  // on the op's last launch only
   std::optional<sim::Time> host_gap;         // eager mode (hw::KernelNode::host_gap)
+  bool host_sync = false;                    // eager mode (hw::KernelNode::host_sync)
 };
 
 class KernelDag {
@@ -51,6 +52,8 @@ class KernelDag {
   const KernelVertex& operator[](Vertex v) const { return vertices_[v]; }
   // The host time before vertex v's launch is issued in eager mode (workloads/host_issue.h).
   void set_host_gap(Vertex v, sim::Time gap) { vertices_[v].host_gap = gap; }
+  // The host waits for vertex v's kernel to end before it issues more (.item(), .cpu()).
+  void set_host_sync(Vertex v) { vertices_[v].host_sync = true; }
   // A vertex's producers, ascending, each once.
   const std::vector<Vertex>& deps(Vertex v) const { return deps_[v]; }
   // The DAG as a Boost.Graph (producer -> consumer edges), for graph algorithms. Built on

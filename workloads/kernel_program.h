@@ -38,6 +38,11 @@ class ProgramBuilder {
   void emit(const std::string& label, std::vector<hw::Launch> launches,
             std::optional<KernelSemantics> semantics = std::nullopt);
 
+  // The host waits for the last launch emitted to end before it issues more (.item(), .cpu()).
+  void mark_host_sync() {
+    if (dag_.size() > 0) dag_.set_host_sync(static_cast<KernelDag::Vertex>(dag_.size() - 1));
+  }
+
   // Lowers `op` with the cost models, renaming the model's tensors to the program's tensors per
   // `names` (local name -> tensor); unnamed locals stay private to the op ("<tag>.<local>").
   void emit_op(const std::string& label, const models::Op& op,

@@ -222,11 +222,12 @@ std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, co
     const KernelVertex& vertex = dag[static_cast<KernelDag::Vertex>(v)];
     const hw::Launch& launch = vertex.launch;
     if (!listed) {
-      chain.run(launch, access.first(reads), access.subspan(reads), vertex.host_gap);
+      chain.run(launch, access.first(reads), access.subspan(reads), vertex.host_gap, vertex.host_sync);
       return;
     }
-    results.push_back(chain.run_listed(launch, access.first(reads), access.subspan(reads), op, vertex.host_gap));
-    hw::KernelNode node{launch, std::move(op), 0, std::move(deps), vertex.host_gap};
+    results.push_back(chain.run_listed(launch, access.first(reads), access.subspan(reads), op, vertex.host_gap,
+                                       vertex.host_sync));
+    hw::KernelNode node{launch, std::move(op), 0, std::move(deps), vertex.host_gap, vertex.host_sync};
     if (!own_tensors) {
       node.launch.reads.clear();
       node.launch.writes.clear();

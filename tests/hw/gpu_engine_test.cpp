@@ -220,6 +220,32 @@ TEST(GpuEngine, EagerHostGapsAccumulateAndTheGpuRunsBehindTheHost) {
   }
 }
 
+// A host sync (.item()): the host issues nothing more until that kernel has ended, then spends
+// the next launch's gap. Without it the host runs ahead of a long kernel and the next launch
+// starts right behind it.
+TEST(GpuEngine, AHostSyncHoldsTheHostUntilItsKernelEnds) {
+  const HardwareSpec hw = h100();
+  const sim::Time gap = sim::Time::from_seconds(30e-6);
+  auto chain = [&](bool sync, LaunchMode mode = LaunchMode::kEager) {
+    std::vector<KernelNode> nodes;
+    nodes.push_back(node(kernel("long", 16 * hw.sm_count, 1e8)));
+    nodes.push_back(node(kernel("item", 1, 10)));
+    nodes.back().host_sync = sync;
+    nodes.push_back(node(kernel("after", 1, 10)));
+    for (auto& n : nodes) n.host_gap = gap;
+    return run_engine(hw, mode, nodes);
+  };
+  const auto free_running = chain(false);
+  const auto synced = chain(true);
+  ASSERT_GT(free_running.kernels[0].duration(), gap + gap + gap);
+  EXPECT_EQ(free_running.kernels[2].start, free_running.kernels[1].end + hw.launch.graph_gap);
+  EXPECT_EQ(synced.kernels[2].start, synced.kernels[1].end + gap);
+  EXPECT_EQ(synced.kernels[1].end, free_running.kernels[1].end);
+  // Graph mode has no host to hold.
+  const auto graph = chain(true, LaunchMode::kGraph);
+  EXPECT_EQ(graph.kernels[2].start, graph.kernels[1].end + hw.launch.graph_gap);
+}
+
 TEST(GpuEngine, WhatIfSmCountChangesComputeBoundTime) {
   const std::int64_t ctas = 16 * 132 * 4;
   const auto base = run_engine(h100(), LaunchMode::kGraph, {node(kernel("k", ctas, 1e6))});

@@ -62,6 +62,26 @@ TEST(HfVariants, TheMoeLoopRunsOneMlpPerExpertHit) {
   EXPECT_EQ(experts, 64);
 }
 
+// moe_infer copies the token counts to the host each MoE layer (a host sync): in a GPU-bound
+// eager prefill the host issues each layer's expert loop only when the GPU has caught up. The
+// layer-repeating fast path keeps the syncs as the whole DAG does.
+TEST(HfVariants, TheLoopsHostSyncsHoldEagerPrefillsBack) {
+  const auto models = models::default_kernel_models();
+  const auto hw = hw::load_hardware("rtx5090", hw::PresetCatalog(config_dir() / "hw"), {});
+  const std::string prefill = "model: deepseek-ocr-decoder\nphase: prefill\nbatch: 4\nseq_len: 1024\ndtype: bf16\n";
+  const ModelWorkload loop = workload(prefill + "moe: loop\n");
+  const auto eager = simulate_model(loop, hw, hw::LaunchMode::kEager, models);
+  SimulateOptions whole;
+  whole.reuse = false;
+  EXPECT_DOUBLE_EQ(simulate_model(loop, hw, hw::LaunchMode::kEager, models, whole).steps.at(0).total_us,
+                   eager.steps.at(0).total_us);
+  const StepRun& e = eager.steps.at(0);
+  const double host_only = hw.host.forward_fixed.us() + hw.host.model_kernel_issue.us() * static_cast<double>(e.kernels);
+  // Neither the host alone nor the GPU alone: both, in turns, at every sync.
+  EXPECT_GT(e.total_us, host_only * 1.05);
+  EXPECT_GT(e.total_us, e.kernel_time_us * 1.05);
+}
+
 TEST(HfVariants, FlashAttention2DecodesWithItsSplitKvKernels) {
   const auto models = models::default_kernel_models();
   const auto hw = hw::load_hardware("rtx5090", hw::PresetCatalog(config_dir() / "hw"), {});

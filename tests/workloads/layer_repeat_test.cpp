@@ -167,7 +167,8 @@ TEST(LayerRepeat, SerialChainEqualsTheEngineKernelByKernel) {
       return out;
     };
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      chain.run(nodes[i].launch, accesses(nodes[i].launch.reads), accesses(nodes[i].launch.writes), nodes[i].host_gap);
+      chain.run(nodes[i].launch, accesses(nodes[i].launch.reads), accesses(nodes[i].launch.writes), nodes[i].host_gap,
+                nodes[i].host_sync);
       ASSERT_EQ(chain.end(), r.kernels[i].end) << "kernel " << i;
     }
     EXPECT_EQ(chain.events(), r.events);
