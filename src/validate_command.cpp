@@ -163,6 +163,10 @@ const std::vector<SuiteSpec>& suites() {
        "time of a forward; the lowering was written from the source before this measurement, "
        "nothing fitted to it",
        false, 0, false, false, true},
+      {"cs336-h200", "h200", "cs336_forward_h200.json",
+       "the same forwards on an H200 SXM, measured after the H100 comparison (the lowering unchanged since, "
+       "nothing fitted)",
+       false, 0, false, false, true},
       {"host-h100", "h100", "host_walls_h100.json",
        "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "
        "H100 machine's host, one session (2026-11-24 23:41 UTC): the layer sweep the preset's host "
