@@ -206,13 +206,13 @@ TEST(Transformer, EagerModelCodeIsHostBoundThroughTheHostSection) {
   // A faster host: the same kernels, a shorter wall.
   const std::vector<hw::HardwareOverride> faster{{"host.model_kernel_issue", "10us"}, {"host.forward_fixed", "100us"}};
   const auto fast_host = hw::load_hardware("h100", hw::PresetCatalog(config_dir() / "hw"), faster);
-  const StepRun& f = simulate_model(w, fast_host, hw::LaunchMode::kEager, models).steps.at(0);
+  const StepRun f = simulate_model(w, fast_host, hw::LaunchMode::kEager, models).steps.at(0);
   EXPECT_LT(f.total_us, e.total_us / 3);
   EXPECT_DOUBLE_EQ(f.kernel_time_us, e.kernel_time_us);
   // The fused lowering's launches are single ops from the host: launch.eager_gap each.
   ModelWorkload fused = w;
   fused.lowering = Lowering::kFused;
-  const StepRun& u = simulate_model(fused, spec, hw::LaunchMode::kEager, models).steps.at(0);
+  const StepRun u = simulate_model(fused, spec, hw::LaunchMode::kEager, models).steps.at(0);
   EXPECT_LT(u.total_us, spec.launch.eager_gap.us() * static_cast<double>(u.kernels) + u.kernel_time_us + 1.0);
   // 28 layers: the layer-repeating fast path gives the whole DAG's wall time.
   SimulateOptions whole;
