@@ -23,7 +23,8 @@ std::vector<Comparison> compare_cs336_forwards(const std::filesystem::path& json
       ref.family = c.at("model").get<std::string>();
       ref.held_out = c.at("split").get<std::string>() == "holdout";
       ref.measured_us = c.at("kernel_time_us_median").get<double>();
-      for (const auto& k : c.at("kernels")) ref.measured_kernels.push_back(k.at("name").get<std::string>());
+      // Kernels as [index into names, duration us], in launch order.
+      for (const auto& k : c.at("kernels")) ref.measured_kernels.push_back(doc.at("names").at(k.at(0).get<std::size_t>()));
       const std::string yaml = fmt::format("model: {}\nphase: prefill\nbatch: {}\nseq_len: {}\ndtype: fp32\nlowering: cs336-basics\n",
                                            c.at("model").get<std::string>(), c.at("batch").get<std::int64_t>(),
                                            c.at("seq_len").get<std::int64_t>());

@@ -13,8 +13,8 @@ and a compare in every layer, attention written out with softmax by hand (amax, 
 sum, divide), SwiGLU with x * sigmoid(x), lm_head on every position. fp32, no autocast, as seed
 002 ran it.
 
-Per case: the kernels of one forward (PyTorch profiler: name, grid, duration; median over reps),
-their summed time, and the eager wall time of a forward (CUDA events around the call, median of
+Per case: the kernels of one forward (PyTorch profiler: an index into the file's "names" and the
+median duration over 5 profiled forwards), their summed time, and the eager wall time of a forward (CUDA events around the call, median of
 --reps) with its host issue time. The first half of the cases (by order) is calibration, the
 second held out; nothing is fitted to either.
 
@@ -43,6 +43,7 @@ MODELS = {
     "cs336-large": dict(d_model=1280, layers=36, heads=20, d_ff=5120),
 }
 VOCAB, THETA = 10000, 10000.0
+NAMES = {}  # kernel name -> index in the output's "names" (the names are long templates)
 CASES = [("cs336-small", 4, 128), ("cs336-small", 4, 512), ("cs336-medium", 4, 256), ("cs336-large", 4, 128),
          ("cs336-small", 4, 256), ("cs336-small", 4, 1024), ("cs336-medium", 4, 128), ("cs336-medium", 4, 512),
          ("cs336-large", 4, 256)]
@@ -159,10 +160,12 @@ def measure(name, B, S, reps):
     n = len(kernels) // 5
     reps_k = [kernels[i * n:(i + 1) * n] for i in range(5)]
     first = reps_k[0]
-    rows = []
+    rows = []  # [index into the file's names, median duration us]
     for i, k in enumerate(first):
         durs = [r[i].device_time if hasattr(r[i], "device_time") else r[i].cuda_time for r in reps_k]
-        rows.append({"name": k.name, "dur_us": statistics.median(durs)})
+        if k.name not in NAMES:
+            NAMES[k.name] = len(NAMES)
+        rows.append([NAMES[k.name], round(statistics.median(durs), 3)])
     sums = [sum((k.device_time if hasattr(k, "device_time") else k.cuda_time) for k in r) for r in reps_k]
     del model
     torch.cuda.empty_cache()
@@ -194,8 +197,9 @@ def main():
         except Exception as e:
             result["errors"].append({"case": f"{name}_b{B}_s{S}", "error": f"{type(e).__name__}: {e}"[:400]})
             print("ERROR", result["errors"][-1], flush=True)
+        result["names"] = list(NAMES)
         with open(os.path.join(a.out, f"cs336_forward_{a.gpu}.json"), "w") as f:
-            json.dump(result, f, indent=1)
+            json.dump(result, f, separators=(",", ":"))
 
 
 if __name__ == "__main__":
