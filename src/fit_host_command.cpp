@@ -13,6 +13,7 @@
 #include "sim/error.h"
 #include "src/commands.h"
 #include "src/options.h"
+#include "validation/case_json.h"
 #include "validation/host_fit.h"
 
 namespace gpusim::cli {
@@ -41,17 +42,14 @@ int hw_fit_host(const Args& args, const Environment& env, std::ostream& out) {
   const std::filesystem::path sweep = vm["sweep"].as<std::string>();
   const hw::PresetCatalog catalog(env.config_dir / "hw");
   const hw::HardwareSpec spec = hw::load_hardware(hw_name, catalog, {});
-  const auto samples = validation::read_host_sweep(sweep);
-  const auto fit = validation::fit_host(samples, spec, models::default_kernel_models());
+  const nlohmann::json doc = validation::read_json_file(sweep);
+  const auto fit = validation::fit_host(validation::read_host_sweep(doc, sweep), spec, models::default_kernel_models());
 
   std::string where = sweep.filename().string();
-  if (std::ifstream in(sweep); in) {
-    const auto doc = nlohmann::json::parse(in, nullptr, false);
-    if (doc.is_object() && doc.contains("provenance") && doc["provenance"].is_object()) {
-      const auto& p = doc["provenance"];
-      where += fmt::format(" ({}, {}, host CPU {})", p.value("device_name", "?"), p.value("date_utc", "?"),
-                           p.value("cpu_model", "?"));
-    }
+  if (doc.contains("provenance") && doc.at("provenance").is_object()) {
+    const auto& p = doc.at("provenance");
+    where += fmt::format(" ({}, {}, host CPU {})", p.value("device_name", "?"), p.value("date_utc", "?"),
+                         p.value("cpu_model", "?"));
   }
   const bool preset = catalog.find(hw_name) != nullptr && hw_name.find('/') == std::string::npos;
   const std::string base = preset ? hw_name : std::filesystem::absolute(hw_name).string();

@@ -27,8 +27,11 @@ workloads::ModelConfig with_layers(workloads::ModelConfig m, std::int64_t layers
 }  // namespace
 
 std::vector<HostSample> read_host_sweep(const std::filesystem::path& json) {
-  nlohmann::json doc = read_json_file(json);
-  if (!doc.contains("layers") || !doc["layers"].is_array()) {
+  return read_host_sweep(read_json_file(json), json);
+}
+
+std::vector<HostSample> read_host_sweep(const nlohmann::json& doc, const std::filesystem::path& json) {
+  if (!doc.is_object() || !doc.contains("layers") || !doc.at("layers").is_array()) {
     throw ConfigError(json.string(), 0, "layers", "missing: the file has no layer sweep (host_walls.py writes one)");
   }
   const std::filesystem::path root = json.parent_path().parent_path().parent_path();

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@ struct HostSample {
 // The "layers" entries of a host_walls / host_costs JSON file (config paths relative to the
 // folder above validation/data). ConfigError naming the file and key on malformed input.
 std::vector<HostSample> read_host_sweep(const std::filesystem::path& json);
+// The same from the file's parsed document (`json` names it in errors and locates the configs).
+std::vector<HostSample> read_host_sweep(const nlohmann::json& doc, const std::filesystem::path& json);
 
 struct HostFit {
   double forward_fixed_us = 0;       // not below 0

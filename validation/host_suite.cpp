@@ -21,8 +21,9 @@ Comparison simulate_wall(MeasuredOp ref, const workloads::ModelWorkload& w, cons
 
 std::vector<Comparison> compare_host_walls(const std::filesystem::path& host_walls, const hw::HardwareSpec& hw,
                                            const models::KernelModelRegistry& models) {
+  const nlohmann::json doc = read_json_file(host_walls);
   std::vector<Comparison> out;
-  for (auto& s : read_host_sweep(host_walls)) {
+  for (auto& s : read_host_sweep(doc, host_walls)) {
     MeasuredOp ref;
     ref.label = s.label;
     ref.family = s.family;
@@ -31,7 +32,6 @@ std::vector<Comparison> compare_host_walls(const std::filesystem::path& host_wal
     ref.measured_kernels.resize(static_cast<std::size_t>(s.measured_kernels));
     out.push_back(simulate_wall(std::move(ref), s.workload, hw, models));
   }
-  const nlohmann::json doc = read_json_file(host_walls);
   try {
     for (const auto& c : doc.at("cases")) {
       MeasuredOp ref;
