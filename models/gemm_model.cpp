@@ -678,6 +678,9 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
 
   // Per unit (one tile, one K split): padded math, real-extent bytes spread over the units.
   hw::CtaWork unit = base_work(hw, p.dtype);
+  // The register-staged kernels set up no tensor maps: one DRAM round trip fewer before the
+  // first loads (sets 3-7: one-step align1 kernels of one wave take 2.8-3.5 us on the H100).
+  if (c.register_staged) unit.fixed = unit.fixed - hw.dram.latency;
   const double flops = 2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk;
   if (p.dtype == hw::DType::kFp32) {
     unit.fp32_flops = flops;
@@ -1012,6 +1015,36 @@ Choice choose_tiled(const hw::HardwareSpec& hw, const Problem& p) {
 constexpr std::int64_t kSerialSplitK = 768;
 constexpr std::int64_t kSerialSplitMax = 16;
 
+// Shallow products on the register-staged (align1) kernels: cuBLAS takes its split-K variant,
+// which writes fp32 partials that cublasLt::splitKreduce_kernel sums and converts, with K cut
+// into slices of about 8 (sets 3-7 on the H100, no bias):
+//  * K of 2 to 8, a grid of one wave or less: unsplit, fp32 out and the reduce (16 of 17
+//    launches: 8314x13x2, 219x215x4, 5904x2x7, 49x16139x2 on 128x128 tiles);
+//  * K of 9 to 80, few tiles (a fifth of the SMs or fewer): ceil(K / 8) slices (14 of 15
+//    launches: 29x93x14 -> 2, 1029x6x17 -> 3, 712x12x29 -> 4, 57x14x47 -> 6, 23x36x75 -> 10);
+//    with more tiles, one slice and bf16 out (1901x63x23, 753x384x11, 1373x247x60).
+// K = 1 and deeper products keep the choice above. bf16 only: fp16's shallow products ran other
+// kernels (cutlass wmma, sm80 align2) without the split-K variant.
+constexpr std::int64_t kShallowSliceK = 8;
+constexpr std::int64_t kShallowMaxK = 80;
+constexpr std::int64_t kShallowSplitSmsPerTile = 5;
+
+Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch, bool bias) {
+  if (bias || p.dtype != hw::DType::kBf16 || !ch.cfg.register_staged || ch.split != 1 || p.K < 2 ||
+      p.K > kShallowMaxK) {
+    return ch;
+  }
+  const std::int64_t tiles = units_of(p, ch.cfg, 1);
+  if (p.K <= kShallowSliceK) {
+    if (tiles <= hw.sm_count) ch.reduce = true;
+    return ch;
+  }
+  if (tiles * kShallowSplitSmsPerTile > hw.sm_count) return ch;
+  ch.split = ceil_div(p.K, kShallowSliceK);
+  ch.reduce = true;
+  return ch;
+}
+
 Choice with_bias_epilogue(const Problem& p, Choice ch, bool bias) {
   if (!bias || !ch.cfg.register_staged || ch.split <= 1 || units_of(p, ch.cfg, 1) < 2) return ch;
   ch.split = std::clamp<std::int64_t>(ceil_div(p.K, kSerialSplitK), 2, kSerialSplitMax);
@@ -1053,7 +1086,7 @@ GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool
             p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0}};
   }
   if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1) return {GemmPath::kGemv, {}};
-  return {GemmPath::kTiled, with_bias_epilogue(p, choose_tiled(hw, p), bias)};
+  return {GemmPath::kTiled, with_shallow_split(hw, p, with_bias_epilogue(p, choose_tiled(hw, p), bias), bias)};
 }
 
 }  // namespace

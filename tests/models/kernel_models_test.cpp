@@ -394,6 +394,31 @@ TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
                        "gemmSN_NN"));
 }
 
+TEST(GemmModelTest, ShallowAlign1ProductsTakeTheSplitKVariant) {
+  // Sets 3-7 (H100): K of 2-8 over one wave ran the align1 kernel with fp32 partials and the
+  // reduce (8314x13x2: 130 CTAs, then splitKreduce); K of 9-80 over few tiles, slices of about 8
+  // (1029x6x17: 17 tiles x 3 slices); more tiles, or K = 1, or a bias: one bf16 kernel.
+  const auto k2 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{8314, 13, 2}), h100());
+  ASSERT_EQ(k2.size(), 2u);
+  EXPECT_TRUE(contains(k2[0].name, "_align1")) << k2[0].name;
+  EXPECT_EQ(k2[0].grid.count(), 130);
+  EXPECT_EQ(k2[0].writes.front().tensor, "op0.splitk_workspace");
+  EXPECT_TRUE(contains(k2[1].name, "splitKreduce_kernel")) << k2[1].name;
+  const auto k17 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1029, 6, 17}), h100());
+  ASSERT_EQ(k17.size(), 2u);
+  EXPECT_EQ(k17[0].grid.count(), 17 * 3);
+  EXPECT_TRUE(contains(k17[1].name, "splitKreduce_kernel"));
+  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1901, 63, 23}), h100()).size(), 1u);
+  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{9083, 10, 1}), h100()).size(), 1u);
+  EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{1029, 6, 17, true}), h100()).size(), 1u);
+  // The register-staged kernel sets up no tensor maps: one DRAM round trip less before its
+  // first loads than the TMA kernels (one-step align1 kernels: 2.8-3.5 us measured).
+  const auto one = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{178, 2, 1}), h100());
+  const auto tma = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{176, 8, 8}), h100());
+  ASSERT_TRUE(contains(tma[0].name, "nvjet")) << tma[0].name;
+  EXPECT_EQ(one[0].ctas.front().work.fixed.ps() + h100().dram.latency.ps(), tma[0].ctas.front().work.fixed.ps());
+}
+
 TEST(GemmModelTest, BiasOnSingleElementRowsSplitsSeriallyInTheKernel) {
   // ops3_h100.csv: F.linear 769x2x975 with a bias ran a memset and the align1 kernel on 13 x 3
   // CTAs, no reduce kernel; without the bias the split is parallel, with splitKreduce.
