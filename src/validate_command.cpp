@@ -109,6 +109,12 @@ const std::vector<SuiteSpec>& suites() {
        "compared once after the last of them"},
       {"measured7-h200", "h200", "ops7_h200.csv",
        "the fourth fresh set on an H200 SXM (all held out)"},
+      {"measured8-h100", "h100", "ops8_h100.csv",
+       "issue 16's fifth fresh random set on the H100: 403 instances drawn the same way (seed "
+       "21), all held out, measured after the shallow align1 GEMM rules were written from sets "
+       "3-7 and compared once after them"},
+      {"measured8-h200", "h200", "ops8_h200.csv",
+       "the fifth fresh set on an H200 SXM (all held out)"},
       {"measured-models-h100", "h100", "hf_models_h100.json",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
