@@ -1,6 +1,7 @@
 // Profiler-style metrics of one simulated kernel, named as Nsight Compute reports them, and the
-// bound class seed 003's roofline rule gives it. Computed from the launch (what the kernel asks
-// for) and the engine's result (how it ran), so reports and validation share one definition.
+// bound class gpusim's roofline rule gives it (seed 003's own rule: classify_seed003). Computed
+// from the launch (what the kernel asks for) and the engine's result (how it ran), so reports
+// and validation share one definition.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +13,8 @@
 
 namespace gpusim::hw {
 
-// What limits a kernel (seed 003, "Classification rule", plus a latency class for kernels too
-// short to load either roof).
+// What limits a kernel (gpusim's rule, after seed 003's "Classification rule", plus a latency
+// class for kernels too short to load either roof).
 enum class BoundClass {
   kMemory,    // intensity below the ridge point and DRAM meaningfully busier than the SM
   kCompute,   // intensity at or above the ridge point and the SM meaningfully busier than DRAM
@@ -45,8 +46,12 @@ struct KernelMetrics {
   std::int64_t ctas = 0;             // grid size
   int ctas_per_sm = 0;               // resident CTAs an SM holds when alone (occupancy limit)
   double waves = 0;                  // CTAs / (CTAs per SM x SMs)
-  double sm_throughput_pct = 0;      // busiest pipe (tensor, FP32, SFU) against its peak
+  // Busiest SM unit against its peak: the pipes (tensor, FP32, SFU) and instruction issue.
+  double sm_throughput_pct = 0;
   double dram_throughput_pct = 0;    // DRAM bytes per second against the datasheet peak
+  // Nsight's mem__throughput analogue: the busier of DRAM (as above) and L2 (l2_bytes per second
+  // against the L2 bandwidth).
+  double memory_throughput_pct = 0;
   double l2_hit_rate = 0;            // 1 - DRAM bytes / L2 bytes: all requests, as Nsight counts
   double l2_input_hit_rate = 0;      // share of the kernel's input bytes resident at its start
   double clock_mhz = 0;              // SM clock at the kernel's start
@@ -58,5 +63,20 @@ KernelMetrics kernel_metrics(const HardwareSpec& hw, const Launch& launch, const
 // The classification rule, on metrics computed above; `floor_us` is the shortest a kernel
 // that touches DRAM can be on the chip (kernel overhead plus one DRAM round trip).
 BoundClass classify(const KernelMetrics& m, double floor_us, int sm_count);
+
+// Seed 003's rule as its appendix writes it (lines 458-460), for comparing with the seed's
+// counts: memory when intensity < ridge point and DRAM throughput is meaningfully higher than SM
+// throughput, compute when intensity >= ridge point and SM throughput is meaningfully higher
+// than DRAM throughput, balanced otherwise. Never kLatency. ModelError on a negative or
+// non-finite metric, or a ridge point that is not positive.
+BoundClass classify_seed003(const KernelMetrics& m);
+
+// "Meaningfully higher" in classify_seed003: the busier side at least this multiple of the other.
+// The seed states no threshold; its class means (SM / DRAM throughput: compute 36.21 / 9.89,
+// memory 9.38 / 34.23, balanced 12.25 / 12.62) put it between 1.03 (balanced's ratio) and 3.65
+// (the smaller of memory's and compute's); 2 is about their geometric mean. Nsight's
+// mem__throughput in place of DRAM fits no ratio: compute's SM is only 1.1x it (36.21 / 32.23)
+// while balanced's memory is 2.2x its SM (27.52 / 12.25).
+inline constexpr double kSeed003Ratio = 2.0;
 
 }  // namespace gpusim::hw

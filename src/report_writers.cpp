@@ -27,6 +27,7 @@ nlohmann::ordered_json groups_json(const std::vector<KernelGroup>& groups) {
                    {"mean_duration_us", g.mean_duration_us},
                    {"mean_sm_throughput_pct", g.mean_sm_throughput_pct},
                    {"mean_dram_throughput_pct", g.mean_dram_throughput_pct},
+                   {"mean_memory_throughput_pct", g.mean_memory_throughput_pct},
                    {"mean_achieved_occupancy", g.mean_achieved_occupancy},
                    {"mean_l2_hit_rate", g.mean_l2_hit_rate}});
   }
@@ -150,6 +151,7 @@ nlohmann::ordered_json kernel_metrics_json(const KernelReport& k) {
           {"achieved_occupancy_active", m.achieved_occupancy_active},
           {"sm_throughput_pct", m.sm_throughput_pct},
           {"dram_throughput_pct", m.dram_throughput_pct},
+          {"memory_throughput_pct", m.memory_throughput_pct},
           {"l2_hit_rate", m.l2_hit_rate},
           {"l2_input_hit_rate", m.l2_input_hit_rate},
           {"clock_mhz", m.clock_mhz},
@@ -227,7 +229,7 @@ void write_csv(const RunReport& r, std::ostream& out) {
          "block_y,block_z,regs,smem,flops,tensor_flops,dram_bytes,l2_bytes,arithmetic_intensity,"
          "ridge_point,flops_per_s,dram_bytes_per_s,ctas,ctas_per_sm,waves,theoretical_occupancy,achieved_occupancy,"
          "achieved_warps_per_sm,sm_throughput_pct,dram_throughput_pct,l2_hit_rate,l2_input_hit_rate,"
-         "clock_mhz,bound,achieved_occupancy_active\n";
+         "clock_mhz,bound,achieved_occupancy_active,memory_throughput_pct\n";
   for (std::size_t i = 0; i < r.kernels.size(); ++i) {
     const KernelReport& k = r.kernels[i];
     const hw::KernelMetrics& m = k.metrics;
@@ -235,12 +237,13 @@ void write_csv(const RunReport& r, std::ostream& out) {
                        csv_quoted(k.name), k.family, csv_quoted(k.category), k.stream, k.start_us,
                        m.duration_us, k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z,
                        k.regs, k.smem);
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", m.flops,
-                       m.tensor_flops, m.dram_bytes, m.l2_bytes, m.arithmetic_intensity,
-                       m.ridge_point, m.flops_per_s, m.dram_bytes_per_s, m.ctas, m.ctas_per_sm, m.waves,
-                       m.theoretical_occupancy, m.achieved_occupancy, m.achieved_warps_per_sm,
-                       m.sm_throughput_pct, m.dram_throughput_pct, m.l2_hit_rate,
-                       m.l2_input_hit_rate, m.clock_mhz, bound_name(k), m.achieved_occupancy_active);
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                       m.flops, m.tensor_flops, m.dram_bytes, m.l2_bytes, m.arithmetic_intensity,
+                       m.ridge_point, m.flops_per_s, m.dram_bytes_per_s, m.ctas, m.ctas_per_sm,
+                       m.waves, m.theoretical_occupancy, m.achieved_occupancy,
+                       m.achieved_warps_per_sm, m.sm_throughput_pct, m.dram_throughput_pct,
+                       m.l2_hit_rate, m.l2_input_hit_rate, m.clock_mhz, bound_name(k),
+                       m.achieved_occupancy_active, m.memory_throughput_pct);
   }
 }
 

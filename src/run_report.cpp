@@ -76,6 +76,7 @@ std::vector<KernelGroup> group_kernels(const std::vector<KernelReport>& kernels,
     g.time_us += m.duration_us;
     g.mean_sm_throughput_pct += m.sm_throughput_pct;
     g.mean_dram_throughput_pct += m.dram_throughput_pct;
+    g.mean_memory_throughput_pct += m.memory_throughput_pct;
     g.mean_achieved_occupancy += m.achieved_occupancy;
     g.mean_l2_hit_rate += m.l2_hit_rate;
     total += m.duration_us;
@@ -88,6 +89,7 @@ std::vector<KernelGroup> group_kernels(const std::vector<KernelReport>& kernels,
     g.mean_duration_us = g.time_us / n;
     g.mean_sm_throughput_pct /= n;
     g.mean_dram_throughput_pct /= n;
+    g.mean_memory_throughput_pct /= n;
     g.mean_achieved_occupancy /= n;
     g.mean_l2_hit_rate /= n;
     out.push_back(g);

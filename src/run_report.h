@@ -38,7 +38,7 @@ struct KernelGroup {
   std::int64_t kernels = 0;
   double time_us = 0, time_share_pct = 0;
   double mean_duration_us = 0;
-  double mean_sm_throughput_pct = 0, mean_dram_throughput_pct = 0;
+  double mean_sm_throughput_pct = 0, mean_dram_throughput_pct = 0, mean_memory_throughput_pct = 0;
   double mean_achieved_occupancy = 0, mean_l2_hit_rate = 0;
 };
 

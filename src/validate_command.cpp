@@ -161,7 +161,8 @@ const std::vector<SuiteSpec>& suites() {
        false, 2},
       {"seed003", "rtx5090", "seed003_deepseek_ocr_rtx5090.csv",
        "seed 003: DeepSeek-OCR decode on an RTX 5090, kernel-time shares by category, bound "
-       "classes of the 20 costliest kernels and their mean achieved occupancy",
+       "classes of the 20 costliest kernels by the seed's own rule (gpusim's four classes beside "
+       "them) and their mean achieved occupancy",
        false, 3},
       {"cs336-h100", "h100", "cs336_forward_h100.json",
        "fp32 forward passes of the cs336_basics model structure (seed 002's model; small, medium, "
@@ -185,8 +186,10 @@ const std::vector<SuiteSpec>& suites() {
       {"ncu-h100", "h100", "ncu_h100.csv",
        "Nsight Compute 2025.3.1 metrics of the kernels of 28 single ops on an H100 SXM5 (cache "
        "flushed before each kernel, clocks as found) against gpusim's kernel metrics: achieved "
-       "and theoretical occupancy, DRAM throughput and L2 hit rate (errors in percentage points), "
-       "duration (relative error); nothing was fitted to these data",
+       "and theoretical occupancy, DRAM throughput, L2 hit rate and SM throughput (errors in "
+       "percentage points), duration (relative error); one constant was fitted to these data, on "
+       "the calibration rows' SM throughput (issued instructions per L2 byte, "
+       "hw/kernel_metrics.cpp)",
        false, 0, true},
   };
   return kSuites;

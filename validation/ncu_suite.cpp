@@ -48,7 +48,8 @@ Comparison row(const NcuOp& op, const NcuKernel& k, const std::string& family, c
 
 const std::vector<std::string>& ncu_metric_families() {
   static const std::vector<std::string> kFamilies{"achieved-occupancy", "achieved-occupancy-active", "theoretical-occ",
-                                                  "dram-throughput", "l2-hit-rate", "duration"};
+                                                  "dram-throughput", "l2-hit-rate", "duration",
+                                                  "sm-throughput"};
   return kFamilies;
 }
 
@@ -140,6 +141,8 @@ NcuSuiteResult compare_ncu(const std::vector<NcuOp>& ops, const hw::HardwareSpec
                              k.l2_hit_rate_pct, 100.0 * m.l2_hit_rate, ErrorKind::kPoints, sim_name));
       out.rows.push_back(row(op, k, "duration", "duration us", k.duration_us, m.duration_us,
                              ErrorKind::kRelative, sim_name));
+      out.rows.push_back(row(op, k, "sm-throughput", "SM throughput %", k.sm_throughput_pct,
+                             m.sm_throughput_pct, ErrorKind::kPoints, sim_name));
     }
   }
   return out;

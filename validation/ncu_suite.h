@@ -23,6 +23,10 @@
 //                          (which counts write sectors as hits); the measured counters in
 //                          gpusim's form, 1 - DRAM bytes / SM-to-L2 bytes, are in the label. Points.
 //   duration               kernel duration against gpu__time_duration.sum. Relative.
+//   sm-throughput          gpusim's sm_throughput_pct (busiest of the tensor, FP32 and SFU pipes
+//                          and instruction issue) against
+//                          sm__throughput.avg.pct_of_peak_sustained_elapsed, the busiest of many
+//                          more sub-units. Points.
 #pragma once
 
 #include <filesystem>

@@ -50,8 +50,9 @@ std::vector<Comparison> compare_seed002_attention(const std::filesystem::path& c
 // Seed 003 (DeepSeek-OCR decode on an RTX 5090, seed003_deepseek_ocr_rtx5090.csv): `workload`
 // (configs/workloads/deepseek-ocr-decode.yaml) simulated in graph mode; shares of the decode
 // step's kernel time by category (family "seed003-shares", percent), the bound classes of its 20
-// costliest kernel names by the rule `gpusim run` reports (hw/kernel_metrics.h; family
-// "seed003-classes", counts) and their mean achieved occupancy
+// costliest kernel names by the seed's own rule (hw::classify_seed003; family "seed003-classes",
+// counts; the label also gives gpusim's four-class counts, outside the error) and their mean
+// achieved occupancy
 // (family "seed003-occupancy", percent, plain mean over the 20 as the seed averages).
 std::vector<Comparison> compare_seed003(const std::filesystem::path& csv,
                                         const std::filesystem::path& workload,

@@ -36,7 +36,8 @@ TEST(RunCommand, JsonCarriesTheDesignFields) {
   for (const auto& k : j["kernels"]) {
     for (const char* key : {"name", "op", "start_us", "duration_us", "grid", "block", "regs", "smem",
                             "flops", "dram_bytes", "achieved_occupancy", "sm_throughput_pct",
-                            "dram_throughput_pct", "l2_hit_rate", "bound"}) {
+                            "dram_throughput_pct", "memory_throughput_pct", "l2_hit_rate",
+                            "bound"}) {
       EXPECT_TRUE(k.contains(key)) << key;
     }
     EXPECT_GT(k["duration_us"].get<double>(), 0);
@@ -130,10 +131,21 @@ TEST(RunCommand, OutWritesEveryFormatAndTraceIsChromeFormat) {
     ++spans;
   }
   EXPECT_EQ(spans, result["kernels"].size());
-  // CSV: a header and one row per kernel.
+  // CSV: a header and one row per kernel; memory throughput is the last column (added after the
+  // others, which keep their places), equal to the JSON's.
   std::istringstream csv(read_file(out / "kernels.csv"));
   std::size_t lines = 0;
-  for (std::string line; std::getline(csv, line);) ++lines;
+  for (std::string line; std::getline(csv, line);) {
+    const std::string last = line.substr(line.rfind(',') + 1);
+    if (lines == 0) {
+      EXPECT_EQ(last, "memory_throughput_pct");
+      EXPECT_NE(line.find(",sm_throughput_pct,dram_throughput_pct,"), std::string::npos) << line;
+    } else if (lines <= result["kernels"].size()) {
+      const auto& k = result["kernels"][lines - 1];
+      EXPECT_DOUBLE_EQ(std::stod(last), k["memory_throughput_pct"].get<double>());
+    }
+    ++lines;
+  }
   EXPECT_EQ(lines, result["kernels"].size() + 1);
 }
 

@@ -65,6 +65,7 @@ TEST(NcuSuite, ReadsKernelsInOrderAndConvertsUnits) {
   EXPECT_DOUBLE_EQ(ops[0].kernels[0].dram_bytes, 1500.0);
   EXPECT_DOUBLE_EQ(ops[0].kernels[0].l2_sm_bytes, 64.0 * 32);
   EXPECT_DOUBLE_EQ(ops[0].kernels[0].clock_mhz, 1900.0);
+  EXPECT_DOUBLE_EQ(ops[0].kernels[0].sm_throughput_pct, 10.0);
   ASSERT_EQ(ops[1].kernels.size(), 2u);
   EXPECT_EQ(ops[1].kernels[1].name, "g1");
 
@@ -141,10 +142,12 @@ TEST(NcuSuite, TheShippedDataComparesEveryKernelWithKernelMetrics) {
     for (std::size_t k = 0; k < sim.size(); ++k) {
       const double simulated[] = {100 * sim[k].achieved_occupancy, 100 * sim[k].achieved_occupancy_active,
                                   100 * sim[k].theoretical_occupancy, sim[k].dram_throughput_pct,
-                                  100 * sim[k].l2_hit_rate, sim[k].duration_us};
+                                  100 * sim[k].l2_hit_rate, sim[k].duration_us,
+                                  sim[k].sm_throughput_pct};
       const NcuKernel& m = op.kernels[k];
       const double measured[] = {m.occupancy_pct, m.occupancy_active_pct, m.theoretical_occupancy_pct,
-                                 m.dram_throughput_pct, m.l2_hit_rate_pct, m.duration_us};
+                                 m.dram_throughput_pct, m.l2_hit_rate_pct, m.duration_us,
+                                 m.sm_throughput_pct};
       for (std::size_t f = 0; f < ncu_metric_families().size(); ++f, ++row) {
         const Comparison& c = r.rows.at(row);
         EXPECT_EQ(c.reference.family, ncu_metric_families()[f]);

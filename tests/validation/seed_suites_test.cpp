@@ -8,9 +8,16 @@
 #include <map>
 #include <set>
 
+#include <algorithm>
+#include <fmt/format.h>
+#include <variant>
+
 #include "hw/hardware_loader.h"
+#include "hw/kernel_metrics.h"
 #include "tests/support/cli_runner.h"
 #include "validation/csv.h"
+#include "workloads/model_run.h"
+#include "workloads/workload.h"
 
 namespace gpusim::validation {
 namespace {
@@ -236,6 +243,76 @@ TEST(SeedSuites, Seed003SharesClassesAndOccupancy) {
   // GEMV and GEMM kernels are the largest share, as in the seed.
   EXPECT_NE(rows.front().reference.label.find("GEMV"), std::string::npos);
   for (std::size_t i = 1; i < 5; ++i) EXPECT_GT(rows.front().simulated_us, rows[i].simulated_us);
+}
+
+// The count rows apply the seed's own rule (hw::classify_seed003) to the 20 costliest kernel
+// names, each in the class holding most of its time; the label gives gpusim's own counts.
+TEST(SeedSuites, Seed003CountRowsUseTheSeedsRule) {
+  const hw::HardwareSpec rtx5090 = preset("rtx5090");
+  const auto models = models::default_kernel_models();
+  const auto workload = config_dir() / "workloads" / "deepseek-ocr-decode.yaml";
+  const auto rows = compare_seed003(data_dir() / "seed003_deepseek_ocr_rtx5090.csv", workload,
+                                    config_dir() / "models", rtx5090, models);
+
+  // The same step, classified here.
+  const auto parsed = workloads::load_workload(workload, {}, config_dir() / "models");
+  const auto run = workloads::simulate_model(std::get<workloads::ModelWorkload>(parsed), rtx5090,
+                                             hw::LaunchMode::kGraph, models);
+  const auto& detail = *run.steps.front().detail;
+  std::map<std::string, double> time;
+  std::map<std::string, std::map<std::string, double>> seed_us, own_us;
+  for (std::size_t i = 0; i < detail.result.kernels.size(); ++i) {
+    const auto& k = detail.result.kernels[i];
+    if (k.name.starts_with("Memcpy") || k.name.starts_with("Memset")) continue;
+    const hw::KernelMetrics m = hw::kernel_metrics(rtx5090, detail.nodes[i].launch, k);
+    time[k.name] += k.duration().us();
+    seed_us[k.name][std::string(hw::name(hw::classify_seed003(m)))] += k.duration().us();
+    own_us[k.name][std::string(hw::name(m.bound))] += k.duration().us();
+  }
+  std::vector<std::pair<double, std::string>> names;
+  for (const auto& [name, us] : time) names.emplace_back(us, name);
+  std::stable_sort(names.begin(), names.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  names.resize(20);
+  const auto top = [](const std::map<std::string, double>& us) {
+    const auto less = [](const auto& a, const auto& b) { return a.second < b.second; };
+    return std::max_element(us.begin(), us.end(), less)->first;
+  };
+  std::map<std::string, int> seed_count, own_count;
+  for (const auto& [us, name] : names) {
+    ++seed_count[top(seed_us[name])];
+    ++own_count[top(own_us[name])];
+  }
+  // gpusim's rule, latency counted as balanced, gives other counts: the rows tell the rules apart.
+  EXPECT_NE(seed_count["memory"], own_count["memory"]);
+
+  int compared = 0;
+  for (const auto& r : rows) {
+    if (r.reference.family != "seed003-classes") continue;
+    const std::string& label = r.reference.label;
+    SCOPED_TRACE(label);
+    ++compared;
+    EXPECT_NE(label.find("seed's rule"), std::string::npos);
+    if (label.starts_with("memory-bound")) {
+      EXPECT_EQ(r.simulated_us, seed_count["memory"]);
+      EXPECT_NE(label.find(fmt::format("gpusim's rule: {})", own_count["memory"])),
+                std::string::npos);
+    } else if (label.starts_with("compute-bound")) {
+      EXPECT_EQ(r.simulated_us, seed_count["compute"]);
+      EXPECT_NE(label.find(fmt::format("gpusim's rule: {})", own_count["compute"])),
+                std::string::npos);
+    } else {
+      ASSERT_TRUE(label.starts_with("balanced"));
+      EXPECT_EQ(r.simulated_us, seed_count["balanced"]);
+      EXPECT_NE(label.find(fmt::format("gpusim's rule: balanced {}, latency {})",
+                                       own_count["balanced"], own_count["latency"])),
+                std::string::npos);
+    }
+    // gpusim's own counts stay out of the error: it compares the seed's-rule count only.
+    EXPECT_DOUBLE_EQ(r.error_pct,
+                     100.0 * (r.simulated_us - r.reference.measured_us) / r.reference.measured_us);
+  }
+  EXPECT_EQ(compared, 3);
 }
 
 TEST(SeedSuites, Seed003KernelCategories) {
