@@ -112,6 +112,11 @@ Func func_of(const ElementwiseProblem& p) {
               fmt::format("at::native::(anonymous namespace)::where_kernel_impl(at::TensorIterator&)::"
                           "{{lambda(bool, {0}, {0})#1}}",
                           t)};
+    case EwFunc::kSiluBackward:  // grad * s * (1 + x (1 - s)), s = sigmoid(x): ex2, a reciprocal
+      return {2, 6, 2, 32,
+              fmt::format("at::native::(anonymous namespace)::silu_backward_kernel(at::TensorIteratorBase&)"
+                          "::{{lambda({0}, {0})#1}}",
+                          t)};
     case EwFunc::kMaskedFill:  // select
       return {1, 1, 0, 18,
               "at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::"

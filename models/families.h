@@ -52,6 +52,8 @@ enum class EwFunc {
   kFloorDivide, kTanh,
   // hand-written model code (cs336_basics: softmax by exp and sum, RMSNorm by sqrt, SiLU by sigmoid)
   kExp, kSqrt, kSigmoid, kWhere,
+  // autograd's backward kernels (training steps)
+  kSiluBackward,
 };
 struct ElementwiseProblem {
   EwFunc func = EwFunc::kAdd;

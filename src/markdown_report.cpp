@@ -122,6 +122,9 @@ std::string phase_text(const workloads::ModelWorkload& w) {
     case workloads::Phase::kGenerate:
       return fmt::format("generating {} tokens after a {}-token prompt at batch {}",
                          w.output_len.value_or(1), w.seq_len, w.batch);
+    case workloads::Phase::kTrain:
+      return fmt::format("one training step ({}) over {} sequences of {} tokens",
+                         workloads::name(w.optimizer), w.batch, w.seq_len);
   }
   return {};
 }

@@ -144,12 +144,18 @@ RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWo
   std::vector<std::string> listed;
   std::int64_t decode_index = 0;
   for (auto& step : run.steps) {
-    if (r.phases.empty() || r.phases.back().name != step.phase) r.phases.push_back({step.phase});
-    PhaseReport& p = r.phases.back();
-    ++p.steps;
-    p.kernels += step.kernels;
-    p.total_us += step.total_us;
-    p.kernel_time_us += step.kernel_time_us;
+    // A training step reports its forward, backward and optimizer as the phases.
+    for (const auto& split : step.phase_splits) {
+      r.phases.push_back({split.name, 1, split.kernels, split.total_us, split.kernel_time_us});
+    }
+    if (step.phase_splits.empty()) {
+      if (r.phases.empty() || r.phases.back().name != step.phase) r.phases.push_back({step.phase});
+      PhaseReport& p = r.phases.back();
+      ++p.steps;
+      p.kernels += step.kernels;
+      p.total_us += step.total_us;
+      p.kernel_time_us += step.kernel_time_us;
+    }
     const std::string label = step.phase == "decode" && run.steps.size() > 1
                                   ? fmt::format("decode[{}]", decode_index)
                                   : step.phase;

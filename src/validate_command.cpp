@@ -32,6 +32,7 @@
 #include "validation/seed_suites.h"
 #include "validation/host_suite.h"
 #include "validation/cs336_suite.h"
+#include "validation/train_suite.h"
 
 namespace gpusim::cli {
 namespace {
@@ -43,6 +44,7 @@ struct SuiteSpec {
   bool ncu = false;  // Nsight Compute kernel metrics (validation/ncu_suite.h), thresholds per metric
   bool host = false;  // eager wall times against the host section (validation/host_suite.h)
   bool cs336 = false;  // cs336_basics forwards (validation/cs336_suite.h)
+  bool train = false;  // Hugging Face training steps (validation/train_suite.h)
 };
 
 // Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
@@ -174,6 +176,16 @@ const std::vector<SuiteSpec>& suites() {
        "the same forwards on an H200 SXM, measured after the H100 comparison (the lowering unchanged since, "
        "nothing fitted)",
        false, 0, false, false, true},
+      {"train-h100", "h100", "hf_train_h100.json",
+       "Hugging Face training steps (transformers 5.17, PyTorch 2.11, bf16, sdpa; AdamW foreach, fused "
+       "AdamW, SGD) on an H100 SXM5, 2026-11-25: kernel time of the forward with the loss, the backward, "
+       "the optimizer and the whole step, and the step's memory peak above weights and optimizer state; "
+       "the train lowering was written from the calibration cases' kernel lists, the held-out cases "
+       "compared once",
+       false, 0, false, false, false, true},
+      {"train-h200", "h200", "hf_train_h200.json",
+       "the same training steps on an H200 SXM (nothing on the H200 used to write the lowering)",
+       false, 0, false, false, false, true},
       {"host-h100", "h100", "host_walls_h100.json",
        "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "
        "H100 machine's host, one session (2026-11-24 23:41 UTC): the layer sweep the preset's host "
@@ -467,6 +479,8 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       rows = run_seed_suite(s, data, env.config_dir, catalog, spec, models, not_compared);
     } else if (s.models) {
       rows = validation::compare_measured_models(data / s.csv, spec, models);
+    } else if (s.train) {
+      rows = validation::compare_train_steps(data / s.csv, spec, models, not_compared);
     } else if (s.cs336) {
       rows = validation::compare_cs336_forwards(data / s.csv, env.config_dir / "models", spec, models);
     } else if (s.host) {

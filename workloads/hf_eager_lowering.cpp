@@ -91,7 +91,7 @@ namespace detail {
 // multiply; Gemma's (norm_weight_offset) multiplies by 1 + weight in fp32 and casts last. A
 // strided input (a split view) is read by the legacy copy kernel.
 TensorUse rms_norm_rows(StepEmitter& e, const std::string& label, const TensorUse& x, std::int64_t rows,
-                        std::int64_t width, bool strided_input) {
+                        std::int64_t width, bool strided_input, RmsNormTape* tape) {
   const std::int64_t n = rows * width;
   const TensorUse w = e.weight(label + ".weight", static_cast<double>(width));
   const TensorUse xf = strided_input ? e.pointwise(label + ".to_fp32", EwFunc::kCast, n, e.act(), kF32, {x}, true)
@@ -114,6 +114,7 @@ TensorUse rms_norm_rows(StepEmitter& e, const std::string& label, const TensorUs
     return e.cast(label + ".to_act", n, kF32, e.act(), y);
   }
   const TensorUse xb = e.cast(label + ".to_act", n, kF32, e.act(), xn);
+  if (tape) *tape = RmsNormTape{x, xf, r, xb, w, rows, width};
   // weight[d] * x[T, d]: a broadcast unless there is a single row.
   return e.pointwise(label + ".weight_mul", EwFunc::kMul, n, e.act(), e.act(), {w, xb}, rows > 1, Sem{"mul", {}, "", {width}});
 }
@@ -123,8 +124,9 @@ TensorUse rms_norm_rows(StepEmitter& e, const std::string& label, const TensorUs
 namespace {
 using detail::rms_norm_rows;
 
-TensorUse rms_norm(StepEmitter& e, const std::string& label, const TensorUse& x) {
-  return rms_norm_rows(e, label, x, e.tokens(), e.m().d_model, false);
+TensorUse rms_norm(StepEmitter& e, const std::string& label, const TensorUse& x,
+                   detail::RmsNormTape* tape = nullptr) {
+  return rms_norm_rows(e, label, x, e.tokens(), e.m().d_model, false, tape);
 }
 
 TensorUse layer_norm(StepEmitter& e, const std::string& label, const TensorUse& x) {
@@ -135,8 +137,9 @@ TensorUse layer_norm(StepEmitter& e, const std::string& label, const TensorUse& 
   return y;
 }
 
-TensorUse norm(StepEmitter& e, const std::string& label, const TensorUse& x) {
-  return e.m().norm == Norm::kRmsNorm ? rms_norm(e, label, x) : layer_norm(e, label, x);
+TensorUse norm(StepEmitter& e, const std::string& label, const TensorUse& x,
+               detail::RmsNormTape* tape = nullptr) {
+  return e.m().norm == Norm::kRmsNorm ? rms_norm(e, label, x, tape) : layer_norm(e, label, x);
 }
 
 // apply_rotary_pos_emb for `heads` heads: x*cos + rotate_half(x)*sin. q and k are transposed
@@ -311,7 +314,8 @@ TensorUse attention_core(StepEmitter& e, const std::string& label, const TensorU
 }
 
 // The dense MLP: SwiGLU (gate, SiLU, up, mul, down) or GPT-2's fc, gelu_new, proj.
-TensorUse mlp(StepEmitter& e, const std::string& label, const TensorUse& h, std::int64_t width) {
+TensorUse mlp(StepEmitter& e, const std::string& label, const TensorUse& h, std::int64_t width,
+              detail::LayerTape* tape = nullptr) {
   const auto& m = e.m();
   const std::int64_t T = e.tokens(), d = m.d_model, n = T * width;
   const DType a = e.act();
@@ -326,13 +330,26 @@ TensorUse mlp(StepEmitter& e, const std::string& label, const TensorUse& h, std:
     return e.linear(label + ".down_proj", T, d, width, m.mlp_bias, p, e.weight(label + ".down_proj", dw));
   }
   if (m.activation != Activation::kGelu) {
-    const TensorUse g = e.linear(label + ".gate_proj", T, width, d, m.mlp_bias, h, e.weight(label + ".gate_proj", dw));
+    const TensorUse wg = e.weight(label + ".gate_proj", dw);
+    const TensorUse g = e.linear(label + ".gate_proj", T, width, d, m.mlp_bias, h, wg);
     // Gemma's GeGLU: gelu with the tanh approximation on the gate.
     const EwFunc f = m.activation == Activation::kGeglu ? EwFunc::kGelu : EwFunc::kSilu;
     const TensorUse sg = e.pointwise(label + ".act", f, n, a, a, {g}, false);
-    const TensorUse u = e.linear(label + ".up_proj", T, width, d, m.mlp_bias, h, e.weight(label + ".up_proj", dw));
+    const TensorUse wu = e.weight(label + ".up_proj", dw);
+    const TensorUse u = e.linear(label + ".up_proj", T, width, d, m.mlp_bias, h, wu);
     const TensorUse p = e.pointwise(label + ".mul", EwFunc::kMul, n, a, a, {sg, u}, false);
-    return e.linear(label + ".down_proj", T, d, width, m.mlp_bias, p, e.weight(label + ".down_proj", dw));
+    const TensorUse wd = e.weight(label + ".down_proj", dw);
+    if (tape) {
+      tape->h2 = h;
+      tape->gate = g;
+      tape->gate_act = sg;
+      tape->up = u;
+      tape->prod = p;
+      tape->wg = wg;
+      tape->wu = wu;
+      tape->wd = wd;
+    }
+    return e.linear(label + ".down_proj", T, d, width, m.mlp_bias, p, wd);
   }
   const TensorUse f = e.linear(label + ".c_fc", T, width, d, m.mlp_bias, h, e.weight(label + ".c_fc", dw));
   // NewGELUActivation: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).
@@ -630,12 +647,13 @@ TensorUse window_mask(StepEmitter& e) {
 
 void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, TensorUse>& rot,
            const std::pair<TensorUse, TensorUse>& rot_local, const std::optional<TensorUse>& window,
-           const std::vector<double>& expert_weights) {
+           const std::vector<double>& expert_weights, detail::LayerTape* tape) {
   const auto& m = e.m();
   const std::string L = fmt::format("layers[{}]", i);
   const std::int64_t T = e.tokens(), d = m.d_model, q_dim = m.heads * m.head_dim, kv_dim = m.kv_heads * m.head_dim;
   const DType a = e.act();
-  const TensorUse h = norm(e, L + ".input_norm", x);
+  if (tape) tape->x_in = x;
+  const TensorUse h = norm(e, L + ".input_norm", x, tape ? &tape->input_norm : nullptr);
   TensorUse proj;
   if (m.mla) {
     proj = detail::mla_attention(e, L + ".attn", h, rot);
@@ -655,17 +673,33 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
       q = k = v = qkv;
       dense_v = false;
     } else {
-      q = e.linear(L + ".attn.q_proj", T, q_dim, d, m.qkv_bias, h, e.weight(L + ".attn.q_proj", static_cast<double>(d * q_dim)));
-      if (m.qk_norm) q = rms_norm_rows(e, L + ".attn.q_norm", q, T * m.heads, m.head_dim, false);
-      k = e.linear(L + ".attn.k_proj", T, kv_dim, d, m.qkv_bias, h, e.weight(L + ".attn.k_proj", static_cast<double>(d * kv_dim)));
-      if (m.qk_norm) k = rms_norm_rows(e, L + ".attn.k_norm", k, T * m.kv_heads, m.head_dim, false);
-      v = e.linear(L + ".attn.v_proj", T, kv_dim, d, m.qkv_bias, h, e.weight(L + ".attn.v_proj", static_cast<double>(d * kv_dim)));
+      const TensorUse wq = e.weight(L + ".attn.q_proj", static_cast<double>(d * q_dim));
+      q = e.linear(L + ".attn.q_proj", T, q_dim, d, m.qkv_bias, h, wq);
+      if (tape) tape->q = q;
+      if (m.qk_norm) q = rms_norm_rows(e, L + ".attn.q_norm", q, T * m.heads, m.head_dim, false, tape ? &tape->q_norm : nullptr);
+      const TensorUse wk = e.weight(L + ".attn.k_proj", static_cast<double>(d * kv_dim));
+      k = e.linear(L + ".attn.k_proj", T, kv_dim, d, m.qkv_bias, h, wk);
+      if (tape) tape->k = k;
+      if (m.qk_norm) k = rms_norm_rows(e, L + ".attn.k_norm", k, T * m.kv_heads, m.head_dim, false, tape ? &tape->k_norm : nullptr);
+      const TensorUse wv = e.weight(L + ".attn.v_proj", static_cast<double>(d * kv_dim));
+      v = e.linear(L + ".attn.v_proj", T, kv_dim, d, m.qkv_bias, h, wv);
+      if (tape) {
+        tape->h = h;
+        tape->v = v;
+        tape->wq = wq;
+        tape->wk = wk;
+        tape->wv = wv;
+      }
     }
     const bool local = m.sliding_layer(i) && m.rope_local_theta;
     const auto& table = local ? rot_local : rot;
     if (m.positions == Positions::kRope) {
       q = rope(e, L + ".attn.rope_q", q, m.heads, table.first, table.second);
       k = rope(e, L + ".attn.rope_k", k, m.kv_heads, table.first, table.second);
+    }
+    if (tape) {
+      tape->q_rot = q;
+      tape->k_rot = k;
     }
     const LayerKeys keys = layer_keys(m, e.s(), i);
     if (m.sliding_layer(i) && e.s().past_tokens == 0) {
@@ -695,13 +729,20 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
       // Phi-3's q is a slice of qkv: sdpa's output keeps its strides and the transpose back is a copy.
       out = e.pointwise(L + ".attn.out_contiguous", EwFunc::kCopy, T * q_dim, a, a, {att}, true);
     }
-    proj = e.linear(L + (is_gpt2_style(m) ? ".attn.c_proj" : ".attn.o_proj"), T, d, q_dim, m.attn_out_bias,
-                    out, e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d)));
+    const TensorUse wo = e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d));
+    proj = e.linear(L + (is_gpt2_style(m) ? ".attn.c_proj" : ".attn.o_proj"), T, d, q_dim, m.attn_out_bias, out, wo);
+    if (tape) {
+      tape->attn = att;
+      tape->attn_out = out;
+      tape->wo = wo;
+    }
   }
   if (m.sandwich_norms) proj = norm(e, L + ".post_attention_norm", proj);
   x = e.pointwise(L + ".residual_attn", EwFunc::kAdd, T * d, a, a, {x, proj}, false);
-  const TensorUse h2 = norm(e, L + (m.sandwich_norms ? ".pre_feedforward_norm" : ".post_attention_norm"), x);
-  TensorUse f = m.moe_layer(i) ? moe(e, L + ".moe", h2, expert_weights) : mlp(e, L + ".mlp", h2, m.d_ff);
+  if (tape) tape->x_mid = x;
+  const TensorUse h2 = norm(e, L + (m.sandwich_norms ? ".pre_feedforward_norm" : ".post_attention_norm"), x,
+                            tape ? &tape->post_norm : nullptr);
+  TensorUse f = m.moe_layer(i) ? moe(e, L + ".moe", h2, expert_weights) : mlp(e, L + ".mlp", h2, m.d_ff, tape);
   if (m.sandwich_norms) f = norm(e, L + ".post_feedforward_norm", f);
   x = e.pointwise(L + ".residual_mlp", EwFunc::kAdd, T * d, a, a, {x, f}, false);
 }
@@ -709,11 +750,19 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
 }  // namespace
 
 void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
+  detail::lower_hf_eager_forward(w, s, b, nullptr);
+}
+
+void detail::lower_hf_eager_forward(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b, ForwardTape* tape) {
   StepEmitter e(w, s, b);
   const auto& m = w.model;
   const std::int64_t T = e.tokens(), d = m.d_model;
   const TensorUse ids = b.state("input_ids", static_cast<double>(T) * 8);
   const TensorUse table = e.weight("embed_tokens", static_cast<double>(m.vocab * d));
+  if (tape) {
+    tape->ids = ids;
+    tape->embed_table = table;
+  }
   TensorUse x = e.new_act("embed_tokens", static_cast<double>(T * d));
   e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())},
          KernelSemantics{"embedding", {ids.tensor, table.tensor}, x.tensor, {s.batch, s.new_tokens, s.past_tokens, d, m.vocab}});
@@ -733,8 +782,9 @@ void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   bool any_full = false, any_window = false;
   for (std::int64_t i = 0; i < m.layers; ++i) (m.sliding_layer(i) ? any_window : any_full) = true;
   const bool built = window_mask_built(m, s);
-  if (any_full) mask_check(e);
-  if (any_window && !built) mask_check(e);
+  // A training step passes no attention mask: nothing to check.
+  if (any_full && !tape) mask_check(e);
+  if (any_window && !built && !tape) mask_check(e);
   std::optional<TensorUse> window;
   if (built) window = window_mask(e);
   std::pair<TensorUse, TensorUse> rot, rot_local;
@@ -744,15 +794,27 @@ void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
     rot = rotary_table(e);
     if (m.rope_local_theta && any_window) rot_local = rotary_table(e, "rotary_local", *m.rope_local_theta);
   }
+  if (tape) {
+    tape->cos = rot.first;
+    tape->sin = rot.second;
+  }
   for (int i = 0; i < static_cast<int>(b.layers_to_lower(m.layers)); ++i) {
     b.begin_layer();
-    layer(e, i, x, rot, rot_local, window, w.expert_weights);
+    detail::LayerTape* lt = nullptr;
+    if (tape) lt = &tape->layers.emplace_back();
+    layer(e, i, x, rot, rot_local, window, w.expert_weights, lt);
   }
   b.end_layers();
-  const TensorUse h = norm(e, "final_norm", x);
-  // logits_to_keep=1: the head runs on each sequence's last position only.
+  const TensorUse h = norm(e, "final_norm", x, tape ? &tape->final_norm : nullptr);
+  // logits_to_keep=1: the head runs on each sequence's last position only (generate); a
+  // training step's loss needs every position.
   const TensorUse head = m.tied_embeddings ? table : e.weight("lm_head", static_cast<double>(m.vocab * d));
-  TensorUse logits = e.linear("lm_head", s.batch, m.vocab, d, false, h, head);
+  TensorUse logits = e.linear("lm_head", tape ? T : s.batch, m.vocab, d, false, h, head);
+  if (tape) {
+    tape->hidden = h;
+    tape->head = head;
+    tape->logits = logits;
+  }
   if (m.final_softcap) {
     // Gemma 2: logits / cap, tanh, * cap.
     const std::int64_t n = s.batch * m.vocab;

@@ -6,15 +6,46 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "workloads/step_emitter.h"
 
 namespace gpusim::workloads::detail {
 
+// What a training step's backward reads of an RMSNorm's forward (autograd's saved tensors).
+struct RmsNormTape {
+  TensorUse in, in_fp32, rstd, normed, weight;  // normed: the fp32 product cast back (LlamaRMSNorm)
+  std::int64_t rows = 0, width = 0;
+};
+
 // RMSNorm over `rows` rows of `width` as the model's class computes it (LlamaRMSNorm, or Gemma's
-// 1 + weight); a strided input (a split view) is read by the legacy copy kernel.
+// 1 + weight); a strided input (a split view) is read by the legacy copy kernel. `tape`, when
+// given, gets the tensors its backward reads.
 TensorUse rms_norm_rows(StepEmitter& e, const std::string& label, const TensorUse& x, std::int64_t rows,
-                        std::int64_t width, bool strided_input);
+                        std::int64_t width, bool strided_input, RmsNormTape* tape = nullptr);
+
+// What a training step's backward reads of one decoder layer's forward (llama-style layers).
+struct LayerTape {
+  TensorUse x_in, x_mid;                     // the residual stream before attention, before the MLP
+  RmsNormTape input_norm, post_norm, q_norm, k_norm;  // q_norm / k_norm: Qwen3 only
+  TensorUse h, q, k, v, q_rot, k_rot, attn, attn_out;  // h: the attention's normed input
+  TensorUse wq, wk, wv, wo;
+  TensorUse h2, gate, gate_act, up, prod;    // the MLP's normed input and SwiGLU's intermediates
+  TensorUse wg, wu, wd;
+};
+
+// What a training step's backward reads of the forward: every layer's tape, the rotary table,
+// the final norm and the head. Filled by lower_hf_eager_forward when given.
+struct ForwardTape {
+  std::vector<LayerTape> layers;
+  TensorUse ids, embed_table, cos, sin;
+  RmsNormTape final_norm;
+  TensorUse hidden, head, logits;  // the final norm's output, the head's weight, the logits
+};
+
+// The hf-eager forward of one step; with a `tape`, as a training step runs it: no attention
+// mask (none is passed), the head over every position, and the tape filled.
+void lower_hf_eager_forward(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b, ForwardTape* tape);
 
 // DeepseekV2RotaryEmbedding: the complex table freqs_cis (first; second unused).
 std::pair<TensorUse, TensorUse> mla_rotary_table(StepEmitter& e);

@@ -73,7 +73,7 @@ std::vector<double> ProgramBuilder::activation_profile() const {
   std::vector<double> live(static_cast<std::size_t>(end) + 1, 0.0);
   for (const auto& [name, t] : activations_) {
     if (t.first < 0) continue;
-    const std::int64_t last = t.last < t.first ? end - 1 : t.last;
+    const std::int64_t last = t.last < t.first || t.held ? end - 1 : t.last;
     live[static_cast<std::size_t>(t.first)] += t.bytes;
     live[static_cast<std::size_t>(last) + 1] -= t.bytes;
   }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "hw/hardware_spec.h"
@@ -32,6 +33,11 @@ class ProgramBuilder {
   hw::TensorUse state(const std::string& name, double bytes);
   // A new activation of this step; the name is made unique ("x" -> "x#12").
   hw::TensorUse activation(const std::string& name, double bytes);
+  // An activation that stays allocated to the end of the step whoever reads it last (a
+  // parameter's .grad, freed only by the next zero_grad).
+  void hold_to_end(const hw::TensorUse& t) {
+    if (const auto it = activations_.find(t.tensor); it != activations_.end()) it->second.held = true;
+  }
 
   // Appends `launches` as framework op `label`. A launch waits for the producers of what it
   // reads and for the op's previous launch. `semantics` (what the op computes) goes on the last.
@@ -62,6 +68,11 @@ class ProgramBuilder {
   const std::vector<std::size_t>& layer_starts() const { return layer_starts_; }
   std::size_t layers_end() const { return layers_end_; }
 
+  // Phases of a training step (forward, backward, optimizer): the launches emitted from here on
+  // belong to `name` until the next call.
+  void begin_phase(const std::string& name) { phase_starts_.emplace_back(name, dag_.size()); }
+  const std::vector<std::pair<std::string, std::size_t>>& phase_starts() const { return phase_starts_; }
+
   const KernelDag& dag() const { return dag_; }
   KernelDag take_dag() { return std::move(dag_); }
   // The total size of activations alive (produced and still to be read) while each vertex runs,
@@ -73,6 +84,7 @@ class ProgramBuilder {
   struct Lifetime {
     double bytes = 0;
     std::int64_t first = -1, last = -1;  // vertices that write it first and read it last
+    bool held = false;                   // alive to the end of the step (hold_to_end)
   };
   OpLoweringCache& lowering_;
   KernelDag dag_;
@@ -83,6 +95,7 @@ class ProgramBuilder {
   std::optional<std::int64_t> layer_limit_;
   std::vector<std::size_t> layer_starts_;
   std::size_t layers_end_ = 0;
+  std::vector<std::pair<std::string, std::size_t>> phase_starts_;
 };
 
 }  // namespace gpusim::workloads

@@ -15,7 +15,11 @@ struct MemoryFootprint {
   std::int64_t kv_cache_bytes = 0;    // K and V of every layer at the longest cache of the run
   std::int64_t kv_cache_tokens = 0;   // per sequence, at that point
   std::int64_t activation_peak_bytes = 0;
-  std::int64_t total_bytes = 0;
+  // Training steps: the parameters' gradients (alive from the backward to the optimizer, so
+  // within the activation peak) and the optimizer's state (AdamW: two moments; SGD: momentum).
+  std::int64_t gradients_bytes = 0;
+  std::int64_t optimizer_state_bytes = 0;
+  std::int64_t total_bytes = 0;  // the run's peak: weights, cache, optimizer state, activations
   std::int64_t capacity_bytes = 0;
   bool fits = true;
 };

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <limits>
 #include <mutex>
 
 #include "workloads/layer_repeat.h"
@@ -28,6 +29,21 @@ StepRun run_step(StepProgram p, bool detailed, const hw::HardwareSpec& hw, hw::L
   s.kernels = static_cast<std::int64_t>(nodes.size());
   s.events = result.events;
   for (const auto& k : result.kernels) s.kernel_time_us += k.duration().us();
+  for (std::size_t i = 0; i < p.phase_starts.size(); ++i) {
+    const std::size_t first = p.phase_starts[i].second;
+    const std::size_t last = i + 1 < p.phase_starts.size() ? p.phase_starts[i + 1].second : result.kernels.size();
+    PhaseSplit split{p.phase_starts[i].first};
+    sim::Time begin = sim::Time::from_ps(std::numeric_limits<std::int64_t>::max()), end;
+    for (std::size_t v = first; v < last && v < result.kernels.size(); ++v) {
+      const auto& k = result.kernels[v];
+      ++split.kernels;
+      split.kernel_time_us += k.duration().us();
+      begin = std::min(begin, k.start);
+      end = std::max(end, k.end);
+    }
+    if (split.kernels > 0) split.total_us = (end - begin).us();
+    s.phase_splits.push_back(std::move(split));
+  }
   if (detailed) {
     s.detail = StepDetail{std::move(nodes), std::move(result), std::nullopt};
     if (recorder) s.detail->timeline = recorder->take();
@@ -72,7 +88,9 @@ ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::
     const bool detailed = detailed_step(shapes, i);
     std::optional<ExtendedStep> extended;
     // A step with a recorded timeline needs the engine's CTA-level events.
-    if (cache && !(detailed && options.record_timeline)) {
+    // A training step's backward runs its layers in reverse after the forward's: not a run of
+    // repeating layers, so it is simulated whole.
+    if (cache && !(detailed && options.record_timeline) && w.phase != Phase::kTrain) {
       extended = simulate_repeating_layers(w, shapes[i].first, shapes[i].second, lowering, mode, *cache, detailed);
     }
     if (extended) {

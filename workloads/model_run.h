@@ -30,8 +30,16 @@ struct StepDetail {
   std::optional<hw::Timeline> timeline;  // when SimulateOptions asked for one
 };
 
+// A training step's phase within its one step: its kernels, their summed time, and its span
+// from its first kernel's start to its last kernel's end.
+struct PhaseSplit {
+  std::string name;  // forward | backward | optimizer
+  std::int64_t kernels = 0;
+  double kernel_time_us = 0, total_us = 0;
+};
+
 struct StepRun {
-  std::string phase;  // "prefill" | "decode"
+  std::string phase;  // "prefill" | "decode" | "train"
   StepShape shape;
   double total_us = 0;        // first launch to last kernel end
   double kernel_time_us = 0;  // sum of kernel durations
@@ -41,6 +49,7 @@ struct StepRun {
   // Simulated with its first repeating layers only and extended (workloads/layer_repeat.h):
   // the same totals, reached faster.
   bool extended = false;
+  std::vector<PhaseSplit> phase_splits;  // training steps only
 };
 
 struct ModelRun {

@@ -28,6 +28,9 @@ std::string sequence_text(const ModelWorkload& w) {
     case Phase::kGenerate:
       return fmt::format("prompt length {}, then {} output tokens", w.seq_len,
                          w.output_len.value_or(0));
+    case Phase::kTrain:
+      return fmt::format("one training step over sequences of {} tokens ({} optimizer)", w.seq_len,
+                         name(w.optimizer));
   }
   return {};
 }

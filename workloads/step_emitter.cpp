@@ -30,6 +30,7 @@ std::string ew_name(EwFunc f) {
     case EwFunc::kSqrt: return "sqrt";
     case EwFunc::kSigmoid: return "sigmoid";
     case EwFunc::kWhere: return "where";
+    case EwFunc::kSiluBackward: return "silu_backward";
   }
   return "?";
 }

@@ -15,6 +15,9 @@ std::vector<std::pair<std::string, StepShape>> step_shapes(const ModelWorkload& 
     case Phase::kDecode:
       steps.push_back({"decode", {w.batch, 1, w.seq_len}});
       break;
+    case Phase::kTrain:
+      steps.push_back({"train", {w.batch, w.seq_len, 0}});
+      break;
     case Phase::kGenerate:
       steps.push_back({"prefill", {w.batch, w.seq_len, 0}});
       for (std::int64_t i = 1; i < w.output_len.value_or(1); ++i) {
@@ -33,6 +36,8 @@ StepProgram build_step(const ModelWorkload& w, const std::string& phase, const S
     lower_fused_step(w, shape, b);
   } else if (w.lowering == Lowering::kCs336Basics) {
     lower_cs336_step(w, shape, b);
+  } else if (w.phase == Phase::kTrain) {
+    lower_hf_train_step(w, shape, b);
   } else {
     lower_hf_eager_step(w, shape, b);
     if (w.phase == Phase::kGenerate) lower_hf_generate_bookkeeping(w, shape, b);
@@ -44,7 +49,8 @@ StepProgram build_step(const ModelWorkload& w, const std::string& phase, const S
   // Eager model code spends host time between launches; the fused lowering stands for serving
   // engines that replay CUDA graphs (their eager launches are single ops: launch.eager_gap).
   if (w.lowering != Lowering::kFused) set_model_host_issue(dag, lowering.hw());
-  return {phase, shape, std::move(dag), peak, std::move(profile), w.model.layers, b.layer_starts(), b.layers_end()};
+  return {phase,           shape,          std::move(dag), peak, std::move(profile), w.model.layers,
+          b.layer_starts(), b.layers_end(), b.phase_starts()};
 }
 
 std::vector<StepProgram> build_steps(const ModelWorkload& w, const hw::HardwareSpec& hw,

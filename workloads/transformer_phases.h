@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hw/hardware_spec.h"
@@ -28,6 +29,9 @@ struct StepProgram {
   std::int64_t layers = 0;
   std::vector<std::size_t> layer_starts;
   std::size_t layers_end = 0;
+  // A training step's phases (forward, backward, optimizer) by their first vertex; empty for
+  // inference steps.
+  std::vector<std::pair<std::string, std::size_t>> phase_starts;
 };
 
 // One step of `w` (a phase name and shape from step_shapes), lowered with a cache that may be

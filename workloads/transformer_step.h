@@ -42,6 +42,11 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
 // position (workloads/cs336_lowering.cpp). Forward passes over whole sequences.
 void lower_cs336_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
 
+// One optimizer step of a Hugging Face causal LM in eager PyTorch (workloads/hf_train_lowering.cpp):
+// the forward with the loss, autograd's backward and the optimizer, marked as the builder's
+// phases "forward", "backward" and "optimizer". Llama-style decoders.
+void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
+
 // What `generate` does around each forward call (greedy search): update the attention mask
 // and positions, cast the last logits to fp32, argmax, append the token, check stopping.
 void lower_hf_generate_bookkeeping(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);

@@ -154,6 +154,47 @@ void check_hf_variants(hw::MappingReader& root, const ModelWorkload& w) {
   }
 }
 
+// Training steps: the optimizer (phase train only), and what the train lowering covers so far
+// (hf-eager, dense llama-style decoders with RMSNorm, RoPE and SwiGLU; sdpa attention; 16-bit
+// weights). Everything else is refused by name rather than simulated wrongly.
+void read_training(hw::MappingReader& root, ModelWorkload& w) {
+  const bool train = w.phase == Phase::kTrain;
+  if (!train && root.optional_node("optimizer")) root.fail("optimizer", "is for phase: train only");
+  if (root.optional_node("autocast")) {
+    if (!train) root.fail("autocast", "is for phase: train only");
+    root.fail("autocast", "mixed precision training (fp32 weights under autocast) is not modeled yet; "
+                          "use dtype: bf16 or fp16 (issue 15)");
+  }
+  w.optimizer = read_choice<Optimizer>(root, "optimizer",
+                                       {{"adamw", Optimizer::kAdamW}, {"adamw-fused", Optimizer::kAdamWFused},
+                                        {"sgd", Optimizer::kSgd}},
+                                       Optimizer::kAdamW);
+  if (!train) return;
+  const ModelConfig& m = w.model;
+  if (w.lowering != Lowering::kHfEager) root.fail("lowering", "phase train is lowered for hf-eager only so far");
+  if (w.attention != Attention::kSdpa) root.fail("attention", "phase train is lowered for sdpa attention only so far");
+  if (w.dtype != hw::DType::kBf16 && w.dtype != hw::DType::kFp16) {
+    root.fail("dtype", "phase train is lowered for bf16 and fp16 weights so far (fp32 needs the math "
+                       "attention backward)");
+  }
+  std::string unlike;
+  if (m.moe) unlike = "mixture of experts";
+  else if (m.mla) unlike = "multi-head latent attention";
+  else if (m.norm != Norm::kRmsNorm) unlike = "LayerNorm";
+  else if (m.activation != Activation::kSwiglu) unlike = "an activation other than SwiGLU";
+  else if (m.positions != Positions::kRope || m.rotary_fraction != 1.0) unlike = "positions other than full RoPE";
+  else if (m.fused_qkv || m.fused_gate_up) unlike = "fused projections";
+  else if (m.attn_out_bias || m.mlp_bias) unlike = "output or MLP biases";
+  else if (m.sliding_window && w.seq_len > *m.sliding_window) unlike = "a sliding window shorter than seq_len";
+  else if (m.sandwich_norms || m.norm_weight_offset || m.embed_scale || m.attn_softcap || m.final_softcap)
+    unlike = "Gemma's norms, scaling or softcaps";
+  if (!unlike.empty()) {
+    root.fail("phase", fmt::format("phase train is lowered for llama-style models so far (llama, mistral, "
+                                   "qwen2, qwen3); model {} has {}",
+                                   m.name, unlike));
+  }
+}
+
 // cs336_basics has one architecture (pre-norm RMSNorm, multi-head attention with RoPE, SwiGLU,
 // no biases, an untied head) and no KV cache: forward passes over whole sequences only.
 void check_cs336(hw::MappingReader& root, const ModelWorkload& w) {
@@ -186,13 +227,15 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
                                   std::string default_name,
                                   const std::filesystem::path& models_dir) {
   declare_keys(root, {"name", "model", "hf_config", "phase", "batch", "seq_len", "output_len",
-                      "dtype", "lowering", "attention", "framework", "moe", "expert_weights"});
+                      "dtype", "lowering", "attention", "framework", "moe", "expert_weights",
+                      "optimizer", "autocast"});
   ModelWorkload w;
   w.name = root.optional_text("name").value_or(std::move(default_name));
   w.model = read_model(doc, root, models_dir);
   w.phase = read_choice<Phase>(
       root, "phase",
-      {{"prefill", Phase::kPrefill}, {"decode", Phase::kDecode}, {"generate", Phase::kGenerate}});
+      {{"prefill", Phase::kPrefill}, {"decode", Phase::kDecode}, {"generate", Phase::kGenerate},
+       {"train", Phase::kTrain}});
   w.batch = root.integer("batch", 1, kMaxBatch);
   w.seq_len = root.integer("seq_len", 1, kMaxTokens);
   w.output_len = root.optional_integer("output_len", 1, kMaxTokens);
@@ -230,6 +273,7 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
   }
   if (w.lowering == Lowering::kCs336Basics) check_cs336(root, w);
   read_expert_weights(doc, root, w);
+  read_training(root, w);
   return w;
 }
 
@@ -285,6 +329,8 @@ std::string_view name(Phase phase) {
       return "decode";
     case Phase::kGenerate:
       return "generate";
+    case Phase::kTrain:
+      return "train";
   }
   return "?";
 }
@@ -308,5 +354,14 @@ std::string_view name(Attention attention) {
 }
 
 std::string_view name(MoePath moe) { return moe == MoePath::kLoop ? "loop" : "grouped_mm"; }
+
+std::string_view name(Optimizer optimizer) {
+  switch (optimizer) {
+    case Optimizer::kAdamW: return "adamw";
+    case Optimizer::kAdamWFused: return "adamw-fused";
+    case Optimizer::kSgd: return "sgd";
+  }
+  return "?";
+}
 
 }  // namespace gpusim::workloads

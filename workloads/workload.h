@@ -45,6 +45,13 @@ enum class Phase {
   kPrefill,   // one forward pass over a prompt of seq_len tokens
   kDecode,    // one decode step: a new token per sequence against a KV cache of seq_len
   kGenerate,  // prefill of seq_len, then decode steps until output_len tokens are produced
+  kTrain,     // one optimizer step: forward with the loss over seq_len tokens, backward, update
+};
+// The optimizer of a training step (torch.optim, as a training loop constructs it).
+enum class Optimizer {
+  kAdamW,       // AdamW, PyTorch's default foreach implementation (multi_tensor_apply kernels)
+  kAdamWFused,  // AdamW(fused=True): one fused kernel per chunk of tensors
+  kSgd,         // SGD with momentum, foreach
 };
 enum class Lowering {
   kHfEager,  // the kernels Hugging Face transformers launches (eager mode, sdpa attention)
@@ -73,6 +80,7 @@ struct ModelWorkload {
   Lowering lowering = Lowering::kHfEager;
   Attention attention = Attention::kSdpa;
   MoePath moe = MoePath::kGroupedMm;
+  Optimizer optimizer = Optimizer::kAdamW;  // phase train only
   // MoE models: how the routed token-expert pairs split over experts, one weight per expert;
   // empty means evenly (every expert gets the same share, as trained routers aim for).
   std::vector<double> expert_weights;
@@ -95,5 +103,6 @@ std::string_view name(Phase phase);          // "prefill", "decode", "generate"
 std::string_view name(Lowering lowering);    // "hf-eager", "fused"
 std::string_view name(Attention attention);  // "sdpa", "naive", "flash_attention_2"
 std::string_view name(MoePath moe);           // "grouped_mm", "loop"
+std::string_view name(Optimizer optimizer);   // "adamw", "adamw-fused", "sgd"
 
 }  // namespace gpusim::workloads

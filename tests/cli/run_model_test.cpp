@@ -150,7 +150,7 @@ TEST(RunModel, BadInputNamesTheKey) {
   const std::vector<Case> cases = {
       {"model: llama3-8b\nphase: decode\nbatch: 0\nseq_len: 8\ndtype: bf16\n", "batch"},
       {"model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: -3\ndtype: bf16\n", "seq_len"},
-      {"model: llama3-8b\nphase: train\nbatch: 1\nseq_len: 8\ndtype: bf16\n", "phase"},
+      {"model: llama3-8b\nphase: finetune\nbatch: 1\nseq_len: 8\ndtype: bf16\n", "phase"},
       {"model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\nlowering: vllm\n", "lowering"},
       {"model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: fp8\n", "dtype"},
       {"model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\nexpert_weights: [1]\n", "expert_weights"},

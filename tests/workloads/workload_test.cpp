@@ -217,7 +217,7 @@ TEST(WorkloadTest, BadModelWorkloads) {
   e = parse_error("model: tiny\nphase: decode\nbatch: [4]\nseq_len: 64\ndtype: bf16\n");
   EXPECT_EQ(e.key(), "batch");
 
-  e = parse_error("model: tiny\nphase: train\nbatch: 4\nseq_len: 64\ndtype: bf16\n");
+  e = parse_error("model: tiny\nphase: finetune\nbatch: 4\nseq_len: 64\ndtype: bf16\n");
   EXPECT_EQ(e.line(), 2);
   EXPECT_EQ(e.key(), "phase");
 

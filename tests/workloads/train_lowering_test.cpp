@@ -1,0 +1,150 @@
+// Training steps (phase: train): the phases' kernels in autograd's order, the optimizer's
+// launches, memory (gradients, optimizer state, the peak from the program's lifetimes), the
+// JSON contract's figures, and what is refused (exit status 2 with the key named).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "hw/hardware_loader.h"
+#include "models/kernel_model.h"
+#include "sim/error.h"
+#include "tests/support/temp_files.h"
+#include "tests/workloads/config_error_matchers.h"
+#include "workloads/model_run.h"
+#include "workloads/transformer_phases.h"
+#include "workloads/workload.h"
+
+namespace gpusim::workloads {
+namespace {
+
+using gpusim::testing::config_dir;
+using gpusim::testing::expect_config_error;
+
+ModelWorkload workload(const std::string& yaml) {
+  return std::get<ModelWorkload>(parse_workload(yaml, "train.yaml", {}, config_dir() / "models"));
+}
+
+hw::HardwareSpec h100() { return hw::load_hardware("h100", hw::PresetCatalog(config_dir() / "hw"), {}); }
+
+// A small llama-style model (GQA, tied head) trained at batch 2 x 256.
+const char* kLlama =
+    "model:\n  name: tiny-llama\n  layers: 2\n  d_model: 512\n  heads: 8\n  kv_heads: 2\n  d_ff: 1024\n"
+    "  vocab: 4096\n  norm: rmsnorm\n  activation: swiglu\n  positions: rope\n  tied_embeddings: true\n"
+    "phase: train\nbatch: 2\nseq_len: 256\ndtype: bf16\n";
+
+std::vector<std::string> ops_of(const KernelDag& dag, std::size_t from, std::size_t to) {
+  std::vector<std::string> ops;
+  for (std::size_t v = from; v < to; ++v) {
+    const std::string& op = dag[static_cast<KernelDag::Vertex>(v)].op;
+    if (ops.empty() || ops.back() != op) ops.push_back(op);
+  }
+  return ops;
+}
+
+TEST(TrainLowering, PhasesInAutogradOrder) {
+  const auto models = models::default_kernel_models();
+  const auto hw = h100();
+  const ModelWorkload w = workload(kLlama);
+  OpLoweringCache lowering(hw, models);
+  const StepProgram step = build_step(w, "train", {2, 256, 0}, lowering);
+  ASSERT_EQ(step.phase_starts.size(), 3u);
+  EXPECT_EQ(step.phase_starts[0].first, "forward");
+  EXPECT_EQ(step.phase_starts[1].first, "backward");
+  EXPECT_EQ(step.phase_starts[2].first, "optimizer");
+  const auto fwd = ops_of(step.dag, step.phase_starts[0].second, step.phase_starts[1].second);
+  const auto bwd = ops_of(step.dag, step.phase_starts[1].second, step.phase_starts[2].second);
+  // The forward ends with the loss; the backward starts from it, runs the head's weight gradient
+  // before its input gradient, and the last layer before the first.
+  ASSERT_GE(fwd.size(), 3u);
+  EXPECT_EQ(fwd[fwd.size() - 2], "loss.log_softmax");
+  EXPECT_EQ(fwd.back(), "loss.nll");
+  EXPECT_EQ(bwd.front(), "loss.grad_seed");
+  const auto at = [&](const std::string& op) {
+    return std::find(bwd.begin(), bwd.end(), op) - bwd.begin();
+  };
+  EXPECT_LT(at("lm_head.grad_weight"), at("lm_head.grad_input"));
+  EXPECT_LT(at("layers[1].mlp.down_proj.grad_weight"), at("layers[0].mlp.down_proj.grad_weight"));
+  EXPECT_LT(at("layers[0].attn.sdpa_backward"), at("layers[0].attn.q_proj.grad_input"));
+  EXPECT_EQ(bwd.back(), "embed_tokens.grad_accumulate");  // the tied head's gradient joins the embedding's
+  // Every norm's backward: the weight's gradient and the fp32 chain (RMSNorm's 17 kernels in
+  // hf_train_h100.json; 16 here: 512 rows are summed without splitting them over CTAs, so the
+  // column sum needs no memset of semaphores).
+  std::size_t norm_kernels = 0;
+  for (std::size_t v = step.phase_starts[1].second; v < step.phase_starts[2].second; ++v) {
+    if (step.dag[static_cast<KernelDag::Vertex>(v)].op.rfind("final_norm.", 0) == 0) ++norm_kernels;
+  }
+  EXPECT_EQ(norm_kernels, 16u);
+}
+
+TEST(TrainLowering, OptimizersLaunchTheirForeachOps) {
+  const auto models = models::default_kernel_models();
+  const auto hw = h100();
+  OpLoweringCache lowering(hw, models);
+  const auto count_ops = [&](const std::string& optimizer) {
+    const ModelWorkload w = workload(std::string(kLlama) + "optimizer: " + optimizer + "\n");
+    const StepProgram step = build_step(w, "train", {2, 256, 0}, lowering);
+    return ops_of(step.dag, step.phase_starts[2].second, step.dag.size());
+  };
+  // AdamW foreach: decay, lerp, mul, addcmul, sqrt, div, add, addcdiv.
+  EXPECT_EQ(count_ops("adamw").size(), 8u);
+  EXPECT_EQ(count_ops("sgd").size(), 3u);
+  EXPECT_EQ(count_ops("adamw-fused"),
+            (std::vector<std::string>{"optimizer.step_count", "optimizer.fused_adamw"}));
+}
+
+TEST(TrainLowering, MemoryCountsGradientsStateAndTheBackwardPeak) {
+  const auto models = models::default_kernel_models();
+  const auto hw = h100();
+  const auto train = simulate_model(workload(kLlama), hw, hw::LaunchMode::kGraph, models);
+  const auto sgd = simulate_model(workload(std::string(kLlama) + "optimizer: sgd\n"), hw, hw::LaunchMode::kGraph, models);
+  const auto& m = train.memory;
+  EXPECT_EQ(m.gradients_bytes, m.weights_bytes);
+  EXPECT_EQ(m.optimizer_state_bytes, 2 * m.weights_bytes);      // AdamW: two moments
+  EXPECT_EQ(sgd.memory.optimizer_state_bytes, m.weights_bytes);  // SGD: momentum
+  // The activations saved for the backward and the gradients, alive together: more than the
+  // gradients alone and more than a prefill of the same shape keeps.
+  EXPECT_GT(m.activation_peak_bytes, m.gradients_bytes);
+  auto prefill = workload(kLlama);
+  prefill.phase = Phase::kPrefill;
+  const auto inference = simulate_model(prefill, hw, hw::LaunchMode::kGraph, models);
+  EXPECT_GT(m.activation_peak_bytes, 2 * inference.memory.activation_peak_bytes);
+  EXPECT_EQ(m.total_bytes, m.weights_bytes + m.kv_cache_bytes + m.optimizer_state_bytes + m.activation_peak_bytes);
+  // The phases partition the step: their kernels and kernel time add up to the step's.
+  ASSERT_EQ(train.steps.size(), 1u);
+  const auto& s = train.steps.front();
+  ASSERT_EQ(s.phase_splits.size(), 3u);
+  std::int64_t kernels = 0;
+  double kernel_time = 0;
+  for (const auto& p : s.phase_splits) {
+    kernels += p.kernels;
+    kernel_time += p.kernel_time_us;
+    EXPECT_GT(p.total_us, 0);
+  }
+  EXPECT_EQ(kernels, s.kernels);
+  EXPECT_NEAR(kernel_time, s.kernel_time_us, 1e-6 * s.kernel_time_us);
+  // The backward does about twice the forward's GEMM work: it takes longer.
+  EXPECT_GT(s.phase_splits[1].kernel_time_us, 1.5 * s.phase_splits[0].kernel_time_us);
+}
+
+TEST(TrainLowering, RefusesWhatItDoesNotLowerByKey) {
+  EXPECT_EQ(expect_config_error([] { workload(std::string(kLlama) + "optimizer: lion\n"); }).key(), "optimizer");
+  EXPECT_EQ(expect_config_error([] { workload(std::string(kLlama) + "autocast: bf16\n"); }).key(), "autocast");
+  EXPECT_EQ(expect_config_error([] {
+              workload("model: llama3-8b\nphase: prefill\nbatch: 1\nseq_len: 16\ndtype: bf16\noptimizer: sgd\n");
+            }).key(),
+            "optimizer");
+  EXPECT_EQ(expect_config_error([] {
+              workload("model: gpt2-small\nphase: train\nbatch: 1\nseq_len: 16\ndtype: bf16\n");
+            }).key(),
+            "phase");
+  EXPECT_EQ(expect_config_error([] {
+              workload(std::string(kLlama).replace(std::string(kLlama).find("dtype: bf16"), 11, "dtype: fp32"));
+            }).key(),
+            "dtype");
+  EXPECT_EQ(expect_config_error([] { workload(std::string(kLlama) + "lowering: fused\n"); }).key(), "lowering");
+}
+
+}  // namespace
+}  // namespace gpusim::workloads

@@ -1,0 +1,72 @@
+#include "validation/train_suite.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sim/error.h"
+#include "validation/case_json.h"
+#include "workloads/model_run.h"
+#include "workloads/workload.h"
+
+namespace gpusim::validation {
+namespace {
+
+Comparison row(const std::string& label, const std::string& family, bool held_out, double measured,
+               double simulated) {
+  Comparison c;
+  c.reference.label = label;
+  c.reference.family = family;
+  c.reference.held_out = held_out;
+  c.reference.measured_us = measured;
+  c.simulated_us = simulated;
+  c.error_pct = measured > 0 ? 100.0 * (simulated - measured) / measured : 0.0;
+  return c;
+}
+
+}  // namespace
+
+std::vector<Comparison> compare_train_steps(const std::filesystem::path& json, const hw::HardwareSpec& hw,
+                                            const models::KernelModelRegistry& models, int& not_modeled) {
+  const nlohmann::json doc = read_json_file(json);
+  std::vector<Comparison> out;
+  not_modeled = 0;
+  try {
+    for (const auto& c : doc.at("cases")) {
+      const std::string id = c.at("id").get<std::string>();
+      // Mixed precision (autocast) and GPT-2 (LayerNorm, GELU, Conv1D) are not lowered for training yet.
+      if (c.at("precision").get<std::string>() != "bf16" || c.at("model_type").get<std::string>() == "gpt2") {
+        ++not_modeled;
+        continue;
+      }
+      const bool held_out = c.at("split").get<std::string>() == "holdout";
+      const auto config = json.parent_path() / "hf_configs" / fmt::format("train_{}.json", id);
+      const std::string yaml =
+          fmt::format("hf_config: {}\nphase: train\nbatch: {}\nseq_len: {}\ndtype: bf16\noptimizer: {}\n",
+                      config.string(), c.at("batch").get<std::int64_t>(), c.at("seq_len").get<std::int64_t>(),
+                      c.at("optimizer").get<std::string>());
+      const auto parsed = workloads::parse_workload(yaml, json.filename().string() + ": " + id, {}, {});
+      const auto run = workloads::simulate_model(std::get<workloads::ModelWorkload>(parsed), hw,
+                                                 hw::LaunchMode::kGraph, models);
+      if (run.steps.size() != 1) throw ModelError("train suite: expected one training step");
+      const auto& step = run.steps.front();
+      for (const auto& split : step.phase_splits) {
+        const double measured = c.at("phases").at(split.name).at("kernel_time_us").get<double>();
+        out.push_back(row(fmt::format("{} {} kernel time", id, split.name), "train-" + split.name, held_out,
+                          measured, split.kernel_time_us));
+      }
+      out.push_back(row(fmt::format("{} step kernel time", id), "train-step", held_out,
+                        c.at("kernel_time_us_median").get<double>(), step.kernel_time_us));
+      // Memory in MiB: the step's allocation peak above weights and optimizer state.
+      out.push_back(row(fmt::format("{} peak above persistent (MiB)", id), "train-memory", held_out,
+                        c.at("peak_above_persistent_bytes").get<double>() / 1048576.0,
+                        static_cast<double>(run.memory.activation_peak_bytes) / 1048576.0));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(json.string(), 0, "cases", std::string("malformed case: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace gpusim::validation

@@ -1,0 +1,328 @@
+// One optimizer step of a Hugging Face causal LM in eager PyTorch, as a training loop runs it
+// (zero_grad(set_to_none=True); loss = model(input_ids, labels=input_ids).loss; loss.backward();
+// optimizer.step()), kernel by kernel as validation/data/hf_train_h100.json records it:
+//   forward: the hf-eager forward (no attention mask, the head over every position), then
+//     ForCausalLMLoss: the logits upcast to fp32, the shifted labels (pad and copies),
+//     log_softmax and nll_loss;
+//   backward: autograd's kernels in reverse: nll_loss and log_softmax backward, the upcast's,
+//     for every linear layer the weight gradient (dY^T X) then the input gradient (dY W), the
+//     RMSNorms' backward through their fp32 ops (17 kernels each), SwiGLU's, cuDNN's attention
+//     backward, RoPE's (rotate_half's slices as zero fills and copies), the transposes back to
+//     the projections' layout, the residual and fan-out sums, the embedding's backward;
+//   optimizer: torch.optim's foreach AdamW (8 multi_tensor_apply ops), fused AdamW or foreach
+//     SGD with momentum over the parameters in model.parameters() order.
+// Llama-style decoders (llama, mistral, qwen2 with its q/k/v biases, qwen3 with its q/k norms).
+#include <fmt/format.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/common.h"
+#include "models/families.h"
+#include "models/training_kernels.h"
+#include "workloads/hf_eager_pieces.h"
+#include "workloads/step_emitter.h"
+
+namespace gpusim::workloads {
+namespace {
+using detail::LayerTape;
+using detail::RmsNormTape;
+using detail::StepEmitter;
+using hw::DType;
+using hw::TensorUse;
+using models::EwFunc;
+
+constexpr DType kF32 = DType::kFp32;
+
+// The parameters' gradients by parameter tensor name, and the parameters in
+// model.parameters() order (what the optimizer's tensor lists follow).
+struct Grads {
+  std::map<std::string, TensorUse> of;
+  void add(const TensorUse& param, const TensorUse& grad) { of[param.tensor] = grad; }
+};
+
+// C[M, N] = A[M, K] @ B[K, N] as autograd's mm (cuBLAS, the layouts' transposes aside).
+TensorUse mm(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
+             const TensorUse& a, const TensorUse& b) {
+  const TensorUse c = e.new_act(label, static_cast<double>(M * N));
+  e.batched_gemm(label, M, N, K, 1, e.math(), a, b, c);
+  return c;
+}
+
+// The backward of y[T, N] = x[T, K] @ W[N, K]^T (+ bias): the weight's gradient first
+// (dY^T @ X), then the input's (dY @ W), as autograd's addmm/mm backward orders them.
+TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t N, std::int64_t K,
+                          const TensorUse& dy, const TensorUse& x, const TensorUse& w, const TensorUse* bias,
+                          Grads& g) {
+  const std::int64_t T = e.tokens();
+  g.add(w, mm(e, label + ".grad_weight", N, K, T, dy, x));
+  const TensorUse dx = mm(e, label + ".grad_input", T, K, N, dy, w);
+  if (bias) {
+    const TensorUse db = e.new_act(label + ".grad_bias", static_cast<double>(N));
+    e.emit(label + ".grad_bias", models::lower_column_sum(T, N, e.act(), e.act(), dy, db, e.hw()));
+    g.add(*bias, db);
+  }
+  return dx;
+}
+
+// LlamaRMSNorm's backward through its forward ops (x.float(); pow; mean; + eps; rsqrt; mul;
+// .to(bf16); weight *): the weight's gradient (a product and a column sum), then the fp32 chain
+// back to the input and its cast.
+TensorUse rms_norm_backward(StepEmitter& e, const std::string& label, const RmsNormTape& t,
+                            const TensorUse& dy, Grads& g) {
+  const std::int64_t n = t.rows * t.width, rows = t.rows;
+  const DType a = e.act();
+  const TensorUse dxb = e.pointwise(label + ".grad_normed", EwFunc::kMul, n, a, a, {dy, t.weight}, rows > 1);
+  const TensorUse dwp = e.pointwise(label + ".grad_weight_mul", EwFunc::kMul, n, a, a, {dy, t.normed}, false);
+  const TensorUse dw = e.new_act(label + ".grad_weight", static_cast<double>(t.width));
+  e.emit(label + ".grad_weight", models::lower_column_sum(rows, t.width, a, a, dwp, dw, e.hw()));
+  g.add(t.weight, dw);
+  const TensorUse dxn = e.pointwise(label + ".grad_to_fp32", EwFunc::kCast, n, a, kF32, {dxb}, false);
+  const TensorUse dxf1 = e.pointwise(label + ".grad_scale", EwFunc::kMul, n, kF32, kF32, {dxn, t.rstd}, false);
+  const TensorUse dprod = e.pointwise(label + ".grad_rstd_mul", EwFunc::kMul, n, kF32, kF32, {dxn, t.in_fp32}, true);
+  const TensorUse dr = e.new_act(label + ".grad_rstd", static_cast<double>(rows), kF32);
+  e.emit(label + ".grad_rstd", {models::lower_reduce(rows, t.width, kF32, kF32, true,
+                                                     "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::reduce(at::TensorIterator&)::{lambda(float, float)#1}>",
+                                                     dprod, dr, e.hw())});
+  // rsqrt's backward: -0.5 * r^3 * grad, on one value per row.
+  const TensorUse r3 = e.pointwise(label + ".grad_rsqrt_pow", EwFunc::kPowScalar, rows, kF32, kF32, {t.rstd}, false);
+  const TensorUse r3s = e.pointwise(label + ".grad_rsqrt_scale", EwFunc::kMulScalar, rows, kF32, kF32, {r3}, false);
+  const TensorUse dv = e.pointwise(label + ".grad_rsqrt", EwFunc::kMul, rows, kF32, kF32, {dr, r3s}, false);
+  // mean's backward: the row's gradient / width, broadcast over the row.
+  const TensorUse dsq = e.pointwise(label + ".grad_mean", EwFunc::kDiv, n, kF32, kF32, {dv}, true);
+  // pow's backward: 2 * x * grad (autograd copies the exponent's result first).
+  const TensorUse x2 = e.new_act(label + ".grad_pow_copy", static_cast<double>(n), kF32);
+  e.emit(label + ".grad_pow_copy", {models::detail::memcpy_launch(false, static_cast<double>(n) * 4, t.in_fp32, x2, e.hw())});
+  const TensorUse two_x = e.pointwise(label + ".grad_pow_scale", EwFunc::kMulScalar, n, kF32, kF32, {x2}, false);
+  const TensorUse dxf2 = e.pointwise(label + ".grad_pow", EwFunc::kMul, n, kF32, kF32, {dsq, two_x}, false);
+  const TensorUse dxf = e.pointwise(label + ".grad_accumulate", EwFunc::kAdd, n, kF32, kF32, {dxf1, dxf2}, false);
+  return e.pointwise(label + ".grad_input", EwFunc::kCast, n, kF32, a, {dxf}, false);
+}
+
+// apply_rotary_pos_emb's backward for `heads` heads: grad * sin through rotate_half (the neg of
+// one half; the cat's backward writes each slice's gradient into a zeroed full-size tensor),
+// accumulated with grad * cos.
+TensorUse rope_backward(StepEmitter& e, const std::string& label, const TensorUse& dy, std::int64_t heads,
+                        const TensorUse& cos, const TensorUse& sin) {
+  const std::int64_t n = e.tokens() * heads * e.m().head_dim;
+  const DType a = e.act();
+  const TensorUse drt = e.pointwise(label + ".grad_mul_sin", EwFunc::kMul, n, a, a, {dy, sin}, true);
+  const TensorUse dng = e.pointwise(label + ".grad_neg", EwFunc::kNeg, n / 2, a, a, {drt}, true);
+  const TensorUse z1 = e.pointwise(label + ".grad_slice_zero", EwFunc::kFill, n, a, a, {}, false);
+  const TensorUse s1 = e.pointwise(label + ".grad_slice_copy", EwFunc::kCopy, n / 2, a, a, {dng, z1}, true);
+  const TensorUse z2 = e.pointwise(label + ".grad_slice_zero", EwFunc::kFill, n, a, a, {}, false);
+  const TensorUse s2 = e.pointwise(label + ".grad_slice_copy", EwFunc::kCopy, n / 2, a, a, {drt, z2}, true);
+  const TensorUse rot = e.pointwise(label + ".grad_slices_add", EwFunc::kAdd, n, a, a, {s1, s2}, false);
+  const TensorUse dc = e.pointwise(label + ".grad_mul_cos", EwFunc::kMul, n, a, a, {dy, cos}, true);
+  return e.pointwise(label + ".grad_add", EwFunc::kAdd, n, a, a, {rot, dc}, false);
+}
+
+// ForCausalLMLoss: logits.float(), the labels shifted (F.pad with -100, then the shifted view
+// made contiguous), cross_entropy as log_softmax and nll_loss (mean over the tokens).
+// Returns the log-probabilities (saved for the backward).
+TensorUse loss_forward(StepEmitter& e, const TensorUse& logits) {
+  const std::int64_t T = e.tokens(), V = e.m().vocab;
+  const TensorUse lf = e.pointwise("loss.logits_to_fp32", EwFunc::kCast, T * V, e.act(), kF32, {logits}, false);
+  // Labels are int64: moved as fp32 pairs (the kernels only copy them).
+  const TensorUse pad = e.pointwise("loss.labels_pad", EwFunc::kFill, 2 * e.s().batch, kF32, kF32, {}, false);
+  const TensorUse lab = e.b().state("labels", static_cast<double>(T) * 8);
+  const TensorUse padded = e.pointwise("loss.labels_pad_copy", EwFunc::kCopy, 2 * T, kF32, kF32, {lab, pad}, true);
+  const TensorUse target = e.pointwise("loss.labels_shift", EwFunc::kCopy, 2 * T, kF32, kF32, {padded}, true);
+  const TensorUse logp = e.new_act("loss.log_softmax", static_cast<double>(T * V), kF32);
+  e.emit("loss.log_softmax", models::lower_log_softmax(T, V, kF32, lf, logp, e.hw()));
+  const TensorUse loss = e.new_act("loss.nll", 1, kF32);
+  e.emit("loss.nll", {models::lower_nll_loss_forward(T, V, logp, target, loss, e.hw())});
+  return logp;
+}
+
+// The loss's backward down to the logits' gradient (in the activation type).
+TensorUse loss_backward(StepEmitter& e, const TensorUse& logp) {
+  const std::int64_t T = e.tokens(), V = e.m().vocab;
+  e.pointwise("loss.grad_seed", EwFunc::kFill, 1, kF32, kF32, {}, false);
+  const TensorUse dlogp = e.pointwise("loss.grad_zero", EwFunc::kFill, T * V, kF32, kF32, {}, false);
+  const TensorUse target = e.b().state("labels", static_cast<double>(T) * 8);
+  e.emit("loss.grad_nll", {models::lower_nll_loss_backward(T, V, target, dlogp, e.hw())});
+  const TensorUse dlf = e.new_act("loss.grad_log_softmax", static_cast<double>(T * V), kF32);
+  e.emit("loss.grad_log_softmax", models::lower_log_softmax_backward(T, V, kF32, dlogp, logp, dlf, e.hw()));
+  return e.pointwise("loss.grad_logits", EwFunc::kCast, T * V, kF32, e.act(), {dlf}, false);
+}
+
+// One decoder layer's backward; `dx` is the residual stream's gradient (updated in place).
+void layer_backward(StepEmitter& e, int i, const LayerTape& t, const TensorUse& cos, const TensorUse& sin,
+                    TensorUse& dx, Grads& g) {
+  const auto& m = e.m();
+  const std::string L = fmt::format("layers[{}]", i);
+  const std::int64_t T = e.tokens(), d = m.d_model, F = m.d_ff, q_dim = m.heads * m.head_dim,
+                     kv_dim = m.kv_heads * m.head_dim;
+  const DType a = e.act();
+  // MLP: down, SwiGLU's product, up, SiLU, gate; the two input gradients summed.
+  const TensorUse dp = linear_backward(e, L + ".mlp.down_proj", d, F, dx, t.prod, t.wd, nullptr, g);
+  const TensorUse dsg = e.pointwise(L + ".mlp.grad_mul_act", EwFunc::kMul, T * F, a, a, {dp, t.up}, false);
+  const TensorUse du = e.pointwise(L + ".mlp.grad_mul_up", EwFunc::kMul, T * F, a, a, {dp, t.gate_act}, false);
+  const TensorUse dh_up = linear_backward(e, L + ".mlp.up_proj", F, d, du, t.h2, t.wu, nullptr, g);
+  const TensorUse dgate = e.pointwise(L + ".mlp.grad_act", EwFunc::kSiluBackward, T * F, a, a, {dsg, t.gate}, false);
+  const TensorUse dh_gate = linear_backward(e, L + ".mlp.gate_proj", F, d, dgate, t.h2, t.wg, nullptr, g);
+  const TensorUse dh2 = e.pointwise(L + ".mlp.grad_input_sum", EwFunc::kAdd, T * d, a, a, {dh_up, dh_gate}, false);
+  const TensorUse dmid = rms_norm_backward(e, L + ".post_attention_norm", t.post_norm, dh2, g);
+  dx = e.pointwise(L + ".grad_residual_mlp", EwFunc::kAdd, T * d, a, a, {dx, dmid}, false);
+
+  // Attention: o_proj, cuDNN's backward, RoPE's, the transposes back, the projections.
+  const TensorUse dattn = linear_backward(e, L + ".attn.o_proj", d, q_dim, dx, t.attn_out, t.wo, nullptr, g);
+  const TensorUse dq = e.new_act(L + ".attn.grad_q", static_cast<double>(T * q_dim));
+  const TensorUse dk = e.new_act(L + ".attn.grad_k", static_cast<double>(T * kv_dim));
+  const TensorUse dv = e.new_act(L + ".attn.grad_v", static_cast<double>(T * kv_dim));
+  e.emit(L + ".attn.sdpa_backward",
+         models::lower_sdpa_backward(e.s().batch, m.heads, m.kv_heads, e.s().new_tokens, m.head_dim, true, a,
+                                     t.q_rot, t.k_rot, t.v, t.attn, dattn, dq, dk, dv, e.hw()));
+  TensorUse dk_pre = rope_backward(e, L + ".attn.rope_k", dk, m.kv_heads, cos, sin);
+  TensorUse dq_pre = rope_backward(e, L + ".attn.rope_q", dq, m.heads, cos, sin);
+  const TensorUse* no_bias = nullptr;
+  const TensorUse bq = e.weight(L + ".attn.q_proj.bias", static_cast<double>(q_dim));
+  const TensorUse bk = e.weight(L + ".attn.k_proj.bias", static_cast<double>(kv_dim));
+  const TensorUse bv = e.weight(L + ".attn.v_proj.bias", static_cast<double>(kv_dim));
+  const TensorUse dvc = e.pointwise(L + ".attn.grad_v_transpose", EwFunc::kCopy, T * kv_dim, a, a, {dv}, true);
+  const TensorUse dh_v = linear_backward(e, L + ".attn.v_proj", kv_dim, d, dvc, t.h, t.wv, m.qkv_bias ? &bv : no_bias, g);
+  if (m.qk_norm) dk_pre = rms_norm_backward(e, L + ".attn.k_norm", t.k_norm, dk_pre, g);
+  const TensorUse dkc = e.pointwise(L + ".attn.grad_k_transpose", EwFunc::kCopy, T * kv_dim, a, a, {dk_pre}, true);
+  const TensorUse dh_k = linear_backward(e, L + ".attn.k_proj", kv_dim, d, dkc, t.h, t.wk, m.qkv_bias ? &bk : no_bias, g);
+  TensorUse dh = e.pointwise(L + ".attn.grad_input_sum", EwFunc::kAdd, T * d, a, a, {dh_v, dh_k}, false);
+  if (m.qk_norm) dq_pre = rms_norm_backward(e, L + ".attn.q_norm", t.q_norm, dq_pre, g);
+  const TensorUse dqc = e.pointwise(L + ".attn.grad_q_transpose", EwFunc::kCopy, T * q_dim, a, a, {dq_pre}, true);
+  const TensorUse dh_q = linear_backward(e, L + ".attn.q_proj", q_dim, d, dqc, t.h, t.wq, m.qkv_bias ? &bq : no_bias, g);
+  dh = e.pointwise(L + ".attn.grad_input_sum", EwFunc::kAdd, T * d, a, a, {dh, dh_q}, false);
+  const TensorUse din = rms_norm_backward(e, L + ".input_norm", t.input_norm, dh, g);
+  dx = e.pointwise(L + ".grad_residual_attn", EwFunc::kAdd, T * d, a, a, {dx, din}, false);
+}
+
+// The parameters in model.parameters() order, with their element counts.
+struct Param {
+  TensorUse weight;
+  std::int64_t elems;
+};
+std::vector<Param> parameters(StepEmitter& e, const detail::ForwardTape& tape) {
+  const auto& m = e.m();
+  const double eb = e.act_bytes();
+  std::vector<Param> out;
+  const auto add = [&](const TensorUse& w) { out.push_back({w, static_cast<std::int64_t>(static_cast<double>(w.bytes) / eb)}); };
+  add(tape.embed_table);
+  for (std::size_t i = 0; i < tape.layers.size(); ++i) {
+    const LayerTape& t = tape.layers[i];
+    const std::string L = fmt::format("layers[{}]", i);
+    add(t.wq);
+    if (m.qkv_bias) add(e.weight(L + ".attn.q_proj.bias", static_cast<double>(m.heads * m.head_dim)));
+    add(t.wk);
+    if (m.qkv_bias) add(e.weight(L + ".attn.k_proj.bias", static_cast<double>(m.kv_heads * m.head_dim)));
+    add(t.wv);
+    if (m.qkv_bias) add(e.weight(L + ".attn.v_proj.bias", static_cast<double>(m.kv_heads * m.head_dim)));
+    add(t.wo);
+    if (m.qk_norm) {
+      add(t.q_norm.weight);
+      add(t.k_norm.weight);
+    }
+    add(t.wg);
+    add(t.wu);
+    add(t.wd);
+    add(t.input_norm.weight);
+    add(t.post_norm.weight);
+  }
+  add(tape.final_norm.weight);
+  if (!m.tied_embeddings) add(tape.head);
+  return out;
+}
+
+// optimizer.step() over the parameters and their gradients.
+void optimizer_step(StepEmitter& e, const std::vector<Param>& params, const Grads& g, Optimizer opt) {
+  const DType a = e.act();
+  std::vector<std::int64_t> elems;
+  std::vector<TensorUse> p, gr, m1, m2, tmp;
+  for (const Param& x : params) {
+    elems.push_back(x.elems);
+    p.push_back(x.weight);
+    const auto it = g.of.find(x.weight.tensor);
+    gr.push_back(it != g.of.end() ? it->second : e.b().state(x.weight.tensor + ".grad", x.weight.bytes));
+    // .grad stays allocated through the update (zero_grad(set_to_none=True) frees it next step).
+    e.b().hold_to_end(gr.back());
+    const double bytes = static_cast<double>(x.weight.bytes);
+    m1.push_back(e.b().state(x.weight.tensor + (opt == Optimizer::kSgd ? ".momentum" : ".exp_avg"), bytes));
+    if (opt != Optimizer::kSgd) m2.push_back(e.b().state(x.weight.tensor + ".exp_avg_sq", bytes));
+  }
+  const auto& hw = e.hw();
+  const std::string t = a == DType::kFp16 ? "c10::Half" : "c10::BFloat16";
+  const auto run = [&](const std::string& label, const std::vector<std::vector<TensorUse>>& lists, int written,
+                       const std::string& functor, double flops) {
+    e.emit(label, models::lower_multi_tensor_apply(elems, a, lists, written, functor, flops, hw));
+  };
+  if (opt == Optimizer::kAdamWFused) {
+    // The fused kernel keeps the step counts on the GPU: one foreach add on them first.
+    std::vector<TensorUse> steps;
+    for (const TensorUse& w : p) steps.push_back(e.b().state(w.tensor + ".step", 4));
+    e.emit("optimizer.step_count",
+           models::lower_multi_tensor_apply(std::vector<std::int64_t>(p.size(), 1), kF32, {steps}, 1,
+                                            "BinaryOpScalarFunctor<float, 1, 1, 0>, std::plus<float>, float", 1, hw));
+    e.emit("optimizer.fused_adamw", models::lower_fused_adamw(elems, a, a, {p, gr, m1, m2}, hw));
+    return;
+  }
+  const std::string mul = fmt::format("BinaryOpScalarFunctor<{}, 1, 1, 0>, std::multiplies<float>, float", t);
+  if (opt == Optimizer::kSgd) {
+    const std::string add = fmt::format("BinaryOpListAlphaFunctor<{}, 2, 2, 0>, std::plus<float>, float", t);
+    run("optimizer.momentum_mul", {m1}, 1, mul, 1);
+    run("optimizer.momentum_add", {m1, gr}, 1, add, 2);
+    run("optimizer.param_add", {p, m1}, 1, add, 2);
+    return;
+  }
+  // _multi_tensor_adamw (PyTorch 2.11): decay, first moment, second moment, its sqrt with the
+  // bias correction and eps, then the update.
+  for (std::size_t i = 0; i < p.size(); ++i) tmp.push_back(e.new_act("optimizer.denom", static_cast<double>(elems[i])));
+  run("optimizer.weight_decay", {p}, 1, mul, 1);
+  run("optimizer.exp_avg_lerp", {m1, gr}, 1, fmt::format("TernaryOpScalarFunctor<{}, 2, 2, 0>, at::native::LerpFunctor<float>, float", t), 3);
+  run("optimizer.exp_avg_sq_mul", {m2}, 1, mul, 1);
+  // addcmul_(exp_avg_sq, grad, grad): three lists, the gradient twice.
+  run("optimizer.exp_avg_sq_addcmul", {m2, gr, gr}, 1,
+      fmt::format("PointwiseOpScalarFunctor<{}, 3, 3, 0>, std::multiplies<float>, float", t), 3);
+  run("optimizer.denom_sqrt", {tmp, m2}, 1, fmt::format("UnaryOpFunctor<{}, 2, 1, 1>, at::native::Sqrt<float>", t), 2);
+  // The bias corrections differ per tensor: a list of scalars.
+  run("optimizer.denom_div", {tmp}, 1, fmt::format("BinaryOpScalarListFunctor<{}, 1, 1, 0>, std::divides<float>", t), 2);
+  run("optimizer.denom_add", {tmp}, 1, fmt::format("BinaryOpScalarFunctor<{}, 1, 1, 0>, std::plus<float>, float", t), 1);
+  run("optimizer.update", {p, m1, tmp}, 1,
+      fmt::format("PointwiseOpScalarListFunctor<{}, 3, 3, 0>, std::divides<float>", t), 3);
+}
+
+}  // namespace
+
+void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
+  StepEmitter e(w, s, b);
+  const auto& m = w.model;
+  const std::int64_t T = e.tokens(), d = m.d_model;
+  const DType a = e.act();
+  detail::ForwardTape tape;
+  b.begin_phase("forward");
+  detail::lower_hf_eager_forward(w, s, b, &tape);
+  const TensorUse logp = loss_forward(e, tape.logits);
+
+  b.begin_phase("backward");
+  Grads g;
+  const TensorUse dlogits = loss_backward(e, logp);
+  const TensorUse dhead = mm(e, "lm_head.grad_weight", m.vocab, d, T, dlogits, tape.hidden);
+  TensorUse dh = mm(e, "lm_head.grad_input", T, d, m.vocab, dlogits, tape.head);
+  TensorUse dx = rms_norm_backward(e, "final_norm", tape.final_norm, dh, g);
+  for (int i = static_cast<int>(tape.layers.size()) - 1; i >= 0; --i) {
+    layer_backward(e, i, tape.layers[static_cast<std::size_t>(i)], tape.cos, tape.sin, dx, g);
+  }
+  const TensorUse demb = e.new_act("embed_tokens.grad_weight", static_cast<double>(m.vocab * d));
+  e.emit("embed_tokens.grad_weight", models::lower_embedding_backward(T, m.vocab, d, a, tape.ids, dx, demb, e.hw()));
+  if (m.tied_embeddings) {
+    // One parameter: the head's gradient accumulates into the embedding's.
+    g.add(tape.embed_table,
+          e.pointwise("embed_tokens.grad_accumulate", EwFunc::kAdd, m.vocab * d, a, a, {demb, dhead}, false));
+  } else {
+    g.add(tape.embed_table, demb);
+    g.add(tape.head, dhead);
+  }
+
+  b.begin_phase("optimizer");
+  optimizer_step(e, parameters(e, tape), g, w.optimizer);
+}
+
+}  // namespace gpusim::workloads
