@@ -19,21 +19,6 @@ namespace {
 using detail::ceil_div;
 using detail::StreamingKernel;
 
-std::string type_name(hw::DType d) {
-  switch (d) {
-    case hw::DType::kBf16: return "c10::BFloat16";
-    case hw::DType::kFp16: return "c10::Half";
-    case hw::DType::kFp8: return "c10::Float8_e4m3fn";
-    default: return "float";
-  }
-}
-
-// Largest power of two not above n (ATen's last_pow2).
-std::int64_t last_pow2(std::int64_t n) {
-  std::int64_t p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
 
 }  // namespace
 
@@ -52,7 +37,7 @@ Launch lower_embedding_lookup(std::int64_t rows, std::int64_t row_elems, hw::DTy
     // indexSelectSmallIndex: each thread walks every index for its columns, so the indices
     // are a dependent chain (index load, then the row load).
     k.name = fmt::format("void at::native::(anonymous namespace)::indexSelectSmallIndex<{}, long, unsigned int, 2, 2, -2>",
-                         type_name(dtype));
+                         detail::aten_type_name(dtype));
     k.ctas = std::min<std::int64_t>(ceil_div(row_elems, 128), 8 * hw.sm_count);
     k.threads = 128;
     k.round_trips = 2.0 + static_cast<double>(rows);
@@ -140,16 +125,16 @@ Launch lower_reduce(std::int64_t outputs, std::int64_t reduced, hw::DType in, hw
     // ATen's ReduceConfig for a contiguous reduction: a block row of up to 32 threads (more
     // when there are few outputs) per output, up to 512 threads; 4-wide vector loads.
     constexpr std::int64_t kMaxThreads = 512;
-    bx = std::min<std::int64_t>(last_pow2(reduced), 32);
-    by = std::min<std::int64_t>(last_pow2(outputs), kMaxThreads / bx);
-    bx = std::min<std::int64_t>(last_pow2(reduced), kMaxThreads / by);
+    bx = std::min<std::int64_t>(detail::last_pow2(reduced), 32);
+    by = std::min<std::int64_t>(detail::last_pow2(outputs), kMaxThreads / bx);
+    bx = std::min<std::int64_t>(detail::last_pow2(reduced), kMaxThreads / by);
     k.ctas = ceil_div(outputs, by);
     const double per_thread = static_cast<double>(ceil_div(reduced, bx));
     // Four vector loads in flight per thread, then a shared-memory tree.
     k.round_trips = std::ceil(per_thread / 8.0) + 2.0;
     k.inflight_per_cta = static_cast<double>(bx * by) * 16.0;
     k.name = fmt::format("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<{}, {}> >",
-                         type_name(in), op_functor);
+                         detail::aten_type_name(in), op_functor);
     k.smem = by > 1 ? 16 : 2064;
   } else {
     // A strided reduction: each thread owns outputs and walks the reduced dimension.
@@ -159,7 +144,7 @@ Launch lower_reduce(std::int64_t outputs, std::int64_t reduced, hw::DType in, hw
     k.round_trips = static_cast<double>(reduced) + 1.0;
     k.inflight_per_cta = 128 * 16.0;
     k.name = fmt::format("void at::native::reduce_kernel<128, 4, at::native::ReduceOp<{}, {}> >",
-                         type_name(in), op_functor);
+                         detail::aten_type_name(in), op_functor);
     k.smem = 16;
   }
   k.threads = bx * by;

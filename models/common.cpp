@@ -123,4 +123,19 @@ hw::Launch memcpy_launch(bool to_host, double bytes, const hw::TensorUse& from,
   return streaming_launch(k, hw);
 }
 
+std::string aten_type_name(hw::DType d) {
+  switch (d) {
+    case hw::DType::kBf16: return "c10::BFloat16";
+    case hw::DType::kFp16: return "c10::Half";
+    case hw::DType::kFp8: return "c10::Float8_e4m3fn";
+    default: return "float";
+  }
+}
+
+std::int64_t last_pow2(std::int64_t n) {
+  std::int64_t p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
 }  // namespace gpusim::models::detail

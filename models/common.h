@@ -24,6 +24,11 @@ int sm_version(const hw::HardwareSpec& hw);
 // Hopper (sm_90): wgmma/TMA kernels, the only arch here where cuBLAS runs persistent kernels.
 bool is_hopper(const hw::HardwareSpec& hw);
 
+// The scalar type ATen's kernel names spell for a dtype: "c10::BFloat16", "c10::Half", "float".
+std::string aten_type_name(hw::DType d);
+// Largest power of two not above n (ATen's last_pow2), for its launch configurations.
+std::int64_t last_pow2(std::int64_t n);
+
 // A tensor of the op `tag`, named "<tag>.<name>" so kernels of one op share it through L2. An
 // empty tag means `name` is already unique (a caller that names the tensors itself).
 hw::TensorUse tensor(const std::string& tag, std::string_view name, double bytes);

@@ -99,20 +99,6 @@ constexpr double kFp64FlopsEquivalent = 4.0;  // FP32 FLOPs (FMA = 2) of pipe ti
 
 // ---- names --------------------------------------------------------------------------------
 
-std::string type_name(hw::DType d) {
-  switch (d) {
-    case hw::DType::kBf16: return "c10::BFloat16";
-    case hw::DType::kFp16: return "c10::Half";
-    case hw::DType::kFp8: return "c10::Float8_e4m3fn";
-    default: return "float";
-  }
-}
-
-std::int64_t last_pow2(std::int64_t n) {
-  std::int64_t p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
 
 int log2_ceil(std::int64_t x) {
   int l = 0;
@@ -154,8 +140,8 @@ ColumnSumConfig column_sum_config(std::int64_t rows, std::int64_t cols, const hw
   while (cols % c.vec != 0) c.vec /= 2;
   const std::int64_t max_threads = 512 / c.vec;  // reduce_kernel<512 / vec, vec>
   const std::int64_t dim0 = cols / c.vec, dim1 = rows;
-  const std::int64_t dim0_pow2 = dim0 < max_threads ? last_pow2(dim0) : max_threads;
-  const std::int64_t dim1_pow2 = dim1 < max_threads ? last_pow2(dim1) : max_threads;
+  const std::int64_t dim0_pow2 = dim0 < max_threads ? detail::last_pow2(dim0) : max_threads;
+  const std::int64_t dim1_pow2 = dim1 < max_threads ? detail::last_pow2(dim1) : max_threads;
   c.bx = std::min<std::int64_t>(dim0_pow2, 32);
   c.by = std::min<std::int64_t>(dim1_pow2, max_threads / c.bx);
   c.bx = std::min<std::int64_t>(dim0_pow2, max_threads / c.by);
@@ -189,7 +175,7 @@ std::vector<Launch> lower_column_sum(std::int64_t rows, std::int64_t cols, hw::D
   if (rows <= 0 || cols <= 0) throw ModelError("column sum: rows and cols must be positive");
   const ColumnSumConfig c = column_sum_config(rows, cols, hw);
   const double ei = detail::elt_bytes(in), eo = detail::elt_bytes(out);
-  const std::string ti = type_name(in), to = type_name(out);
+  const std::string ti = detail::aten_type_name(in), to = detail::aten_type_name(out);
   Launch l;
   // ReduceOp<scalar_t, ops, index_t, out_scalar_t, vt0 = 4, input_vec_size>: sum_functor
   // reads 16-bit inputs 8 at a time.
@@ -269,7 +255,7 @@ std::vector<Launch> lower_log_softmax_backward(std::int64_t R, std::int64_t C, h
   const double e = detail::elt_bytes(dtype);
   const double row = static_cast<double>(C) * e;
   const double c = static_cast<double>(C);
-  const std::string t = type_name(dtype);
+  const std::string t = detail::aten_type_name(dtype);
   // gI = gO - exp(out) * sum(gO): a sum pass over gO, then a pass reading gO and out.
   struct Plan {
     std::string name;
@@ -440,7 +426,7 @@ std::vector<Launch> lower_embedding_backward(std::int64_t T, std::int64_t V, std
                                              const TensorUse& grad_table, const hw::HardwareSpec& hw) {
   if (T <= 0 || V <= 0 || d <= 0) throw ModelError("embedding backward: T, V and d must be positive");
   const double e = detail::elt_bytes(dtype);
-  const std::string t = type_name(dtype);
+  const std::string t = detail::aten_type_name(dtype);
   const double table_bytes = static_cast<double>(V * d) * e;
   std::vector<Launch> out;
   if (T <= 3072) {
@@ -899,7 +885,7 @@ std::vector<Launch> lower_fused_adamw(const std::vector<std::int64_t>& elems, hw
       "namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<{}, "
       "4, (at::native::ADAM_MODE)1, false>, float const*, double, double, double, double, double, bool, float "
       "const*, float const*>",
-      type_name(param_dtype));
+      detail::aten_type_name(param_dtype));
   const double p = detail::elt_bytes(param_dtype), s = detail::elt_bytes(state_dtype);
   // All four loaded; params and both moments stored.
   const std::vector<MtaList> how = {{p, true, true}, {p, true, false}, {s, true, true}, {s, true, true}};

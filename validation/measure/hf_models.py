@@ -516,13 +516,7 @@ def measure_case(c, reps, wall_reps):
                 del out
                 after()
                 torch.cuda.synchronize()
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    prof.export_chrome_trace(path)
-    with open(path) as f:
-        evs = json.load(f)
-    evs = evs.get("traceEvents", evs) if isinstance(evs, dict) else evs
-    os.unlink(path)
+    evs = trace_events(prof)
     res = summarize(evs)
     res.update(n_params=n_params, weights_bytes=weights_bytes, wall_us_median=statistics.median(walls),
                wall_us_all=walls, activation_peak_bytes=max(peaks), hf_config_json=cfg_json,
@@ -530,6 +524,17 @@ def measure_case(c, reps, wall_reps):
     del model, flush
     torch.cuda.empty_cache()
     return res
+
+
+def trace_events(prof):
+    """The profiler's events, as its chrome-trace export lists them."""
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        evs = json.load(f)
+    os.unlink(path)
+    return evs.get("traceEvents", evs) if isinstance(evs, dict) else evs
 
 
 def innermost_ops(cpu_ops, launches):

@@ -39,17 +39,15 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from op_kernels import assign_gpu_events, _dims, _f, _ranges  # noqa: E402
+import hf_models  # noqa: E402
 from hf_models import innermost_ops  # noqa: E402
 
 WARMUP = 2
@@ -105,17 +103,9 @@ for i, c in enumerate(CASES):
 
 def provenance(gpu):
     import torch
-    import transformers
-    try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm,power.limit",
-                              "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-    except Exception as e:  # noqa
-        smi = f"nvidia-smi failed: {e}"
-    return {"gpu_arg": gpu, "device_name": torch.cuda.get_device_name(0), "nvidia_smi": smi,
-            "torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-            "transformers": transformers.__version__, "python": platform.python_version(),
-            "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "warmup": WARMUP, "flush_bytes": FLUSH_BYTES, "script": "validation/measure/hf_train.py"}
+    p = hf_models.provenance(gpu)
+    p.update(cudnn=torch.backends.cudnn.version(), script="validation/measure/hf_train.py")
+    return p
 
 
 def build(c):
@@ -201,13 +191,7 @@ def measure_case(c, reps, names):
             with record_function("gpusim_op"):
                 step(record_function)
             torch.cuda.synchronize()
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    prof.export_chrome_trace(path)
-    with open(path) as f:
-        evs = json.load(f)
-    evs = evs.get("traceEvents", evs) if isinstance(evs, dict) else evs
-    os.unlink(path)
+    evs = hf_models.trace_events(prof)
     res = summarize(evs, names)
     res.update(n_params=n_params, weights_bytes=weights_bytes, grad_bytes=grad_bytes,
                optimizer_state_bytes=state_bytes, persistent_bytes=persistent,
