@@ -138,4 +138,8 @@ std::int64_t last_pow2(std::int64_t n) {
   return p;
 }
 
+sim::Time dram_round_trips(double n, const hw::HardwareSpec& hw) {
+  return sim::Time::from_seconds(n * hw.dram.latency.seconds());
+}
+
 }  // namespace gpusim::models::detail

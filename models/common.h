@@ -28,6 +28,8 @@ bool is_hopper(const hw::HardwareSpec& hw);
 std::string aten_type_name(hw::DType d);
 // Largest power of two not above n (ATen's last_pow2), for its launch configurations.
 std::int64_t last_pow2(std::int64_t n);
+// `n` dependent DRAM round trips at the chip's idle latency (a critical path's unit).
+sim::Time dram_round_trips(double n, const hw::HardwareSpec& hw);
 
 // A tensor of the op `tag`, named "<tag>.<name>" so kernels of one op share it through L2. An
 // empty tag means `name` is already unique (a caller that names the tensors itself).

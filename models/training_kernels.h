@@ -2,7 +2,9 @@
 // nll_loss over the vocabulary) and its backward, weight-gradient sums over rows, the
 // embedding's backward, cuDNN's fused attention backward, and the optimizers' foreach
 // (multi_tensor_apply) and fused kernels. Checked against validation/data/hf_train_h100.json
-// (PyTorch 2.11, cuDNN 9.19). Tensor uses come in already named (the caller owns the names).
+// (PyTorch 2.11, cuDNN 9.19). One file a family: loss_kernels.cpp, column_sum.cpp,
+// embedding_backward.cpp, cudnn_attention_backward.cpp, foreach_kernels.cpp. Tensor uses come in
+// already named (the caller owns the names).
 #pragma once
 
 #include <cstdint>
