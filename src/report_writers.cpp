@@ -44,6 +44,11 @@ void write_model_summary(const RunReport& r, std::ostream& out) {
     out << fmt::format("phase {:<8} {:>5} step{}  total {:.2f} us   kernel time {:.2f} us   {} kernels\n",
                        p.name, p.steps, p.steps == 1 ? " " : "s", p.total_us, p.kernel_time_us, p.kernels);
   }
+  if (r.training) {
+    const auto& t = *r.training;
+    out << fmt::format("train: {:.0f} tokens/s   MFU {:.1f}% ({:.3g} model FLOPs)   GEMMs {:.1f}% of kernel time\n",
+                       t.tokens_per_s, t.mfu_pct, t.model_flops, t.gemm_share_pct);
+  }
   if (r.generation) {
     const auto& g = *r.generation;
     out << fmt::format("generate: TTFT {:.1f} us   TPOT {:.1f} us   {:.1f} tokens/s   total {:.1f} us\n",
@@ -207,6 +212,11 @@ void write_json(const RunReport& r, std::ostream& out) {
       j["phases"].push_back({{"name", p.name}, {"steps", p.steps}, {"total_us", p.total_us},
                              {"kernel_time_us", p.kernel_time_us}, {"kernels", p.kernels}});
     }
+  }
+  if (r.training) {
+    const auto& t = *r.training;
+    j["training"] = {{"tokens", t.tokens}, {"tokens_per_s", t.tokens_per_s}, {"model_flops", t.model_flops},
+                     {"mfu_pct", t.mfu_pct}, {"gemm_share_pct", t.gemm_share_pct}};
   }
   if (r.generation) {
     const auto& g = *r.generation;

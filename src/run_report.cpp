@@ -6,6 +6,8 @@
 #include <map>
 #include <tuple>
 
+#include "workloads/parameter_count.h"
+
 namespace gpusim::cli {
 namespace {
 
@@ -192,6 +194,20 @@ RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWo
     r.generation = g;
   }
   add_groups(r);
+  if (w.phase == workloads::Phase::kTrain && r.total_us > 0) {
+    const auto& m = w.model;
+    TrainingReport t;
+    t.tokens = w.batch * w.seq_len;
+    t.tokens_per_s = static_cast<double>(t.tokens) / (r.total_us * 1e-6);
+    const double per_token = 6.0 * static_cast<double>(workloads::parameter_count(m)) +
+                             12.0 * static_cast<double>(m.layers * m.heads * m.head_dim * w.seq_len);
+    t.model_flops = per_token * static_cast<double>(t.tokens);
+    t.mfu_pct = 100.0 * t.model_flops / (r.total_us * 1e-6) / hw.peak_tensor_flops(w.dtype);
+    for (const auto& g : r.by_category) {
+      if (g.name == "gemm") t.gemm_share_pct = g.time_share_pct;
+    }
+    r.training = t;
+  }
   return r;
 }
 

@@ -56,6 +56,18 @@ struct GenerationReport {
   double total_us = 0;
 };
 
+// A training step's throughput figures (phase train).
+struct TrainingReport {
+  std::int64_t tokens = 0;     // batch x seq_len
+  double tokens_per_s = 0;     // over the step's total time
+  // Model FLOPs of the step, as nanoGPT and PaLM count them: 6 x parameters per token for the
+  // GEMMs of forward and backward, plus 12 x layers x heads x head_dim x seq_len per token for
+  // attention's score and value products (causal masking not discounted).
+  double model_flops = 0;
+  double mfu_pct = 0;          // model FLOPs per second against the chip's dense tensor peak
+  double gemm_share_pct = 0;   // GEMM kernels' share of the step's kernel time
+};
+
 // One engine run's timeline placed on the report's: its kernel i is report kernel
 // first_kernel + i, and its times are shifted by offset_us.
 struct TimelineSegment {
@@ -76,6 +88,7 @@ struct RunReport {
   std::vector<PhaseReport> phases;                // model workloads
   std::optional<workloads::MemoryFootprint> memory;
   std::optional<GenerationReport> generation;     // phase generate
+  std::optional<TrainingReport> training;         // phase train
   std::vector<TimelineSegment> timelines;         // when the run recorded them (--trace)
   // Prediction bands (src/run_bands.h): the chip whose residuals gave them, and the 80% bands
   // of the totals. Empty source: no bands attached.

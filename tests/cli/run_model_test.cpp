@@ -68,6 +68,38 @@ TEST(RunModel, GenerateReportsTtftTpotAndThroughput) {
   EXPECT_TRUE(j.contains("kernels_scope"));  // only some steps' kernels are listed
 }
 
+TEST(RunModel, TrainReportsPhasesMemoryAndThroughput) {
+  TempDir dir;
+  const auto w = dir.write("train.yaml",
+                           "model: qwen2-1.5b\nphase: train\nbatch: 2\nseq_len: 256\ndtype: bf16\n");
+  const auto j = run_json(w.string(), "h100");
+  // The contract: forward, backward and optimizer as the phases, each with its kernels and time;
+  // the top-level totals are the whole step.
+  ASSERT_EQ(j["phases"].size(), 3u);
+  double kernel_time = 0;
+  std::int64_t kernels = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(j["phases"][i]["name"], std::vector<std::string>({"forward", "backward", "optimizer"})[i]);
+    kernel_time += j["phases"][i]["kernel_time_us"].get<double>();
+    kernels += j["phases"][i]["kernels"].get<std::int64_t>();
+    EXPECT_GT(j["phases"][i]["total_us"].get<double>(), 0);
+  }
+  EXPECT_NEAR(kernel_time, j["kernel_time_us"].get<double>(), 1e-6 * kernel_time);
+  EXPECT_EQ(kernels, static_cast<std::int64_t>(j["kernels"].size()));
+  const auto& m = j["memory"];
+  EXPECT_EQ(m["gradients_bytes"], m["weights_bytes"]);
+  EXPECT_EQ(m["optimizer_state_bytes"].get<std::int64_t>(), 2 * m["weights_bytes"].get<std::int64_t>());
+  EXPECT_EQ(m["peak_bytes"], m["total_bytes"]);
+  // Throughput: tokens over the step, model FLOPs against the chip's peak, the GEMMs' share.
+  const auto& t = j["training"];
+  EXPECT_EQ(t["tokens"], 512);
+  EXPECT_NEAR(t["tokens_per_s"].get<double>(), 512 / (j["total_us"].get<double>() * 1e-6), 1e-6);
+  EXPECT_GT(t["mfu_pct"].get<double>(), 1.0);
+  EXPECT_LT(t["mfu_pct"].get<double>(), 100.0);
+  EXPECT_GT(t["gemm_share_pct"].get<double>(), 10.0);
+  EXPECT_LT(t["gemm_share_pct"].get<double>(), 90.0);
+}
+
 TEST(RunModel, ProgressGoesToStderrOnlyWhenAsked) {
   TempDir dir;
   const auto w = dir.write("gen.yaml",
