@@ -6,22 +6,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
-#include <optional>
-#include <queue>
 #include <string>
 
-#include "hw/occupancy.h"
 #include "models/common.h"
-#include "models/families.h"
 #include "sim/error.h"
 
 namespace gpusim::models {
 namespace {
 using detail::ceil_div;
 using detail::dram_round_trips;
-using detail::StreamingKernel;
 
 // reduce_kernel (column sums): a thread's loads of its rows are a dependent chain of about 1.3
 // DRAM round trips each (the unrolled groups of vt0 = 4 loads do not overlap in practice: 16

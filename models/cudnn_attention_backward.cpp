@@ -7,15 +7,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
-#include <optional>
 #include <queue>
 #include <string>
 
-#include "hw/occupancy.h"
 #include "models/common.h"
-#include "models/families.h"
 #include "sim/error.h"
 
 namespace gpusim::models {

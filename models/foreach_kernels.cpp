@@ -7,22 +7,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 #include <optional>
-#include <queue>
 #include <string>
 
 #include "hw/occupancy.h"
 #include "models/common.h"
-#include "models/families.h"
 #include "sim/error.h"
 
 namespace gpusim::models {
 namespace {
 using detail::ceil_div;
-using detail::dram_round_trips;
-using detail::StreamingKernel;
 
 // multi_tensor_apply: a thread's loop iteration loads kILP elements of every list it reads,
 // computes and stores them, and the next iteration's loads do not start before: a dependent

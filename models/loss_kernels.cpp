@@ -7,12 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
-#include <optional>
-#include <queue>
 #include <string>
 
-#include "hw/occupancy.h"
 #include "models/common.h"
 #include "models/families.h"
 #include "sim/error.h"

@@ -121,8 +121,11 @@ TensorUse rope_backward(StepEmitter& e, const std::string& label, const TensorUs
 
 // ForCausalLMLoss: logits.float(), the labels shifted (F.pad with -100, then the shifted view
 // made contiguous), cross_entropy as log_softmax and nll_loss (mean over the tokens).
-// Returns the log-probabilities (saved for the backward).
-TensorUse loss_forward(StepEmitter& e, const TensorUse& logits) {
+// What the loss's backward reads: the log-probabilities and the shifted targets.
+struct LossTape {
+  TensorUse logp, target;
+};
+LossTape loss_forward(StepEmitter& e, const TensorUse& logits) {
   const std::int64_t T = e.tokens(), V = e.m().vocab;
   const TensorUse lf = e.pointwise("loss.logits_to_fp32", EwFunc::kCast, T * V, e.act(), kF32, {logits}, false);
   // Labels are int64: moved as fp32 pairs (the kernels only copy them).
@@ -134,18 +137,17 @@ TensorUse loss_forward(StepEmitter& e, const TensorUse& logits) {
   e.emit("loss.log_softmax", models::lower_log_softmax(T, V, kF32, lf, logp, e.hw()));
   const TensorUse loss = e.new_act("loss.nll", 1, kF32);
   e.emit("loss.nll", {models::lower_nll_loss_forward(T, V, logp, target, loss, e.hw())});
-  return logp;
+  return {logp, target};
 }
 
 // The loss's backward down to the logits' gradient (in the activation type).
-TensorUse loss_backward(StepEmitter& e, const TensorUse& logp) {
+TensorUse loss_backward(StepEmitter& e, const LossTape& t) {
   const std::int64_t T = e.tokens(), V = e.m().vocab;
   e.pointwise("loss.grad_seed", EwFunc::kFill, 1, kF32, kF32, {}, false);
   const TensorUse dlogp = e.pointwise("loss.grad_zero", EwFunc::kFill, T * V, kF32, kF32, {}, false);
-  const TensorUse target = e.b().state("labels", static_cast<double>(T) * 8);
-  e.emit("loss.grad_nll", {models::lower_nll_loss_backward(T, V, target, dlogp, e.hw())});
+  e.emit("loss.grad_nll", {models::lower_nll_loss_backward(T, V, t.target, dlogp, e.hw())});
   const TensorUse dlf = e.new_act("loss.grad_log_softmax", static_cast<double>(T * V), kF32);
-  e.emit("loss.grad_log_softmax", models::lower_log_softmax_backward(T, V, kF32, dlogp, logp, dlf, e.hw()));
+  e.emit("loss.grad_log_softmax", models::lower_log_softmax_backward(T, V, kF32, dlogp, t.logp, dlf, e.hw()));
   return e.pointwise("loss.grad_logits", EwFunc::kCast, T * V, kF32, e.act(), {dlf}, false);
 }
 
@@ -299,11 +301,11 @@ void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   detail::ForwardTape tape;
   b.begin_phase("forward");
   detail::lower_hf_eager_forward(w, s, b, &tape);
-  const TensorUse logp = loss_forward(e, tape.logits);
+  const LossTape loss = loss_forward(e, tape.logits);
 
   b.begin_phase("backward");
   Grads g;
-  const TensorUse dlogits = loss_backward(e, logp);
+  const TensorUse dlogits = loss_backward(e, loss);
   const TensorUse dhead = mm(e, "lm_head.grad_weight", m.vocab, d, T, dlogits, tape.hidden);
   TensorUse dh = mm(e, "lm_head.grad_input", T, d, m.vocab, dlogits, tape.head);
   TensorUse dx = rms_norm_backward(e, "final_norm", tape.final_norm, dh, g);
