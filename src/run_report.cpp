@@ -197,7 +197,7 @@ RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWo
   if (w.phase == workloads::Phase::kTrain && r.total_us > 0) {
     const auto& m = w.model;
     TrainingReport t;
-    t.tokens = w.batch * w.seq_len;
+    t.tokens = w.batch * w.seq_len * w.accumulation_steps;
     t.tokens_per_s = static_cast<double>(t.tokens) / (r.total_us * 1e-6);
     const double per_token = 6.0 * static_cast<double>(workloads::parameter_count(m)) +
                              12.0 * static_cast<double>(m.layers * m.heads * m.head_dim * w.seq_len);

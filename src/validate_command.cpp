@@ -186,6 +186,13 @@ const std::vector<SuiteSpec>& suites() {
       {"train-h200", "h200", "hf_train_h200.json",
        "the same training steps on an H200 SXM (nothing on the H200 used to write the lowering)",
        false, 0, false, false, false, true},
+      {"train2-h100", "h100", "hf_train2_h100.json",
+       "training steps, set 2, on an H100 SXM5, 2026-11-25 05:47 UTC: activation checkpointing, gradient "
+       "accumulation, forward and backward only, fresh plain shapes (and autocast and GPT-2 cases, not "
+       "modeled); measured after checkpointing and accumulation were lowered, compared once",
+       false, 0, false, false, false, true},
+      {"train2-h200", "h200", "hf_train2_h200.json", "the same set 2 on an H200 SXM",
+       false, 0, false, false, false, true},
       {"host-h100", "h100", "host_walls_h100.json",
        "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "
        "H100 machine's host, one session (2026-11-24 23:41 UTC): the layer sweep the preset's host "

@@ -42,16 +42,20 @@ std::vector<Comparison> compare_train_steps(const std::filesystem::path& json, c
       }
       const bool held_out = c.at("split").get<std::string>() == "holdout";
       const auto config = json.parent_path() / "hf_configs" / fmt::format("train_{}.json", id);
-      const std::string yaml =
-          fmt::format("hf_config: {}\nphase: train\nbatch: {}\nseq_len: {}\ndtype: bf16\noptimizer: {}\n",
-                      config.string(), c.at("batch").get<std::int64_t>(), c.at("seq_len").get<std::int64_t>(),
-                      c.at("optimizer").get<std::string>());
+      // Set 2 (hf_train2.py) adds checkpointing and gradient accumulation; set 1 has neither.
+      const std::string yaml = fmt::format(
+          "hf_config: {}\nphase: train\nbatch: {}\nseq_len: {}\ndtype: bf16\noptimizer: {}\ncheckpointing: {}\n"
+          "gradient_accumulation_steps: {}\n",
+          config.string(), c.at("batch").get<std::int64_t>(), c.at("seq_len").get<std::int64_t>(),
+          c.at("optimizer").get<std::string>(), c.value("checkpointing", std::string("none")),
+          c.value("accumulation_steps", 1));
       const auto parsed = workloads::parse_workload(yaml, json.filename().string() + ": " + id, {}, {});
       const auto run = workloads::simulate_model(std::get<workloads::ModelWorkload>(parsed), hw,
                                                  hw::LaunchMode::kGraph, models);
       if (run.steps.size() != 1) throw ModelError("train suite: expected one training step");
       const auto& step = run.steps.front();
       for (const auto& split : step.phase_splits) {
+        if (c.at("phases").at(split.name).at("n_kernels").get<int>() == 0) continue;
         const double measured = c.at("phases").at(split.name).at("kernel_time_us").get<double>();
         out.push_back(row(fmt::format("{} {} kernel time", id, split.name), "train-" + split.name, held_out,
                           measured, split.kernel_time_us));

@@ -714,8 +714,10 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
       dense_k = dense_k && m.fused_qkv;
       dense_v = false;
     }
-    const TensorUse kc = cache_append(e, L + ".attn", "k", k, dense_k, keys.past, keys.window_full);
-    const TensorUse vc = cache_append(e, L + ".attn", "v", v, dense_v, keys.past, keys.window_full);
+    // Gradient checkpointing turns the cache off (use_cache=False): attention reads k and v.
+    const bool no_cache = e.workload().phase == Phase::kTrain && e.workload().checkpointing == Checkpointing::kFull;
+    const TensorUse kc = no_cache ? k : cache_append(e, L + ".attn", "k", k, dense_k, keys.past, keys.window_full);
+    const TensorUse vc = no_cache ? v : cache_append(e, L + ".attn", "v", v, dense_v, keys.past, keys.window_full);
     // fp32 SDPA has no fused kernel modeled (PyTorch would run its mem-efficient kernel): it is
     // charged as the math backend, the same kernels as written-out attention.
     const bool naive = e.workload().attention == Attention::kNaive || e.act() == DType::kFp32;
@@ -798,10 +800,13 @@ void detail::lower_hf_eager_forward(const ModelWorkload& w, const StepShape& s, 
     tape->cos = rot.first;
     tape->sin = rot.second;
   }
+  // torch.utils.checkpoint runs a checkpointed layer's forward without saving its activations.
+  const bool checkpointed = tape && w.checkpointing == Checkpointing::kFull;
   for (int i = 0; i < static_cast<int>(b.layers_to_lower(m.layers)); ++i) {
     b.begin_layer();
     detail::LayerTape* lt = nullptr;
-    if (tape) lt = &tape->layers.emplace_back();
+    if (checkpointed) tape->layer_inputs.push_back(x);
+    else if (tape) lt = &tape->layers.emplace_back();
     layer(e, i, x, rot, rot_local, window, w.expert_weights, lt);
   }
   b.end_layers();
@@ -822,6 +827,10 @@ void detail::lower_hf_eager_forward(const ModelWorkload& w, const StepShape& s, 
     logits = e.pointwise("final_softcap.tanh", EwFunc::kTanh, n, e.act(), e.act(), {logits}, false);
     e.pointwise("final_softcap.mul", EwFunc::kMulScalar, n, e.act(), e.act(), {logits}, false);
   }
+}
+
+void detail::lower_hf_eager_layer(StepEmitter& e, int i, TensorUse& x, const ForwardTape& tape, LayerTape* lt) {
+  layer(e, i, x, {tape.cos, tape.sin}, {}, std::nullopt, e.workload().expert_weights, lt);
 }
 
 void lower_hf_generate_bookkeeping(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {

@@ -35,9 +35,12 @@ struct LayerTape {
 };
 
 // What a training step's backward reads of the forward: every layer's tape, the rotary table,
-// the final norm and the head. Filled by lower_hf_eager_forward when given.
+// the final norm and the head. Filled by lower_hf_eager_forward when given. Under activation
+// checkpointing the layers keep only their inputs (`layer_inputs`); the backward recomputes
+// each layer's tape with lower_hf_eager_layer.
 struct ForwardTape {
   std::vector<LayerTape> layers;
+  std::vector<TensorUse> layer_inputs;
   TensorUse ids, embed_table, cos, sin;
   RmsNormTape final_norm;
   TensorUse hidden, head, logits;  // the final norm's output, the head's weight, the logits
@@ -46,6 +49,10 @@ struct ForwardTape {
 // The hf-eager forward of one step; with a `tape`, as a training step runs it: no attention
 // mask (none is passed), the head over every position, and the tape filled.
 void lower_hf_eager_forward(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b, ForwardTape* tape);
+
+// Decoder layer `i`'s forward on the residual stream `x` (updated), as lower_hf_eager_forward
+// lowers it in a training step (llama-style layers, full attention); fills `lt`.
+void lower_hf_eager_layer(StepEmitter& e, int i, TensorUse& x, const ForwardTape& tape, LayerTape* lt);
 
 // DeepseekV2RotaryEmbedding: the complex table freqs_cis (first; second unused).
 std::pair<TensorUse, TensorUse> mla_rotary_table(StepEmitter& e);

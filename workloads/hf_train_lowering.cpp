@@ -36,11 +36,22 @@ using models::EwFunc;
 
 constexpr DType kF32 = DType::kFp32;
 
-// The parameters' gradients by parameter tensor name, and the parameters in
-// model.parameters() order (what the optimizer's tensor lists follow).
+// The parameters' gradients (.grad) by parameter tensor name. With gradient accumulation, a
+// micro-batch after the first adds its gradient into .grad (AccumulateGrad's in-place add).
 struct Grads {
+  StepEmitter* e = nullptr;
+  bool accumulate = false;
   std::map<std::string, TensorUse> of;
-  void add(const TensorUse& param, const TensorUse& grad) { of[param.tensor] = grad; }
+  void add(const TensorUse& param, const TensorUse& grad) {
+    auto it = of.find(param.tensor);
+    if (!accumulate || it == of.end()) {
+      of[param.tensor] = grad;
+      return;
+    }
+    const auto n = static_cast<std::int64_t>(static_cast<double>(grad.bytes) / e->act_bytes());
+    it->second = e->pointwise(param.tensor + ".accumulate_grad", EwFunc::kAdd, n, e->act(), e->act(),
+                              {it->second, grad}, false);
+  }
 };
 
 // C[M, N] = A[M, K] @ B[K, N] as autograd's mm (cuBLAS, the layouts' transposes aside).
@@ -244,8 +255,6 @@ void optimizer_step(StepEmitter& e, const std::vector<Param>& params, const Grad
     p.push_back(x.weight);
     const auto it = g.of.find(x.weight.tensor);
     gr.push_back(it != g.of.end() ? it->second : e.b().state(x.weight.tensor + ".grad", x.weight.bytes));
-    // .grad stays allocated through the update (zero_grad(set_to_none=True) frees it next step).
-    e.b().hold_to_end(gr.back());
     const double bytes = static_cast<double>(x.weight.bytes);
     m1.push_back(e.b().state(x.weight.tensor + (opt == Optimizer::kSgd ? ".momentum" : ".exp_avg"), bytes));
     if (opt != Optimizer::kSgd) m2.push_back(e.b().state(x.weight.tensor + ".exp_avg_sq", bytes));
@@ -291,26 +300,36 @@ void optimizer_step(StepEmitter& e, const std::vector<Param>& params, const Grad
       fmt::format("PointwiseOpScalarListFunctor<{}, 3, 3, 0>, std::divides<float>", t), 3);
 }
 
-}  // namespace
-
-void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
-  StepEmitter e(w, s, b);
+// One micro-batch: the forward with the loss, then the backward into `g`.
+void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
+  const auto& w = e.workload();
   const auto& m = w.model;
   const std::int64_t T = e.tokens(), d = m.d_model;
   const DType a = e.act();
-  detail::ForwardTape tape;
+  auto& b = e.b();
   b.begin_phase("forward");
-  detail::lower_hf_eager_forward(w, s, b, &tape);
+  detail::lower_hf_eager_forward(w, e.s(), b, &tape);
   const LossTape loss = loss_forward(e, tape.logits);
+  const bool scaled = w.accumulation_steps > 1;
+  // The training loop divides each micro-batch's loss by the number of micro-batches.
+  if (scaled) e.pointwise("loss.accumulation_scale", EwFunc::kMulScalar, 1, kF32, kF32, {}, false);
 
   b.begin_phase("backward");
-  Grads g;
+  if (scaled) e.pointwise("loss.grad_accumulation_scale", EwFunc::kMulScalar, 1, kF32, kF32, {}, false);
   const TensorUse dlogits = loss_backward(e, loss);
   const TensorUse dhead = mm(e, "lm_head.grad_weight", m.vocab, d, T, dlogits, tape.hidden);
   TensorUse dh = mm(e, "lm_head.grad_input", T, d, m.vocab, dlogits, tape.head);
   TensorUse dx = rms_norm_backward(e, "final_norm", tape.final_norm, dh, g);
-  for (int i = static_cast<int>(tape.layers.size()) - 1; i >= 0; --i) {
-    layer_backward(e, i, tape.layers[static_cast<std::size_t>(i)], tape.cos, tape.sin, dx, g);
+  const bool checkpointed = !tape.layer_inputs.empty();
+  if (checkpointed) tape.layers.resize(static_cast<std::size_t>(m.layers));
+  for (int i = static_cast<int>(m.layers) - 1; i >= 0; --i) {
+    const auto at = static_cast<std::size_t>(i);
+    if (checkpointed) {
+      // torch.utils.checkpoint: the layer's forward runs again from its saved input first.
+      TensorUse x = tape.layer_inputs[at];
+      detail::lower_hf_eager_layer(e, i, x, tape, &tape.layers[at]);
+    }
+    layer_backward(e, i, tape.layers[at], tape.cos, tape.sin, dx, g);
   }
   const TensorUse demb = e.new_act("embed_tokens.grad_weight", static_cast<double>(m.vocab * d));
   e.emit("embed_tokens.grad_weight", models::lower_embedding_backward(T, m.vocab, d, a, tape.ids, dx, demb, e.hw()));
@@ -322,7 +341,23 @@ void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
     g.add(tape.embed_table, demb);
     g.add(tape.head, dhead);
   }
+}
 
+}  // namespace
+
+void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
+  StepEmitter e(w, s, b);
+  Grads g;
+  g.e = &e;
+  detail::ForwardTape tape;
+  for (int micro = 0; micro < w.accumulation_steps; ++micro) {
+    g.accumulate = micro > 0;
+    tape = {};
+    forward_backward(e, tape, g);
+  }
+  // .grad stays allocated to the end of the step (zero_grad(set_to_none=True) frees it next step).
+  for (const auto& [name, grad] : g.of) b.hold_to_end(grad);
+  if (w.optimizer == Optimizer::kNone) return;
   b.begin_phase("optimizer");
   optimizer_step(e, parameters(e, tape), g, w.optimizer);
 }

@@ -19,7 +19,8 @@ MemoryFootprint memory_footprint(const ModelWorkload& w, double activation_peak_
     case Phase::kPrefill: f.kv_cache_tokens = w.seq_len; break;
     case Phase::kDecode: f.kv_cache_tokens = w.seq_len + 1; break;
     case Phase::kGenerate: f.kv_cache_tokens = w.seq_len + w.output_len.value_or(1) - 1; break;
-    case Phase::kTrain: f.kv_cache_tokens = w.seq_len; break;  // transformers' DynamicCache, in training too
+    // transformers' DynamicCache, in training too, unless gradient checkpointing turns it off.
+    case Phase::kTrain: f.kv_cache_tokens = w.checkpointing == Checkpointing::kFull ? 0 : w.seq_len; break;
   }
   // cs336_basics keeps no cache: its K and V are activations of the forward.
   if (w.lowering == Lowering::kCs336Basics) f.kv_cache_tokens = 0;
@@ -40,7 +41,8 @@ MemoryFootprint memory_footprint(const ModelWorkload& w, double activation_peak_
   if (w.phase == Phase::kTrain) {
     // Moments and momentum are kept in the parameters' dtype (torch.optim's default).
     f.gradients_bytes = f.weights_bytes;
-    f.optimizer_state_bytes = (w.optimizer == Optimizer::kSgd ? 1 : 2) * f.weights_bytes;
+    const int moments = w.optimizer == Optimizer::kNone ? 0 : w.optimizer == Optimizer::kSgd ? 1 : 2;
+    f.optimizer_state_bytes = moments * f.weights_bytes;
   }
   f.total_bytes = f.weights_bytes + f.kv_cache_bytes + f.optimizer_state_bytes + f.activation_peak_bytes;
   f.capacity_bytes = hw.dram.capacity;

@@ -42,7 +42,16 @@ StepRun run_step(StepProgram p, bool detailed, const hw::HardwareSpec& hw, hw::L
       end = std::max(end, k.end);
     }
     if (split.kernels > 0) split.total_us = (end - begin).us();
-    s.phase_splits.push_back(std::move(split));
+    // Micro-batches repeat the forward and backward: one split per name, summed.
+    auto same = std::find_if(s.phase_splits.begin(), s.phase_splits.end(),
+                             [&](const PhaseSplit& x) { return x.name == split.name; });
+    if (same == s.phase_splits.end()) {
+      s.phase_splits.push_back(std::move(split));
+    } else {
+      same->kernels += split.kernels;
+      same->kernel_time_us += split.kernel_time_us;
+      same->total_us += split.total_us;
+    }
   }
   if (detailed) {
     s.detail = StepDetail{std::move(nodes), std::move(result), std::nullopt};

@@ -28,9 +28,14 @@ std::string sequence_text(const ModelWorkload& w) {
     case Phase::kGenerate:
       return fmt::format("prompt length {}, then {} output tokens", w.seq_len,
                          w.output_len.value_or(0));
-    case Phase::kTrain:
-      return fmt::format("one training step over sequences of {} tokens ({} optimizer)", w.seq_len,
-                         name(w.optimizer));
+    case Phase::kTrain: {
+      std::string extras = w.optimizer == Optimizer::kNone ? "forward and backward only"
+                                                          : fmt::format("{} optimizer", name(w.optimizer));
+      if (w.autocast) extras += fmt::format(", fp32 weights under {} autocast", hw::name(*w.autocast));
+      if (w.checkpointing == Checkpointing::kFull) extras += ", full activation checkpointing";
+      if (w.accumulation_steps > 1) extras += fmt::format(", {} micro-batches accumulated", w.accumulation_steps);
+      return fmt::format("one training step over sequences of {} tokens ({})", w.seq_len, extras);
+    }
   }
   return {};
 }

@@ -154,27 +154,67 @@ void check_hf_variants(hw::MappingReader& root, const ModelWorkload& w) {
   }
 }
 
+// cs336_basics training as seed 002 runs it: fp32 tensors (TF32 matmuls allowed), no autocast,
+// its own AdamW or no optimizer step, one micro-batch, no checkpointing (its code has none).
+void check_cs336_training(hw::MappingReader& root, const ModelWorkload& w) {
+  if (w.autocast) {
+    root.fail("autocast", "lowering cs336-basics trains in fp32 only so far (its einsums and hand-written ops "
+                          "under autocast are not modeled); remove autocast");
+  }
+  if (w.dtype != hw::DType::kFp32 && w.dtype != hw::DType::kTf32) {
+    root.fail("dtype", fmt::format("lowering cs336-basics trains in fp32 (or tf32: fp32 tensors, TF32 matmuls) "
+                                   "only so far; dtype is {}",
+                                   hw::name(w.dtype)));
+  }
+  if (w.optimizer != Optimizer::kAdamW && w.optimizer != Optimizer::kNone) {
+    root.fail("optimizer", fmt::format("cs336_basics has one optimizer, its own AdamW (optimizer: adamw), or use "
+                                       "optimizer: none; {} is not lowered for cs336-basics",
+                                       name(w.optimizer)));
+  }
+  if (w.checkpointing != Checkpointing::kNone) {
+    root.fail("checkpointing", "activation checkpointing is not lowered for cs336-basics (its code has none)");
+  }
+  if (w.accumulation_steps != 1) {
+    root.fail("gradient_accumulation_steps", "lowering cs336-basics runs one micro-batch a step so far");
+  }
+}
+
 // Training steps: the optimizer (phase train only), and what the train lowering covers so far
 // (hf-eager, dense llama-style decoders with RMSNorm, RoPE and SwiGLU; sdpa attention; 16-bit
 // weights). Everything else is refused by name rather than simulated wrongly.
 void read_training(hw::MappingReader& root, ModelWorkload& w) {
   const bool train = w.phase == Phase::kTrain;
-  if (!train && root.optional_node("optimizer")) root.fail("optimizer", "is for phase: train only");
-  if (root.optional_node("autocast")) {
-    if (!train) root.fail("autocast", "is for phase: train only");
-    root.fail("autocast", "mixed precision training (fp32 weights under autocast) is not modeled yet; "
-                          "use dtype: bf16 or fp16 (issue 15)");
+  for (const char* key : {"optimizer", "autocast", "checkpointing", "gradient_accumulation_steps"}) {
+    if (!train && root.optional_node(key)) root.fail(key, "is for phase: train only");
   }
+  if (!train) return;
   w.optimizer = read_choice<Optimizer>(root, "optimizer",
                                        {{"adamw", Optimizer::kAdamW}, {"adamw-fused", Optimizer::kAdamWFused},
-                                        {"sgd", Optimizer::kSgd}},
+                                        {"sgd", Optimizer::kSgd}, {"none", Optimizer::kNone}},
                                        Optimizer::kAdamW);
-  if (!train) return;
+  if (root.has("autocast")) {
+    w.autocast = read_choice<hw::DType>(root, "autocast", {{"bf16", hw::DType::kBf16}, {"fp16", hw::DType::kFp16}});
+    if (w.dtype != hw::DType::kFp32) {
+      root.fail("autocast", fmt::format("mixed precision keeps fp32 weights and computes in {} under autocast: "
+                                        "use dtype: fp32 with it (dtype is {})",
+                                        hw::name(*w.autocast), hw::name(w.dtype)));
+    }
+  }
+  w.checkpointing = read_choice<Checkpointing>(root, "checkpointing",
+                                               {{"none", Checkpointing::kNone}, {"full", Checkpointing::kFull}},
+                                               Checkpointing::kNone);
+  if (w.checkpointing == Checkpointing::kFull && w.model.layers == 0) {
+    root.fail("checkpointing", "full checkpointing wraps each decoder layer, and the model has no layers");
+  }
+  w.accumulation_steps = static_cast<int>(root.optional_integer("gradient_accumulation_steps", 1, 1024).value_or(1));
   const ModelConfig& m = w.model;
-  if (w.lowering != Lowering::kHfEager) root.fail("lowering", "phase train is lowered for hf-eager only so far");
+  if (w.lowering == Lowering::kCs336Basics) return check_cs336_training(root, w);
+  if (w.lowering != Lowering::kHfEager) root.fail("lowering", "phase train is lowered for hf-eager and cs336-basics only so far");
   if (w.attention != Attention::kSdpa) root.fail("attention", "phase train is lowered for sdpa attention only so far");
-  if (w.dtype != hw::DType::kBf16 && w.dtype != hw::DType::kFp16) {
-    root.fail("dtype", "phase train is lowered for bf16 and fp16 weights so far (fp32 needs the math "
+  const hw::DType compute = w.autocast.value_or(w.dtype);
+  if (compute != hw::DType::kBf16 && compute != hw::DType::kFp16) {
+    root.fail("dtype", "phase train is lowered for bf16 and fp16 computation so far (fp32 weights under "
+                       "autocast: bf16 or fp16 included; fp32 computation needs the memory-efficient "
                        "attention backward)");
   }
   std::string unlike;
@@ -199,9 +239,10 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
 // no biases, an untied head) and no KV cache: forward passes over whole sequences only.
 void check_cs336(hw::MappingReader& root, const ModelWorkload& w) {
   const ModelConfig& m = w.model;
-  if (w.phase != Phase::kPrefill) {
-    root.fail("phase", "lowering cs336-basics runs forward passes over whole sequences (phase: prefill); "
-                       "the cs336_basics model keeps no KV cache to decode from");
+  if (w.phase != Phase::kPrefill && w.phase != Phase::kTrain) {
+    root.fail("phase", "lowering cs336-basics runs forward passes over whole sequences (phase: prefill) "
+                       "and training steps on them (phase: train); the cs336_basics model keeps no KV "
+                       "cache to decode from");
   }
   std::string unlike;
   if (m.moe) unlike = "mixture of experts";
@@ -228,7 +269,7 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
                                   const std::filesystem::path& models_dir) {
   declare_keys(root, {"name", "model", "hf_config", "phase", "batch", "seq_len", "output_len",
                       "dtype", "lowering", "attention", "framework", "moe", "expert_weights",
-                      "optimizer", "autocast"});
+                      "optimizer", "autocast", "checkpointing", "gradient_accumulation_steps"});
   ModelWorkload w;
   w.name = root.optional_text("name").value_or(std::move(default_name));
   w.model = read_model(doc, root, models_dir);
@@ -360,8 +401,13 @@ std::string_view name(Optimizer optimizer) {
     case Optimizer::kAdamW: return "adamw";
     case Optimizer::kAdamWFused: return "adamw-fused";
     case Optimizer::kSgd: return "sgd";
+    case Optimizer::kNone: return "none";
   }
   return "?";
+}
+
+std::string_view name(Checkpointing c) {
+  return c == Checkpointing::kFull ? "full" : "none";
 }
 
 }  // namespace gpusim::workloads

@@ -52,11 +52,17 @@ enum class Optimizer {
   kAdamW,       // AdamW, PyTorch's default foreach implementation (multi_tensor_apply kernels)
   kAdamWFused,  // AdamW(fused=True): one fused kernel per chunk of tensors
   kSgd,         // SGD with momentum, foreach
+  kNone,        // no update: forward and backward only, as benchmark scripts time a step
+};
+// Activation checkpointing (torch.utils.checkpoint around each decoder layer).
+enum class Checkpointing {
+  kNone,  // every layer saves its activations for the backward
+  kFull,  // each layer saves only its input and runs its forward again in the backward
 };
 enum class Lowering {
   kHfEager,  // the kernels Hugging Face transformers launches (eager mode, sdpa attention)
   kFused,    // fused kernels where they exist
-  kCs336Basics,  // the cs336_basics reference model's own code (seed 002; forward passes only)
+  kCs336Basics,  // the cs336_basics reference model's own code (seed 002; forward passes, fp32 training steps)
 };
 enum class Attention {
   kSdpa,   // fused attention (F.scaled_dot_product_attention)
@@ -80,7 +86,13 @@ struct ModelWorkload {
   Lowering lowering = Lowering::kHfEager;
   Attention attention = Attention::kSdpa;
   MoePath moe = MoePath::kGroupedMm;
-  Optimizer optimizer = Optimizer::kAdamW;  // phase train only
+  // Phase train only: the optimizer, mixed precision (fp32 weights, autocast's compute type),
+  // activation checkpointing and the micro-batches a step accumulates gradients over (each of
+  // `batch` sequences).
+  Optimizer optimizer = Optimizer::kAdamW;
+  std::optional<hw::DType> autocast;
+  Checkpointing checkpointing = Checkpointing::kNone;
+  int accumulation_steps = 1;
   // MoE models: how the routed token-expert pairs split over experts, one weight per expert;
   // empty means evenly (every expert gets the same share, as trained routers aim for).
   std::vector<double> expert_weights;
@@ -103,6 +115,7 @@ std::string_view name(Phase phase);          // "prefill", "decode", "generate"
 std::string_view name(Lowering lowering);    // "hf-eager", "fused"
 std::string_view name(Attention attention);  // "sdpa", "naive", "flash_attention_2"
 std::string_view name(MoePath moe);           // "grouped_mm", "loop"
-std::string_view name(Optimizer optimizer);   // "adamw", "adamw-fused", "sgd"
+std::string_view name(Optimizer optimizer);   // "adamw", "adamw-fused", "sgd", "none"
+std::string_view name(Checkpointing c);       // "none", "full"
 
 }  // namespace gpusim::workloads

@@ -128,6 +128,87 @@ TEST(TrainLowering, MemoryCountsGradientsStateAndTheBackwardPeak) {
   EXPECT_GT(s.phase_splits[1].kernel_time_us, 1.5 * s.phase_splits[0].kernel_time_us);
 }
 
+TEST(TrainLowering, CheckpointingRecomputesEachLayerBeforeItsBackward) {
+  const auto models = models::default_kernel_models();
+  const auto hw = h100();
+  OpLoweringCache lowering(hw, models);
+  const StepProgram plain = build_step(workload(kLlama), "train", {2, 256, 0}, lowering);
+  const StepProgram ckpt = build_step(workload(std::string(kLlama) + "checkpointing: full\n"), "train", {2, 256, 0}, lowering);
+  ASSERT_EQ(ckpt.phase_starts.size(), 3u);
+  const auto fwd = ops_of(ckpt.dag, ckpt.phase_starts[0].second, ckpt.phase_starts[1].second);
+  const auto bwd = ops_of(ckpt.dag, ckpt.phase_starts[1].second, ckpt.phase_starts[2].second);
+  const auto at = [&](const std::string& op) { return std::find(bwd.begin(), bwd.end(), op) - bwd.begin(); };
+  const auto has = [](const std::vector<std::string>& ops, const std::string& op) {
+    return std::find(ops.begin(), ops.end(), op) != ops.end();
+  };
+  // Each layer's forward runs again in the backward, right before that layer's gradients, the
+  // last layer first; use_cache=False: no cache concatenation anywhere.
+  EXPECT_LT(at("layers[1].attn.q_proj"), at("layers[1].mlp.down_proj.grad_weight"));
+  EXPECT_LT(at("layers[1].mlp.down_proj.grad_input"), at("layers[0].attn.q_proj"));
+  EXPECT_LT(at("layers[0].attn.q_proj"), at("layers[0].mlp.down_proj.grad_weight"));
+  EXPECT_FALSE(has(fwd, "layers[0].attn.k_cat"));
+  EXPECT_TRUE(has(ops_of(plain.dag, 0, plain.phase_starts[1].second), "layers[0].attn.k_cat"));
+  // The backward launches the plain backward's kernels plus one forward of every layer.
+  const std::size_t plain_fwd = plain.phase_starts[1].second, plain_bwd = plain.phase_starts[2].second - plain_fwd;
+  const std::size_t ckpt_fwd = ckpt.phase_starts[1].second, ckpt_bwd = ckpt.phase_starts[2].second - ckpt_fwd;
+  EXPECT_EQ(plain_fwd - ckpt_fwd, 4u);  // two cache cats in each of 2 layers
+  std::size_t layer_kernels = 0;
+  for (std::size_t v = 0; v < ckpt_fwd; ++v) {
+    if (ckpt.dag[static_cast<KernelDag::Vertex>(v)].op.rfind("layers[", 0) == 0) ++layer_kernels;
+  }
+  EXPECT_EQ(ckpt_bwd, plain_bwd + layer_kernels);
+  // Only the layers' inputs wait for the backward: a lower peak, and slower.
+  const auto p = simulate_model(workload(kLlama), hw, hw::LaunchMode::kGraph, models);
+  const auto c = simulate_model(workload(std::string(kLlama) + "checkpointing: full\n"), hw, hw::LaunchMode::kGraph, models);
+  EXPECT_LT(c.memory.activation_peak_bytes, p.memory.activation_peak_bytes);
+  EXPECT_EQ(c.memory.kv_cache_bytes, 0);
+  EXPECT_GT(c.steps.front().kernel_time_us, p.steps.front().kernel_time_us);
+}
+
+TEST(TrainLowering, GradientAccumulationRunsEveryMicroBatchThenOneUpdate) {
+  const auto models = models::default_kernel_models();
+  const auto hw = h100();
+  OpLoweringCache lowering(hw, models);
+  const ModelWorkload one = workload(kLlama);
+  const ModelWorkload three = workload(std::string(kLlama) + "gradient_accumulation_steps: 3\n");
+  const StepProgram step = build_step(three, "train", {2, 256, 0}, lowering);
+  std::vector<std::string> phases;
+  for (const auto& [name, _] : step.phase_starts) phases.push_back(name);
+  EXPECT_EQ(phases, (std::vector<std::string>{"forward", "backward", "forward", "backward", "forward", "backward",
+                                              "optimizer"}));
+  // Micro-batches after the first add each parameter's gradient into .grad: 2 x 23 parameters
+  // (embedding, 2 x (q, k, v, o, gate, up, down, 2 norms), the final norm; the head is tied).
+  const auto adds = [](const StepProgram& p) {
+    std::size_t n = 0;
+    for (std::size_t v = 0; v < p.dag.size(); ++v) {
+      const std::string& op = p.dag[static_cast<KernelDag::Vertex>(v)].op;
+      if (op.size() > 16 && op.compare(op.size() - 16, 16, ".accumulate_grad") == 0) ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(adds(build_step(one, "train", {2, 256, 0}, lowering)), 0u);
+  EXPECT_EQ(adds(step), 2u * 20u);
+  // The report sums the repeated phases: three forwards, one optimizer.
+  const auto r1 = simulate_model(one, hw, hw::LaunchMode::kGraph, models);
+  const auto r3 = simulate_model(three, hw, hw::LaunchMode::kGraph, models);
+  ASSERT_EQ(r3.steps.front().phase_splits.size(), 3u);
+  const auto& s1 = r1.steps.front().phase_splits;
+  const auto& s3 = r3.steps.front().phase_splits;
+  EXPECT_NEAR(s3[0].kernel_time_us, 3 * s1[0].kernel_time_us, 0.02 * s3[0].kernel_time_us);
+  EXPECT_GT(s3[1].kernel_time_us, 3 * s1[1].kernel_time_us);  // the accumulating adds
+  EXPECT_NEAR(s3[2].kernel_time_us, s1[2].kernel_time_us, 0.01 * s1[2].kernel_time_us);
+}
+
+TEST(TrainLowering, OptimizerNoneStopsAfterTheBackward) {
+  const auto models = models::default_kernel_models();
+  const auto hw = h100();
+  const auto r = simulate_model(workload(std::string(kLlama) + "optimizer: none\n"), hw, hw::LaunchMode::kGraph, models);
+  ASSERT_EQ(r.steps.front().phase_splits.size(), 2u);
+  EXPECT_EQ(r.steps.front().phase_splits.back().name, "backward");
+  EXPECT_EQ(r.memory.optimizer_state_bytes, 0);
+  EXPECT_EQ(r.memory.gradients_bytes, r.memory.weights_bytes);
+}
+
 TEST(TrainLowering, RefusesWhatItDoesNotLowerByKey) {
   EXPECT_EQ(expect_config_error([] { workload(std::string(kLlama) + "optimizer: lion\n"); }).key(), "optimizer");
   EXPECT_EQ(expect_config_error([] { workload(std::string(kLlama) + "autocast: bf16\n"); }).key(), "autocast");
@@ -144,6 +225,13 @@ TEST(TrainLowering, RefusesWhatItDoesNotLowerByKey) {
             }).key(),
             "dtype");
   EXPECT_EQ(expect_config_error([] { workload(std::string(kLlama) + "lowering: fused\n"); }).key(), "lowering");
+  EXPECT_EQ(expect_config_error([] { workload(std::string(kLlama) + "checkpointing: selective\n"); }).key(), "checkpointing");
+  EXPECT_EQ(expect_config_error([] { workload(std::string(kLlama) + "gradient_accumulation_steps: 0\n"); }).key(),
+            "gradient_accumulation_steps");
+  EXPECT_EQ(expect_config_error([] {
+              workload("model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: 16\ndtype: bf16\ncheckpointing: full\n");
+            }).key(),
+            "checkpointing");
 }
 
 }  // namespace

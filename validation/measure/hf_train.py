@@ -70,9 +70,10 @@ QWEN3_06B_4L = dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=
                     tie_word_embeddings=True)
 
 
-def case(cid, mtype, cfg, batch, seq_len, precision="bf16", optimizer="adamw"):
+def case(cid, mtype, cfg, batch, seq_len, precision="bf16", optimizer="adamw", checkpointing="none",
+         accumulation_steps=1):
     return dict(id=cid, model_type=mtype, cfg=cfg, batch=batch, seq_len=seq_len, precision=precision,
-                optimizer=optimizer)
+                optimizer=optimizer, checkpointing=checkpointing, accumulation_steps=accumulation_steps)
 
 
 CASES = [
@@ -115,6 +116,8 @@ def build(c):
     dtype = torch.bfloat16 if c["precision"] == "bf16" else torch.float32
     with torch.device("cuda"):
         model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa")
+    if c["checkpointing"] == "full":
+        model.gradient_checkpointing_enable()  # transformers' defaults (it also turns use_cache off)
     model.train()
     model.config.architectures = [model.__class__.__name__]
     params = [p for p in model.parameters() if p.requires_grad]
@@ -124,6 +127,8 @@ def build(c):
         opt = torch.optim.AdamW(params, lr=1e-5, fused=True)
     elif c["optimizer"] == "sgd":
         opt = torch.optim.SGD(params, lr=1e-5, momentum=0.9)
+    elif c["optimizer"] == "none":
+        opt = None  # forward and backward only, as benchmark scripts time a step
     else:
         raise ValueError(c["optimizer"])
     return model, opt
@@ -139,21 +144,36 @@ def measure_case(c, reps, names):
     x = torch.randint(0, model.config.vocab_size, (c["batch"], c["seq_len"]), device="cuda")
     amp = c["precision"] != "bf16"
 
+    micro = c["accumulation_steps"]
+
     def fwd():
         ctx = torch.autocast("cuda", dtype=torch.bfloat16) if amp else contextlib.nullcontext()
         with ctx:
-            return model(input_ids=x, labels=x).loss
+            loss = model(input_ids=x, labels=x).loss
+        # Gradient accumulation: each micro-batch's loss is divided by their number.
+        return loss / micro if micro > 1 else loss
+
+    def zero_grad():
+        if opt is not None:
+            opt.zero_grad(set_to_none=True)
+        else:
+            model.zero_grad(set_to_none=True)
+
+    def update():
+        if opt is not None:
+            opt.step()
 
     def step(mark):
-        opt.zero_grad(set_to_none=True)
-        with mark("gpusim_forward"):
-            loss = fwd()
-            torch.cuda.synchronize()
-        with mark("gpusim_backward"):
-            loss.backward()
-            torch.cuda.synchronize()
+        zero_grad()
+        for _ in range(micro):
+            with mark("gpusim_forward"):
+                loss = fwd()
+                torch.cuda.synchronize()
+            with mark("gpusim_backward"):
+                loss.backward()
+                torch.cuda.synchronize()
         with mark("gpusim_optimizer"):
-            opt.step()
+            update()
             torch.cuda.synchronize()
 
     plain = lambda name: contextlib.nullcontext()  # noqa: E731
@@ -162,9 +182,9 @@ def measure_case(c, reps, names):
         step(plain)
     torch.cuda.synchronize()
     grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
-    state_bytes = sum(t.numel() * t.element_size() for s in opt.state.values() for t in s.values()
+    state_bytes = sum(t.numel() * t.element_size() for s in (opt.state.values() if opt else []) for t in s.values()
                       if torch.is_tensor(t) and t.is_cuda)
-    opt.zero_grad(set_to_none=True)
+    zero_grad()
     torch.cuda.synchronize()
     persistent = torch.cuda.memory_allocated()
     walls, peaks = [], []
@@ -174,10 +194,11 @@ def measure_case(c, reps, names):
         torch.cuda.reset_peak_memory_stats()
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         e0.record()
-        opt.zero_grad(set_to_none=True)
-        loss = fwd()
-        loss.backward()
-        opt.step()
+        zero_grad()
+        for _ in range(micro):
+            loss = fwd()
+            loss.backward()
+        update()
         e1.record()
         torch.cuda.synchronize()
         walls.append(e0.elapsed_time(e1) * 1000.0)
@@ -253,7 +274,8 @@ def summarize(evs, names):
             "phases": phases, "kernels": kernels}
 
 
-def main():
+def main(cases=None, prefix="hf_train"):
+    cases = CASES if cases is None else cases
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpu", required=True)
     ap.add_argument("--out", required=True)
@@ -265,8 +287,8 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     names = {}
     result = {"provenance": provenance(a.gpu), "method": __doc__, "names": [], "cases": [], "errors": []}
-    path = os.path.join(a.out, f"hf_train_{a.gpu}.json")
-    for c in CASES:
+    path = os.path.join(a.out, f"{prefix}_{a.gpu}.json")
+    for c in cases:
         if a.only and not re.search(a.only, c["id"]):
             continue
         if time.time() - t0 > a.deadline_s:
@@ -274,7 +296,8 @@ def main():
             continue
         try:
             r = measure_case(c, a.reps, names)
-            r.update({k: c[k] for k in ("id", "split", "model_type", "batch", "seq_len", "precision", "optimizer")})
+            r.update({k: c[k] for k in ("id", "split", "model_type", "batch", "seq_len", "precision", "optimizer",
+                                        "checkpointing", "accumulation_steps")})
             result["cases"].append(r)
             ph = r["phases"]
             print(f"{c['id']:36s} {c['split']:11s} fwd {ph['forward']['kernel_time_us']:9.1f} us "
