@@ -5,39 +5,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "src/markdown_format.h"
+#include "src/markdown_training.h"
+
 namespace gpusim::cli {
 namespace {
-
-constexpr double kMiB = 1024.0 * 1024.0;
-
-// ---- number formats (fixed, locale-free: the text must be byte-identical across runs) ----
-
-std::string grouped(std::int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
-    digits.insert(static_cast<std::size_t>(i), ",");
-  return (v < 0 ? "-" : "") + digits;
-}
-
-std::string mib(std::int64_t bytes) {
-  return grouped(std::llround(static_cast<double>(bytes) / kMiB));
-}
-
-// About four significant digits without scientific notation.
-std::string num(double v) {
-  const double a = std::fabs(v);
-  if (a >= 1000) return grouped(std::llround(v));
-  if (a >= 100) return fmt::format("{:.1f}", v);
-  if (a >= 10) return fmt::format("{:.2f}", v);
-  return fmt::format("{:.3f}", v);
-}
-
-std::string ms(double us) {
-  return num(us / 1000);
-}
-std::string pct(double p) {
-  return fmt::format("{:.1f}", p);
-}
 
 // The run's 80% prediction band (src/run_bands.h), as a sentence; empty without bands.
 std::string band_sentence(const StepProfile& run) {
@@ -240,6 +212,10 @@ void title_and_abstract(const ReportData& d, std::string& out) {
         lowering_text(w), launch_phrase(d.mode), phase_text(w), ms(run.total_us),
         grouped(run.kernels), ms(run.kernel_time_us), bound_word(main_bound), pct(main_share));
     out += band_sentence(run);
+    if (m.grid.training) {
+      out += training_grid_summary(d) + "\n\n";
+      return;
+    }
     const GridCell* fastest = nullptr;
     const GridCell* slowest = nullptr;
     int oom = 0;
@@ -331,30 +307,6 @@ void environment(const ReportData& d, std::string& out) {
   out += fmt::format("| Simulator | gpusim {}; {} |\n", GPUSIM_VERSION, mode_text(d.mode));
   if (d.model) out += fmt::format("| Kernels | {} |\n", lowering_text(d.model->workload));
   out += "\nThe workload as given:\n\n```\n" + d.workload_text + "```\n\n";
-}
-
-std::string grid_header(const ReportGrid& g) {
-  std::string out = "| Batch size |";
-  for (const auto s : g.seq_lens) out += fmt::format(" Seq len {} |", s);
-  out += "\n|---:|";
-  for (std::size_t i = 0; i < g.seq_lens.size(); ++i) out += "---:|";
-  return out + "\n";
-}
-
-template <class CellText>
-std::string grid_table(const ReportGrid& g, CellText text) {
-  std::string out = grid_header(g);
-  for (std::size_t b = 0; b < g.batches.size(); ++b) {
-    out += fmt::format("| {} |", g.batches[b]);
-    for (std::size_t s = 0; s < g.seq_lens.size(); ++s)
-      out += " " + text(g.prefill_cell(b, s)) + " |";
-    out += "\n";
-  }
-  return out;
-}
-
-std::string status_text(const GridCell& c) {
-  return c.status == GridCell::Status::kOutOfMemory ? "OOM" : "n/a";
 }
 
 bool any_too_long(const std::vector<GridCell>& cells) {
@@ -631,13 +583,14 @@ void bottleneck_section(const ReportData& d, std::string& out) {
       if (c.seq_len <= 512) short_cell = &c;
       if (c.seq_len >= 4096) long_cell = &c;
     }
+    const char* step = g.training ? "training step" : "prefill";
     if (short_cell) {
-      regime_row(fmt::format("Short seq (N ≤ 512): prefill, batch {}, N = {}", short_cell->batch,
+      regime_row(fmt::format("Short seq (N ≤ 512): {}, batch {}, N = {}", step, short_cell->batch,
                              short_cell->seq_len),
                  *short_cell->profile, d, out);
     }
     if (long_cell) {
-      regime_row(fmt::format("Long seq (N ≥ 4096): prefill, batch {}, N = {}", long_cell->batch,
+      regime_row(fmt::format("Long seq (N ≥ 4096): {}, batch {}, N = {}", step, long_cell->batch,
                              long_cell->seq_len),
                  *long_cell->profile, d, out);
     }
@@ -709,7 +662,9 @@ std::string render_markdown(const ReportData& d) {
   title_and_abstract(d, out);
   environment(d, out);
   out += "## 2. Hardware profiling\n\n";
-  if (d.model) {
+  if (d.model && d.model->grid.training) {
+    training_sections(d, out);
+  } else if (d.model) {
     memory_section(d, out);
     ttft_section(d, out);
     decode_section(d, out);

@@ -74,6 +74,8 @@ struct GridCell {
 
 struct ReportGrid {
   std::vector<std::int64_t> batches, seq_lens;
+  bool training = false;            // cells are training steps (phase train); no decode row
+  std::vector<std::string> models;  // rows by model (training), each at batches[row]; else by batch
   std::vector<GridCell> prefill;  // row-major: batches x seq_lens
   std::int64_t decode_seq_len = 0;
   std::vector<GridCell> decode;  // one per batch, KV length decode_seq_len

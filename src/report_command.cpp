@@ -35,6 +35,7 @@ namespace {
 // Seed 000's grid.
 const std::vector<std::int64_t> kDefaultBatches{1, 8, 32, 128};
 const std::vector<std::int64_t> kDefaultSeqLens{256, 1024, 4096, 8192};
+const std::vector<std::int64_t> kDefaultTrainSeqLens{128, 256, 512, 1024};  // seed 002's grid
 constexpr std::int64_t kDecodeSeqLenForPrefill = 1024;  // a prefill workload names no KV length
 
 // "1,8,32" → sorted distinct values in [1, max]; anything else is bad input naming the option.
@@ -97,8 +98,22 @@ std::string command_line(const std::vector<std::string>& words) {
 struct Inputs {
   std::string workload_file, hw_arg, mode;
   std::vector<std::string> sets;
-  std::optional<std::string> batches, seq_lens, out;
+  std::optional<std::string> batches, seq_lens, models, out;
 };
+
+// --models a,b,c: model presets, the rows of a training grid.
+std::vector<std::string> parse_names(const std::string& text) {
+  std::vector<std::string> names;
+  std::size_t from = 0;
+  while (from <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', from), text.size());
+    const std::string name = text.substr(from, comma - from);
+    if (name.empty()) throw ConfigError("command line", 0, "--models", "empty model name in '" + text + "'");
+    names.push_back(name);
+    from = comma + 1;
+  }
+  return names;
+}
 
 // The reproduction block: the report itself, the run behind section 2.4, and one grid cell of
 // each table (other cells change batch and seq_len).
@@ -116,6 +131,7 @@ std::vector<std::string> reproduction_commands(const Inputs& in, const ReportDat
   report.insert(report.end(), common.begin(), common.end());
   if (in.batches) report.insert(report.end(), {"--batches", *in.batches});
   if (in.seq_lens) report.insert(report.end(), {"--seq-lens", *in.seq_lens});
+  if (in.models) report.insert(report.end(), {"--models", *in.models});
   if (in.out) report.insert(report.end(), {"--out", *in.out});
   std::vector<std::string> run{"run"};
   run.insert(run.end(), common.begin(), common.end());
@@ -130,6 +146,17 @@ std::vector<std::string> reproduction_commands(const Inputs& in, const ReportDat
         "# sections 2.1-2.3: one cell each is a copy of the workload file with phase prefill or "
         "decode,");
     lines.push_back("# batch and seq_len set and output_len removed, run as above");
+    return lines;
+  }
+  if (g.training) {
+    std::vector<std::string> words = run;
+    if (!g.models.empty()) words.insert(words.end(), {"--set", "workload.model=" + g.models.front()});
+    words.insert(words.end(), {"--set", fmt::format("workload.batch={}", g.batches.front()), "--set",
+                               fmt::format("workload.seq_len={}", g.seq_lens.front())});
+    lines.push_back(fmt::format("# sections 2.1-2.3: the cell of {} at {} tokens (the others alike)",
+                                g.models.empty() ? fmt::format("batch {}", g.batches.front()) : g.models.front(),
+                                g.seq_lens.front()));
+    lines.push_back(command_line(words));
     return lines;
   }
   const auto cell = [&](const char* phase, std::int64_t batch, std::int64_t seq_len) {
@@ -166,7 +193,11 @@ int report_command(const Args& args, const Environment& env, std::ostream& out, 
       "batches", po::value<std::string>(),
       "batch sizes of the memory, TTFT and decode tables (default 1,8,32,128)")(
       "seq-lens", po::value<std::string>(),
-      "sequence lengths of the memory and TTFT tables (default 256,1024,4096,8192)")(
+      "sequence lengths of the memory and TTFT tables (default 256,1024,4096,8192; training: "
+      "128,256,512,1024)")(
+      "models", po::value<std::string>(),
+      "training workloads: model presets as the grid's rows, each at the workload's batch (seed 002's "
+      "model x sequence table), e.g. cs336-small,cs336-medium")(
       "no-cache", "simulate every kernel from scratch (to check the caches: the same report, slower)");
   po::positional_options_description positional;
   positional.add("workload", 1);
@@ -198,17 +229,40 @@ int report_command(const Args& args, const Environment& env, std::ostream& out, 
   in.sets = sets;
   if (vm.count("batches")) in.batches = vm["batches"].as<std::string>();
   if (vm.count("seq-lens")) in.seq_lens = vm["seq-lens"].as<std::string>();
+  if (vm.count("models")) in.models = vm["models"].as<std::string>();
   if (vm.count("out")) in.out = vm["out"].as<std::string>();
-  const auto batches =
-      in.batches ? parse_list(*in.batches, "--batches", std::int64_t{1} << 20) : kDefaultBatches;
-  const auto seq_lens =
-      in.seq_lens ? parse_list(*in.seq_lens, "--seq-lens", std::int64_t{1} << 24) : kDefaultSeqLens;
+  if (in.models && in.batches) {
+    throw ConfigError("command line", 0, "--batches",
+                      "a grid by --models uses the workload's batch (set it with --set workload.batch=N)");
+  }
 
   const auto overrides = parse_overrides(sets);
   const hw::PresetCatalog catalog(env.config_dir / "hw");
   const hw::HardwareSpec spec = hw::load_hardware(hw_name, catalog, hardware_overrides(overrides));
   const workloads::Workload workload = workloads::load_workload(
       in.workload_file, workload_overrides(overrides), env.config_dir / "models");
+  const auto* as_model = std::get_if<workloads::ModelWorkload>(&workload);
+  const bool training = as_model && as_model->phase == workloads::Phase::kTrain;
+  if (in.models && !training) {
+    throw ConfigError("command line", 0, "--models", "is for training workloads (phase: train)");
+  }
+  const auto batches = in.batches ? parse_list(*in.batches, "--batches", std::int64_t{1} << 20)
+                       : training ? std::vector<std::int64_t>{as_model->batch}
+                                  : kDefaultBatches;
+  const auto seq_lens = in.seq_lens ? parse_list(*in.seq_lens, "--seq-lens", std::int64_t{1} << 24)
+                        : training  ? kDefaultTrainSeqLens
+                                    : kDefaultSeqLens;
+  // Each row's workload is the file read again with its model set, so each is checked as a file
+  // naming that model would be.
+  std::vector<workloads::ModelWorkload> model_rows;
+  if (in.models) {
+    for (const auto& name : parse_names(*in.models)) {
+      auto row_overrides = workload_overrides(overrides);
+      row_overrides.push_back({"model", name});
+      model_rows.push_back(std::get<workloads::ModelWorkload>(
+          workloads::load_workload(in.workload_file, row_overrides, env.config_dir / "models")));
+    }
+  }
 
   ReportData data;
   data.hw = spec;
@@ -249,6 +303,7 @@ int report_command(const Args& args, const Environment& env, std::ostream& out, 
     GridOptions grid;
     grid.batches = batches;
     grid.seq_lens = seq_lens;
+    grid.model_rows = std::move(model_rows);
     grid.decode_seq_len =
         model.phase == workloads::Phase::kPrefill ? kDecodeSeqLenForPrefill : model.seq_len;
     grid.mode = launch_mode;

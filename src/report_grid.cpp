@@ -119,11 +119,22 @@ GridCell run_grid_cell(const workloads::ModelWorkload& base, workloads::Phase ph
 ReportGrid run_report_grid(const workloads::ModelWorkload& base, const hw::HardwareSpec& hw,
                            const models::KernelModelRegistry& models, const GridOptions& options) {
   ReportGrid grid;
-  grid.batches = options.batches;
+  const bool training = base.phase == workloads::Phase::kTrain;
+  const bool by_model = !options.model_rows.empty();
+  grid.training = training;
   grid.seq_lens = options.seq_lens;
   grid.decode_seq_len = options.decode_seq_len;
+  if (by_model) {
+    for (const auto& w : options.model_rows) {
+      grid.models.push_back(w.model.name);
+      grid.batches.push_back(w.batch);
+    }
+  } else {
+    grid.batches = options.batches;
+  }
   const std::size_t prefill_cells = grid.batches.size() * grid.seq_lens.size();
-  const std::size_t total = prefill_cells + grid.batches.size();
+  const std::size_t total = prefill_cells + (training ? 0 : grid.batches.size());
+  const workloads::Phase grid_phase = training ? workloads::Phase::kTrain : workloads::Phase::kPrefill;
   // Every cell writes only its own slot; nothing else is shared but read-only inputs.
   std::vector<GridCell> cells(total);
   std::size_t done = 0;
@@ -136,9 +147,9 @@ ReportGrid run_report_grid(const workloads::ModelWorkload& base, const hw::Hardw
     simulate.reuse = options.reuse;
     if (options.reuse) simulate.cache = &caches.local();
     if (i < prefill_cells) {
-      cells[i] =
-          run_grid_cell(base, workloads::Phase::kPrefill, grid.batches[i / grid.seq_lens.size()],
-                        grid.seq_lens[i % grid.seq_lens.size()], hw, options.mode, models, simulate);
+      const std::size_t row = i / grid.seq_lens.size();
+      cells[i] = run_grid_cell(by_model ? options.model_rows[row] : base, grid_phase, grid.batches[row],
+                               grid.seq_lens[i % grid.seq_lens.size()], hw, options.mode, models, simulate);
     } else {
       cells[i] = run_grid_cell(base, workloads::Phase::kDecode, grid.batches[i - prefill_cells],
                                grid.decode_seq_len, hw, options.mode, models, simulate);

@@ -1,5 +1,6 @@
 // The simulations behind `gpusim report`: a model's prefill step over a batch x sequence grid
-// and its decode step per batch, each cell sized first (MemoryFootprint) and simulated only
+// and its decode step per batch (a training workload: its training step over batch, or model,
+// x sequence), each cell sized first (MemoryFootprint) and simulated only
 // when it fits. Cells are independent simulations run side by side with TBB; results are
 // stored by cell index, so the grid is identical whatever the thread count.
 #pragma once
@@ -23,7 +24,10 @@ namespace gpusim::cli {
 StepProfile profile_step(const RunReport& report);
 
 struct GridOptions {
-  std::vector<std::int64_t> batches, seq_lens;  // prefill grid
+  std::vector<std::int64_t> batches, seq_lens;  // prefill (training: train step) grid
+  // Training grids by model (seed 002's model x sequence table): one row per workload, each at
+  // its own batch; `batches` is then unused.
+  std::vector<workloads::ModelWorkload> model_rows;
   std::int64_t decode_seq_len = 0;              // KV length of the decode steps
   hw::LaunchMode mode = hw::LaunchMode::kGraph;
   bool reuse = true;  // cells share kernel outcomes (hw/kernel_outcome_cache.h); off: from scratch
@@ -32,7 +36,8 @@ struct GridOptions {
 };
 
 // `base` gives the model, dtype, lowering and attention; phase, batch and sequence length come
-// from the grid.
+// from the grid. A training workload (phase train) gets a grid of training steps and no decode
+// row.
 ReportGrid run_report_grid(const workloads::ModelWorkload& base, const hw::HardwareSpec& hw,
                            const models::KernelModelRegistry& models, const GridOptions& options);
 

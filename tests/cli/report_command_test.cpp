@@ -296,6 +296,63 @@ TEST(ReportCommand, BadInputIsExit2AndWritesNothing) {
   EXPECT_NE(file_out.err.find("--out"), std::string::npos);
 }
 
+// A training workload's report: the grid is training steps by model x sequence (seed 002's
+// table), with the memory each out-of-memory shape would need.
+TEST(ReportCommand, TrainingGridByModelMarksOomWithTheMemoryNeeded) {
+  TempDir dir;
+  const auto file = dir.write("train.yaml", "model: qwen2-1.5b\nphase: train\nbatch: 2\nseq_len: 128\ndtype: bf16\n");
+  const Result r = run({"report", file.string(), "--hw", "h100", "--models", "qwen2-1.5b,llama3-70b",
+                        "--seq-lens", "128,1024", "--out", (dir.path() / "r").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string md = read_file(dir.path() / "r" / "report.md");
+  for (const char* heading : {"### 2.1 Peak memory of a training step", "### 2.2 Step time and throughput",
+                              "### 2.3 GEMM share of kernel time", "### 2.4 Kernel-level profiling"}) {
+    EXPECT_NE(md.find(std::string("\n") + heading), std::string::npos) << heading;
+  }
+  EXPECT_EQ(md.find("Time to first token"), std::string::npos);
+  EXPECT_EQ(md.find("Decode step"), std::string::npos);
+  const auto memory = table_after(md, "Peak memory (MiB), training step, bf16");
+  ASSERT_EQ(memory.size(), 3u);  // header and two models
+  EXPECT_EQ(memory[1][0], "qwen2-1.5b (2)");
+  EXPECT_EQ(memory[2][0], "llama3-70b (2)");
+  // Llama-3-70B: 140 GB of bf16 weights alone; the cell names what it would need.
+  ASSERT_EQ(memory[2][1].rfind("OOM (", 0), 0u) << memory[2][1];
+  EXPECT_GT(number(memory[2][1].substr(5)), 4 * 140e9 / 1048576.0);  // weights, gradients, AdamW's two moments
+  // Qwen2-1.5B fits: weights, gradients and two moments (8 bytes a parameter) and activations.
+  const double qwen = number(memory[1][1]);
+  EXPECT_GT(qwen, 8 * 1.5e9 / 1048576.0);
+  EXPECT_GT(number(memory[1][2]), qwen);  // longer sequences save more activations
+  const auto steps = table_after(md, "Training step (ms), tokens/s, bf16");
+  ASSERT_EQ(steps.size(), 3u);
+  // "ms (tokens/s)": the throughput is the step's 2 x 128 tokens over its time.
+  const std::string& cell = steps[1][1];
+  const auto open = cell.find(" (");
+  ASSERT_NE(open, std::string::npos) << cell;
+  const double step_ms = number(cell.substr(0, open));
+  const double rate = number(cell.substr(open + 2, cell.size() - open - 3));
+  EXPECT_NEAR(rate, 2 * 128 / (step_ms * 1e-3), 0.01 * rate);
+  EXPECT_EQ(steps[2][1], "OOM");
+  const auto gemm = table_after(md, "GEMM share of kernel time (%), training step");
+  ASSERT_EQ(gemm.size(), 3u);
+  EXPECT_GT(number(gemm[1][1]), 5);
+  EXPECT_LT(number(gemm[1][1]), 95);
+  EXPECT_NE(md.find("--models qwen2-1.5b,llama3-70b"), std::string::npos);  // reproduction
+  // --models is for training workloads, and rows by model take the workload's batch.
+  const Result inference = run({"report", job("decode"), "--hw", "h100", "--models", "llama3-8b", "--out",
+                                (dir.path() / "x").string()});
+  EXPECT_EQ(inference.status, 2);
+  EXPECT_NE(inference.err.find("--models"), std::string::npos) << inference.err;
+  const Result with_batches = run({"report", file.string(), "--hw", "h100", "--models", "llama3-8b", "--batches",
+                                   "4", "--out", (dir.path() / "x").string()});
+  EXPECT_EQ(with_batches.status, 2);
+  EXPECT_NE(with_batches.err.find("--batches"), std::string::npos) << with_batches.err;
+  const Result unknown = run({"report", file.string(), "--hw", "h100", "--models", "llama9", "--out",
+                              (dir.path() / "x").string()});
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("llama9"), std::string::npos) << unknown.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "x"));
+}
+
 TEST(ReportCommand, HelpAndUsage) {
   const Result help = run({"report", "--help"});
   EXPECT_EQ(help.status, 0);
