@@ -117,6 +117,17 @@ Func func_of(const ElementwiseProblem& p) {
               fmt::format("at::native::(anonymous namespace)::silu_backward_kernel(at::TensorIteratorBase&)"
                           "::{{lambda({0}, {0})#1}}",
                           t)};
+    case EwFunc::kLog:  // lg2 on the SFU and a scale
+      return {1, 2, 1, 32, fmt::format("at::native::log_kernel_cuda(at::TensorIteratorBase&)::{{lambda({})#1}}", t)};
+    case EwFunc::kAbs:
+      return {1, 1, 0, 32, fmt::format("at::native::AbsFunctor<{}>", t)};
+    case EwFunc::kEq:  // a == b into a bool (the inputs' type is `in`)
+      return {2, 1, 0, 32,
+              fmt::format("at::native::BinaryFunctor<{0}, {0}, bool, at::native::(anonymous namespace)::CompareEqFunctor<{0}> >",
+                          scalar_name(p.in))};
+    case EwFunc::kSigmoidBackward:  // grad * (1 - y) * y from sigmoid's output y
+      return {2, 2, 0, 32,
+              fmt::format("at::native::sigmoid_backward_kernel_cuda(at::TensorIteratorBase&)::{{lambda({0}, {0})#1}}", t)};
     case EwFunc::kMaskedFill:  // select
       return {1, 1, 0, 18,
               "at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::"
@@ -133,10 +144,22 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
   if (n <= 0) throw ModelError("elementwise: the element count must be positive");
   const Func f = func_of(p);
   const double in_b = detail::elt_bytes(p.in), out_b = detail::elt_bytes(p.out);
+  // Type promotion: some input is converted as it loads (ElementwiseProblem::input_types).
+  bool promoting = false;
+  double in_bytes = f.arity * in_b;  // bytes read per element, over the tensor inputs
+  if (!p.input_types.empty()) {
+    in_bytes = 0;
+    for (const hw::DType t : p.input_types) {
+      in_bytes += detail::elt_bytes(t);
+      promoting = promoting || t != p.out;
+    }
+  }
 
   Path path = Path::kVectorized;
   if (p.func == EwFunc::kMaskedFill || p.strided) {
     path = Path::kLegacy;
+  } else if (promoting) {
+    path = Path::kUnrolled;
   } else if (p.func == EwFunc::kCast && p.in != p.out &&
              !(p.in == hw::DType::kFp32 &&
                (p.out == hw::DType::kBf16 || p.out == hw::DType::kFp16))) {
@@ -144,14 +167,14 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
   }
   // launch_vectorized_kernel: io_size = sum of operand sizes; 16 elements per thread when it is
   // 1 byte, else 8. Unrolled: thread_work_size() = 4. Legacy: vt = 2 (4-byte output) or 4.
-  const double io = f.arity * in_b + out_b;
+  const double io = in_bytes + out_b;
   std::int64_t per_thread = io <= 1 ? 16 : 8;
   std::int64_t vec = std::max<std::int64_t>(1, 16 / static_cast<std::int64_t>(out_b));
   if (out_b < 2) vec = std::min<std::int64_t>(vec, 4);
   if (path == Path::kUnrolled) per_thread = 4;
   // Legacy: vt = 2 for a 4-byte output computed in its own type, else 4 (also when the
   // functor's inputs are cast, as bf16 x fp32 -> fp32 in MoE routing weights).
-  if (path == Path::kLegacy) per_thread = out_b >= 4 && p.in == p.out ? 2 : 4;
+  if (path == Path::kLegacy) per_thread = out_b >= 4 && p.in == p.out && !promoting ? 2 : 4;
   constexpr std::int64_t kThreads = 128;
   const std::int64_t per_cta = kThreads * per_thread;
 
@@ -163,14 +186,14 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
       break;
     case Path::kUnrolled:
       l.name = fmt::format(
-          "void at::native::unrolled_elementwise_kernel<{}, std::array<char*, {}ul>, 4, "
-          "TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, "
-          "at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >",
-          f.functor, f.arity + 1);
+          "void at::native::unrolled_elementwise_kernel<{0}, std::array<char*, {1}ul>, 4, "
+          "TrivialOffsetCalculator<{2}, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, "
+          "at::native::memory::LoadWithCast<{2}>, at::native::memory::StoreWithCast<1> >",
+          f.functor, f.arity + 1, f.arity);
       break;
     case Path::kLegacy:
-      l.name = fmt::format("void at::native::elementwise_kernel<128, {}, at::native::gpu_kernel_impl_nocast<{}> >",
-                           per_thread, f.functor);
+      l.name = fmt::format("void at::native::elementwise_kernel<128, {}, at::native::{}<{}> >", per_thread,
+                           promoting ? "gpu_kernel_impl" : "gpu_kernel_impl_nocast", f.functor);
       break;
   }
   l.family = "elementwise";
@@ -188,7 +211,7 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
     const double e = static_cast<double>(elts);
     w.fp32_flops = e * f.fp32_per_elt;
     w.sfu_ops = e * f.sfu_per_elt;
-    const double reads = e * f.arity * in_b;
+    const double reads = e * in_bytes;
     const double writes = e * out_b;
     w.l2_bytes = reads + writes + e * mask_l2_per_elt;
     w.dram_read_bytes = reads + mask_unique * e / static_cast<double>(n);
@@ -196,7 +219,7 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
     // Every thread issues all its loads before computing (the vectorized and unrolled
     // policies load the whole thread's work first): the CTA's whole input is in flight. The
     // first-load latency is therefore what this cap charges; no separate fixed time.
-    w.max_inflight_bytes = static_cast<double>(kThreads * per_thread) * (f.arity * in_b + mask_l2_per_elt);
+    w.max_inflight_bytes = static_cast<double>(kThreads * per_thread) * (in_bytes + mask_l2_per_elt);
     // Elements a thread actually handles (a CTA at the tail may have fewer than per_thread).
     const double mine = std::min(static_cast<double>(per_thread),
                                  std::ceil(e / static_cast<double>(kThreads)));
@@ -209,7 +232,7 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
       // The legacy loop computes each element's offsets and loads it inside the loop, so a
       // thread has one element per operand in flight and its vt elements are a dependent
       // chain (the strided RoPE and MoE kernels of validation/data/hf_models_h100.json).
-      w.max_inflight_bytes = static_cast<double>(kThreads) * f.arity * in_b;
+      w.max_inflight_bytes = static_cast<double>(kThreads) * in_bytes;
       w.critical_path = sim::Time::from_seconds(mine * hw.dram.latency.seconds());
     }
     // Precise sin/cos (range reduction with a slow path) add about 2 DRAM round trips' worth

@@ -54,6 +54,9 @@ enum class EwFunc {
   kExp, kSqrt, kSigmoid, kWhere,
   // autograd's backward kernels (training steps)
   kSiluBackward,
+  // hand-written model code's loss and backward: logsumexp's log and abs, sigmoid's backward,
+  // torch.amax's backward compare (a bool result)
+  kLog, kAbs, kSigmoidBackward, kEq,
 };
 struct ElementwiseProblem {
   EwFunc func = EwFunc::kAdd;
@@ -67,6 +70,12 @@ struct ElementwiseProblem {
   // An operand is broadcast or not dense (a transposed view, a slice): TensorIterator cannot
   // vectorize, so ATen takes the legacy elementwise_kernel with an offset calculator.
   bool strided = false;
+  // Type promotion (an fp32 tensor plus a bf16 one under autocast, a casting copy into a tensor
+  // of another type): each tensor input's type, given when some input is not of the functor's
+  // type (`out`). TensorIterator then converts while loading (dynamic casting): the unrolled
+  // kernel with LoadWithCast<inputs> when contiguous, gpu_kernel_impl (not _nocast) when
+  // strided. Empty: every input is `in`, as before.
+  std::vector<hw::DType> input_types;
 };
 // One launch, or several when TensorIterator splits the tensor for 32-bit indexing.
 std::vector<Launch> lower_elementwise(const ElementwiseProblem& p, const hw::HardwareSpec& hw,

@@ -1,6 +1,6 @@
 // The loss of a causal LM and its backward: log_softmax over the vocabulary (SoftMax.cu's
 // kernels with the log epilogue) and nll_loss (Loss.cu), checked against
-// validation/data/hf_train_h100.json.
+// validation/data/hf_train_h100.json; softmax's backward shares log_softmax's kernels.
 #include "models/training_kernels.h"
 
 #include <fmt/format.h>
@@ -59,16 +59,22 @@ std::vector<Launch> lower_log_softmax(std::int64_t R, std::int64_t C, hw::DType 
   return ls;
 }
 
-std::vector<Launch> lower_log_softmax_backward(std::int64_t R, std::int64_t C, hw::DType dtype,
-                                               const TensorUse& grad_out, const TensorUse& out,
-                                               const TensorUse& grad_in, const hw::HardwareSpec& hw) {
-  if (R <= 0 || C <= 0) throw ModelError("log_softmax backward: R and C must be positive");
+namespace {
+
+// SoftMax.cu's backward kernels from the output and its gradient: log_softmax's
+// (gI = gO - exp(out) * sum(gO)) or softmax's (gI = out * (gO - sum(gO * out))), the same passes
+// over the rows with another epilogue (softmax's sum pass reads both rows).
+std::vector<Launch> softmax_backward(std::int64_t R, std::int64_t C, hw::DType dtype, const TensorUse& grad_out,
+                                     const TensorUse& out, const TensorUse& grad_in, bool log,
+                                     const hw::HardwareSpec& hw) {
+  if (R <= 0 || C <= 0) throw ModelError("softmax backward: R and C must be positive");
   if (dtype == hw::DType::kTf32) dtype = hw::DType::kFp32;
   const double e = detail::elt_bytes(dtype);
   const double row = static_cast<double>(C) * e;
   const double c = static_cast<double>(C);
   const std::string t = detail::aten_type_name(dtype);
-  // gI = gO - exp(out) * sum(gO): a sum pass over gO, then a pass reading gO and out.
+  const char* epilogue = log ? "LogSoftMaxBackwardEpilogue" : "SoftMaxBackwardEpilogue";
+  // A sum pass over gO (softmax: gO * out), then a pass reading gO and out.
   struct Plan {
     std::string name;
     hw::Dim3 block;
@@ -84,7 +90,8 @@ std::vector<Launch> lower_log_softmax_backward(std::int64_t R, std::int64_t C, h
     const std::int64_t pow2 = std::int64_t{1} << log2;
     const std::int64_t warp = std::min<std::int64_t>(pow2, 32);
     const std::int64_t rows_per_warp = pow2 <= 128 ? 2 : 1;
-    p.name = fmt::format("void (anonymous namespace)::softmax_warp_backward<{0}, {0}, float, {1}, true, false>", t, log2);
+    p.name = fmt::format("void (anonymous namespace)::softmax_warp_backward<{0}, {0}, float, {1}, {2}, false>", t, log2,
+                         log);
     p.block = {warp, 128 / warp, 1};
     p.rows_per_cta = (128 / warp) * rows_per_warp;
     p.dram_row_reads = 2.0;
@@ -108,19 +115,19 @@ std::vector<Launch> lower_log_softmax_backward(std::int64_t R, std::int64_t C, h
       // gO is staged in shared memory by the sum pass; the write pass reads out from DRAM.
       p.name = fmt::format(
           "void at::native::(anonymous namespace)::cunn_SoftMaxBackwardSmem<{1}, {0}, float, {0}, "
-          "at::native::(anonymous namespace)::LogSoftMaxBackwardEpilogue>",
-          t, ilp);
+          "at::native::(anonymous namespace)::{2}>",
+          t, ilp, epilogue);
       p.smem = static_cast<std::int64_t>(row) + smem_reduce;
-      p.dram_row_reads = 2.0;
+      p.dram_row_reads = log ? 2.0 : 3.0;
     } else {
       // Both passes read gO from DRAM (rows of a large vocabulary do not survive in L2 between
       // the passes, as the forward's three passes do not: lower_softmax).
       p.name = fmt::format(
           "void at::native::(anonymous namespace)::cunn_SoftMaxBackward<{1}, {0}, float, {0}, "
-          "at::native::(anonymous namespace)::LogSoftMaxBackwardEpilogue>",
-          t, ilp);
+          "at::native::(anonymous namespace)::{2}>",
+          t, ilp, epilogue);
       p.smem = smem_reduce;
-      p.dram_row_reads = 3.0;
+      p.dram_row_reads = log ? 3.0 : 4.0;
     }
     // A load per iteration of each pass, the block-wide sum between them (a few barriers).
     p.round_trips = 2.0 * iterations + 2.0;
@@ -128,7 +135,7 @@ std::vector<Launch> lower_log_softmax_backward(std::int64_t R, std::int64_t C, h
   }
   Launch l;
   l.name = p.name;
-  l.family = "log_softmax";
+  l.family = log ? "log_softmax" : "softmax";
   l.grid = {ceil_div(R, p.rows_per_cta), 1, 1};
   l.block = p.block;
   l.regs_per_thread = 32;
@@ -136,8 +143,8 @@ std::vector<Launch> lower_log_softmax_backward(std::int64_t R, std::int64_t C, h
   const auto work = [&](std::int64_t rows) {
     hw::CtaWork w;
     const double r = static_cast<double>(rows);
-    w.fp32_flops = r * 4.0 * c;  // sum, exp's argument, multiply, subtract
-    w.sfu_ops = r * c;           // exp(out)
+    w.fp32_flops = r * 4.0 * c;      // sum, exp's argument (softmax: the product), multiply, subtract
+    w.sfu_ops = log ? r * c : 0.0;  // exp(out)
     w.dram_read_bytes = r * p.dram_row_reads * row;
     w.dram_write_bytes = r * row;
     w.l2_bytes = w.dram_read_bytes + w.dram_write_bytes;
@@ -150,6 +157,20 @@ std::vector<Launch> lower_log_softmax_backward(std::int64_t R, std::int64_t C, h
   l.reads = {grad_out, out};
   l.writes = {grad_in};
   return {l};
+}
+
+}  // namespace
+
+std::vector<Launch> lower_log_softmax_backward(std::int64_t R, std::int64_t C, hw::DType dtype,
+                                               const TensorUse& grad_out, const TensorUse& out,
+                                               const TensorUse& grad_in, const hw::HardwareSpec& hw) {
+  return softmax_backward(R, C, dtype, grad_out, out, grad_in, true, hw);
+}
+
+std::vector<Launch> lower_softmax_backward(std::int64_t R, std::int64_t C, hw::DType dtype,
+                                           const TensorUse& grad_out, const TensorUse& out,
+                                           const TensorUse& grad_in, const hw::HardwareSpec& hw) {
+  return softmax_backward(R, C, dtype, grad_out, out, grad_in, false, hw);
 }
 
 // ---- nll_loss ------------------------------------------------------------------------------

@@ -60,7 +60,8 @@ std::string shape_text(const OpShape& shape) {
       return fmt::format("B={} Hq={} Hkv={} L={} D={}", s.B, s.Hq, s.Hkv, s.L, s.D);
     }
     std::string operator()(const NaiveAttentionShape& s) const {
-      return fmt::format("B={} H={} S={} D={}{}", s.B, s.H, s.S, s.D, s.causal ? " causal" : "");
+      return fmt::format("B={} H={} S={} D={}{}{}{}", s.B, s.H, s.S, s.D, s.causal ? " causal" : "",
+                         s.manual_softmax ? " softmax=manual" : "", s.backward ? " backward" : "");
     }
     std::string operator()(const ElementwiseShape& s) const { return fmt::format("n={}", s.n); }
     std::string operator()(const CastShape& s) const { return fmt::format("n={}", s.n); }

@@ -52,6 +52,11 @@ struct SdpaDecodeShape {
 struct NaiveAttentionShape {
   std::int64_t B, H, S, D;
   bool causal = false;
+  // The softmax written out as cs336_basics does (max, subtract, exp, sum, divide: five
+  // kernels) instead of torch.softmax's one.
+  bool manual_softmax = false;
+  // Autograd's backward of the attention, from the output's gradient, instead of its forward.
+  bool backward = false;
 };
 struct ElementwiseShape {  // add, mul, silu, gelu
   std::int64_t n;

@@ -3,8 +3,10 @@
 // embedding's backward, cuDNN's fused attention backward, and the optimizers' foreach
 // (multi_tensor_apply) and fused kernels. Checked against validation/data/hf_train_h100.json
 // (PyTorch 2.11, cuDNN 9.19). One file a family: loss_kernels.cpp, column_sum.cpp,
-// embedding_backward.cpp, cudnn_attention_backward.cpp, foreach_kernels.cpp. Tensor uses come in
-// already named (the caller owns the names).
+// embedding_backward.cpp, cudnn_attention_backward.cpp, foreach_kernels.cpp; and, for
+// hand-written model code (cs336_basics, written from ATen's source and checked against
+// validation/data/cs336_train_h100.json), amax_backward.cpp and scatter_gather.cpp. Tensor uses
+// come in already named (the caller owns the names).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,12 @@ std::vector<Launch> lower_log_softmax(std::int64_t R, std::int64_t C, hw::DType 
 std::vector<Launch> lower_log_softmax_backward(std::int64_t R, std::int64_t C, hw::DType dtype,
                                                const TensorUse& grad_out, const TensorUse& out,
                                                const TensorUse& grad_in, const hw::HardwareSpec& hw);
+
+// torch.softmax's backward over the last dimension (_softmax_backward_data: the same kernels as
+// log_softmax's with softmax's epilogue, gI = out * (gO - sum(gO * out))).
+std::vector<Launch> lower_softmax_backward(std::int64_t R, std::int64_t C, hw::DType dtype,
+                                           const TensorUse& grad_out, const TensorUse& out,
+                                           const TensorUse& grad_in, const hw::HardwareSpec& hw);
 
 // nll_loss with mean reduction over R rows of log-probabilities (one CTA), and its backward: the
 // scatter of -1/R into an already zeroed R x C gradient (the zero fill is the caller's).
@@ -68,6 +76,28 @@ std::vector<Launch> lower_multi_tensor_apply(const std::vector<std::int64_t>& el
                                              const std::vector<std::vector<TensorUse>>& lists, int written,
                                              std::string_view functor, double flops_per_elem,
                                              const hw::HardwareSpec& hw);
+
+// torch.amax's backward over the last dimension of rows x cols (models/amax_backward.cpp):
+// (grad / count) * (result == input), the count of each row's maxima summed in int64; `input`
+// and `result` are what autograd saved, `grad_rows` the rows' gradient, `grad_in` the output.
+std::vector<Launch> lower_amax_backward(std::int64_t rows, std::int64_t cols, hw::DType dtype, const TensorUse& input,
+                                        const TensorUse& result, const TensorUse& grad_rows,
+                                        const TensorUse& grad_in, const hw::HardwareSpec& hw);
+
+// torch.gather / scatter_add of `n` elements along the last dimension, one index per row
+// (_scatter_gather_elementwise_kernel, 1024 elements a CTA): `index` and `src` read, `out`
+// written (models/scatter_gather.cpp).
+enum class ScatterGather { kGather, kScatterAdd };
+Launch lower_scatter_gather(ScatterGather op, std::int64_t n, hw::DType dtype, const TensorUse& index,
+                            const TensorUse& src, const TensorUse& out, const hw::HardwareSpec& hw);
+
+// The backward of advanced indexing `table[ids]` (`T` indices into a V x d table):
+// index_put_(accumulate=True) into a zeroed gradient table, as ATen's index_put_with_sort_kernel
+// runs it (the zero fill, the linearized indices, cub's radix sort of them with their positions,
+// indexing_backward_kernel) (models/scatter_gather.cpp).
+std::vector<Launch> lower_index_put_accumulate(std::int64_t T, std::int64_t V, std::int64_t d, hw::DType dtype,
+                                               const TensorUse& ids, const TensorUse& grad_out,
+                                               const TensorUse& grad_table, const hw::HardwareSpec& hw);
 
 // torch._fused_adamw_: one multi_tensor_apply kernel family reading params, grads and both
 // moments and writing params and moments, per launch of the same chunking (4 lists).

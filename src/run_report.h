@@ -64,7 +64,8 @@ struct TrainingReport {
   // GEMMs of forward and backward, plus 12 x layers x heads x head_dim x seq_len per token for
   // attention's score and value products (causal masking not discounted).
   double model_flops = 0;
-  double mfu_pct = 0;          // model FLOPs per second against the chip's dense tensor peak
+  double mfu_pct = 0;          // model FLOPs per second against the chip's dense peak for the
+                               // dtype (tensor cores; the FP32 pipes for fp32)
   double gemm_share_pct = 0;   // GEMM kernels' share of the step's kernel time
 };
 

@@ -45,6 +45,7 @@ struct SuiteSpec {
   bool host = false;  // eager wall times against the host section (validation/host_suite.h)
   bool cs336 = false;  // cs336_basics forwards (validation/cs336_suite.h)
   bool train = false;  // Hugging Face training steps (validation/train_suite.h)
+  bool cs336_train = false;  // cs336_basics forward+backward steps (validation/cs336_suite.h)
 };
 
 // Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
@@ -156,10 +157,10 @@ const std::vector<SuiteSpec>& suites() {
        "kernel time against the reported figures and against our own H100 measurement of the "
        "same shapes",
        false, 1},
-      {"seed002", "rtx5090", "seed002_forward_rtx5090.csv, seed002_attention_a800.csv",
-       "seed 002 (CS336): fp32 forward steps of the CS336 models on an RTX 5090 (eager, Python "
-       "wall time) and out-of-memory status; naive fp32 attention forward measured on an 80 GB "
-       "A800, simulated on the a100 preset",
+      {"seed002", "rtx5090", "seed002_forward_rtx5090.csv, seed002_attention_a800.csv, seed002_gemm_share_rtx5090.csv",
+       "seed 002 (CS336): fp32 forward and forward+backward steps of the CS336 models on an RTX 5090 "
+       "(eager, Python wall time), their out-of-memory status and GEMM share of kernel time; naive "
+       "fp32 attention forward and backward measured on an 80 GB A800, simulated on the a100 preset",
        false, 2},
       {"seed003", "rtx5090", "seed003_deepseek_ocr_rtx5090.csv",
        "seed 003: DeepSeek-OCR decode on an RTX 5090, kernel-time shares by category, bound "
@@ -176,6 +177,16 @@ const std::vector<SuiteSpec>& suites() {
        "the same forwards on an H200 SXM, measured after the H100 comparison (the lowering unchanged since, "
        "nothing fitted)",
        false, 0, false, false, true},
+      {"cs336-train-h100", "h100", "cs336_train_h100.json",
+       "fp32 forward+backward steps of the cs336_basics model structure (small, medium, large at batch 4; "
+       "no optimizer step) on an H100 SXM5, 2026-11-25 (validation/measure/cs336_train.py): kernel time of "
+       "the forward with the loss, the backward and the step, memory above the weights at the peak and "
+       "before the backward; the cs336-basics training lowering was written from the source and autograd's "
+       "formulas, with the calibration cases' kernel lists looked at for the loss's and amax's kernels",
+       false, 0, false, false, false, false, true},
+      {"cs336-train-h200", "h200", "cs336_train_h200.json",
+       "the same training steps on an H200 SXM",
+       false, 0, false, false, false, false, true},
       {"train-h100", "h100", "hf_train_h100.json",
        "Hugging Face training steps (transformers 5.17, PyTorch 2.11, bf16, sdpa; AdamW foreach, fused "
        "AdamW, SGD) on an H100 SXM5, 2026-11-25: kernel time of the forward with the loss, the backward, "
@@ -353,11 +364,15 @@ std::vector<validation::Comparison> run_seed_suite(const SuiteSpec& s, const std
       // The attention table ran on an 80 GB A800: the A100 80 GB preset stands in for it.
       const hw::HardwareSpec a100 = hw::load_hardware("a100", catalog);
       not_compared = validation::seed_rows_not_compared(data / "seed002_forward_rtx5090.csv") +
-                     validation::seed_rows_not_compared(data / "seed002_attention_a800.csv");
+                     validation::seed_rows_not_compared(data / "seed002_attention_a800.csv") +
+                     validation::seed_rows_not_compared(data / "seed002_gemm_share_rtx5090.csv");
       auto rows = validation::compare_seed002_forward(data / "seed002_forward_rtx5090.csv",
                                                       config_dir / "models", spec, models);
       auto attention = validation::compare_seed002_attention(data / "seed002_attention_a800.csv", a100, models);
       rows.insert(rows.end(), std::make_move_iterator(attention.begin()), std::make_move_iterator(attention.end()));
+      auto shares = validation::compare_seed002_gemm_share(data / "seed002_gemm_share_rtx5090.csv",
+                                                           config_dir / "models", spec, models);
+      rows.insert(rows.end(), std::make_move_iterator(shares.begin()), std::make_move_iterator(shares.end()));
       return rows;
     }
     case 3: {
@@ -488,6 +503,8 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       rows = validation::compare_measured_models(data / s.csv, spec, models);
     } else if (s.train) {
       rows = validation::compare_train_steps(data / s.csv, spec, models, not_compared);
+    } else if (s.cs336_train) {
+      rows = validation::compare_cs336_train_steps(data / s.csv, env.config_dir / "models", spec, models);
     } else if (s.cs336) {
       rows = validation::compare_cs336_forwards(data / s.csv, env.config_dir / "models", spec, models);
     } else if (s.host) {

@@ -154,6 +154,50 @@ std::vector<Comparison> compare_seed001(const std::filesystem::path& data_dir,
 
 // --- seed 002 -------------------------------------------------------------------------------
 
+namespace {
+
+// The CS336 model as seed 002 ran it: whole sequences in fp32, the cs336_basics code's own
+// kernels (workloads/cs336_lowering.cpp; a training step: workloads/cs336_train_lowering.cpp,
+// forward and backward without an optimizer step, as the benchmark times them).
+workloads::ModelWorkload cs336_workload(const CsvTable& t, std::size_t row, bool train,
+                                        const std::filesystem::path& models_dir) {
+  const std::string yaml = fmt::format(
+      "model: {}\nphase: {}\nbatch: {}\nseq_len: {}\ndtype: fp32\nlowering: cs336-basics\n{}", t.at(row, "preset"),
+      train ? "train" : "prefill", integer(t, row, "batch"), integer(t, row, "seq_len"), train ? "optimizer: none\n" : "");
+  const auto parsed = workloads::parse_workload(
+      yaml, fmt::format("{} line {}", t.file().filename().string(), t.line_of(row)), {}, models_dir);
+  return std::get<workloads::ModelWorkload>(parsed);
+}
+
+// The simulated step's wall time (every step's total) and kernel names.
+void step_time(const workloads::ModelRun& run, Comparison& c) {
+  for (const auto& step : run.steps) {
+    c.simulated_us += step.total_us;
+    if (step.detail) {
+      for (const auto& k : step.detail->result.kernels) c.simulated_kernels.push_back(k.name);
+    }
+  }
+}
+
+// Device memory a forward with autograd recording needs at its peak: the weights and the
+// activations alive at the forward phase's peak of the training step (the tensors autograd saves
+// for the backward stay alive to the end of the forward; the loss adds a few T x V tensors).
+double forward_with_autograd_bytes(const workloads::ModelWorkload& train, const hw::HardwareSpec& hw,
+                                   const models::KernelModelRegistry& models) {
+  const auto steps = workloads::build_steps(train, hw, models);
+  const auto& p = steps.front();
+  if (p.phase_starts.size() < 2 || p.phase_starts[1].first != "backward") {
+    throw ModelError("seed 002: a training step without a backward phase");
+  }
+  double peak = 0;
+  for (std::size_t v = p.phase_starts[0].second; v < p.phase_starts[1].second; ++v) {
+    peak = std::max(peak, p.activation_profile[v]);
+  }
+  return static_cast<double>(workloads::memory_footprint(train, 0, hw).weights_bytes) + peak;
+}
+
+}  // namespace
+
 std::vector<Comparison> compare_seed002_forward(const std::filesystem::path& csv,
                                                 const std::filesystem::path& models_dir,
                                                 const hw::HardwareSpec& rtx5090,
@@ -163,46 +207,90 @@ std::vector<Comparison> compare_seed002_forward(const std::filesystem::path& csv
   for (std::size_t row = 0; row < t.rows(); ++row) {
     const std::string how = t.at(row, "compare");
     if (how == "none") continue;
-    if (t.at(row, "pass") != "fwd") {
-      throw ConfigError(csv.string(), t.line_of(row), "pass", "only forward passes can be simulated");
+    const std::string pass = t.at(row, "pass");
+    if (pass != "fwd" && pass != "fwd+bwd") {
+      throw ConfigError(csv.string(), t.line_of(row), "pass", "expected fwd or fwd+bwd, not '" + pass + "'");
     }
-    // The CS336 model as the seed ran it: a forward pass over the whole sequence in fp32, the
-    // cs336_basics code's own kernels (workloads/cs336_lowering.cpp).
-    const std::string yaml = fmt::format(
-        "model: {}\nphase: prefill\nbatch: {}\nseq_len: {}\ndtype: fp32\nlowering: cs336-basics\n",
-        t.at(row, "preset"), integer(t, row, "batch"), integer(t, row, "seq_len"));
-    const auto parsed = workloads::parse_workload(yaml, fmt::format("{} line {}", csv.filename().string(), t.line_of(row)), {},
-                                                  models_dir);
-    const auto& w = std::get<workloads::ModelWorkload>(parsed);
-    // The seed's step times are Python wall times around the call (host launch cost included):
-    // eager mode.
-    const auto run = workloads::simulate_model(w, rtx5090, hw::LaunchMode::kEager, models);
+    const bool train = pass == "fwd+bwd";
+    const auto w = cs336_workload(t, row, train, models_dir);
     const std::string shape = fmt::format("{} b{} s{} fp32 naive", t.at(row, "preset"),
                                           t.at(row, "batch"), t.at(row, "seq_len"));
+    const bool oom = t.at(row, "status") == "OOM";
     if (how == "time") {
       if (t.at(row, "unit") != "s") throw ConfigError(csv.string(), t.line_of(row), "unit", "expected s");
+      // The seed's step times are Python wall times around the call (host launch cost included):
+      // eager mode.
+      const auto run = workloads::simulate_model(w, rtx5090, hw::LaunchMode::kEager, models);
       Comparison c;
-      c.reference = reference(shape + ": fwd step (us, eager)", "seed002-forward");
+      c.reference = reference(shape + (train ? ": fwd+bwd step (us, eager)" : ": fwd step (us, eager)"),
+                              train ? "seed002-train" : "seed002-forward");
       c.reference.measured_us = t.number(row, "avg_step") * 1e6;
-      for (const auto& step : run.steps) {
-        c.simulated_us += step.total_us;
-        if (step.detail) {
-          for (const auto& k : step.detail->result.kernels) c.simulated_kernels.push_back(k.name);
-        }
-      }
+      step_time(run, c);
       c.error_pct = error_pct(c.simulated_us, c.reference.measured_us);
       out.push_back(std::move(c));
     } else if (how == "fits") {
-      const bool oom = t.at(row, "status") == "OOM";
-      const auto& m = run.memory;
+      // A forward with autograd on keeps what the backward would read; a forward and backward
+      // step peaks with the gradients as well (no optimizer state: the benchmark steps none).
+      const double capacity = static_cast<double>(rtx5090.dram.capacity);
+      double bytes = 0;
+      if (train) {
+        bytes = static_cast<double>(
+            workloads::steps_footprint(w, workloads::build_steps(w, rtx5090, models), rtx5090).total_bytes);
+      } else {
+        bytes = forward_with_autograd_bytes(cs336_workload(t, row, true, models_dir), rtx5090, models);
+      }
       out.push_back(fits_row(
-          reference(fmt::format("{}: fwd OOM=1 (reported {}; gpusim {:.1f} of {:.1f} GB)", shape,
-                                t.at(row, "status"), m.total_bytes / 1e9, m.capacity_bytes / 1e9),
+          reference(fmt::format("{}: {} OOM=1 (reported {}; gpusim {:.1f} of {:.1f} GB{})", shape, pass,
+                                t.at(row, "status"), bytes / 1e9, capacity / 1e9,
+                                train ? "" : " with autograd's saved activations"),
                     "seed002-oom"),
-          oom, m.fits));
+          oom, bytes <= capacity));
     } else {
       throw ConfigError(csv.string(), t.line_of(row), "compare", "unknown comparison '" + how + "'");
     }
+  }
+  return out;
+}
+
+std::vector<Comparison> compare_seed002_gemm_share(const std::filesystem::path& csv,
+                                                   const std::filesystem::path& models_dir,
+                                                   const hw::HardwareSpec& rtx5090,
+                                                   const models::KernelModelRegistry& models) {
+  const CsvTable t = CsvTable::read(csv);
+  std::vector<Comparison> out;
+  for (std::size_t row = 0; row < t.rows(); ++row) {
+    const std::string how = t.at(row, "compare");
+    if (how == "none") continue;
+    if (how != "share") throw ConfigError(csv.string(), t.line_of(row), "compare", "unknown comparison '" + how + "'");
+    if (t.at(row, "unit") != "%") throw ConfigError(csv.string(), t.line_of(row), "unit", "expected %");
+    const std::string pass = t.at(row, "pass");
+    if (pass != "inference" && pass != "training") {
+      throw ConfigError(csv.string(), t.line_of(row), "pass", "expected inference or training, not '" + pass + "'");
+    }
+    const bool train = pass == "training";
+    // Nsight's kernel summary: kernel time only (graph mode leaves the host out of the spans,
+    // not of the kernels' durations).
+    const auto run =
+        workloads::simulate_model(cs336_workload(t, row, train, models_dir), rtx5090, hw::LaunchMode::kGraph, models);
+    const auto& detail = *run.steps.front().detail;
+    double gemm = 0, all = 0;
+    Comparison c;
+    for (std::size_t i = 0; i < detail.result.kernels.size(); ++i) {
+      const auto& k = detail.result.kernels[i];
+      const std::string& family = detail.nodes[i].launch.family;
+      all += k.duration().us();
+      // cuBLAS's matrix products: the GEMM kernels, their split-K reductions, GEMVs.
+      if (family == "gemm" || family == "gemm_splitk_reduce" || family == "gemv") gemm += k.duration().us();
+      c.simulated_kernels.push_back(k.name);
+    }
+    c.reference = reference(fmt::format("{} b{} s{} fp32: GEMM share of {} kernel time (%)", t.at(row, "preset"),
+                                        t.at(row, "batch"), t.at(row, "seq_len"),
+                                        train ? "forward+backward" : "forward"),
+                            "seed002-gemm-share");
+    c.reference.measured_us = t.number(row, "value");
+    c.simulated_us = 100.0 * gemm / all;
+    c.error_pct = error_pct(c.simulated_us, c.reference.measured_us);
+    out.push_back(std::move(c));
   }
   return out;
 }
@@ -215,27 +303,36 @@ std::vector<Comparison> compare_seed002_attention(const std::filesystem::path& c
   for (std::size_t row = 0; row < t.rows(); ++row) {
     const std::string how = t.at(row, "compare");
     if (how == "none") continue;
-    if (t.at(row, "dtype") != "fp32" || t.at(row, "pass") != "forward") {
-      throw ConfigError(csv.string(), t.line_of(row), "pass", "expected an fp32 forward pass");
+    const std::string pass = t.at(row, "pass");
+    if (t.at(row, "dtype") != "fp32" || (pass != "forward" && pass != "backward")) {
+      throw ConfigError(csv.string(), t.line_of(row), "pass", "expected an fp32 forward or backward pass");
     }
+    const bool backward = pass == "backward";
     const std::int64_t B = integer(t, row, "batch"), H = integer(t, row, "heads");
     const std::int64_t S = integer(t, row, "seq_len"), D = integer(t, row, "d_model");
     const std::string shape = fmt::format("naive_attention fp32 B={} H={} S={} D={}", B, H, S, D);
     if (how == "time") {
       if (t.at(row, "unit") != "ms") throw ConfigError(csv.string(), t.line_of(row), "unit", "expected ms");
-      // No causal mask: the seed's memory accounting has no mask tensor (README-seeds.md).
-      const Op op(OpKind::kNaiveAttention, hw::DType::kFp32, models::NaiveAttentionShape{B, H, S, D, false});
+      // No causal mask: the seed's memory accounting has no mask tensor (README-seeds.md). The
+      // softmax written out (amax, subtract, exp, sum, divide), as the seed's code does; the
+      // backward pass is autograd's kernels from the output's gradient.
+      models::NaiveAttentionShape a{B, H, S, D, false};
+      a.manual_softmax = true;
+      a.backward = backward;
+      const Op op(OpKind::kNaiveAttention, hw::DType::kFp32, a);
       // Wall time of the call (host launch cost included, flat 0.61 ms at S=256): eager mode,
       // first launch to last kernel end.
       const OpRun run = simulate_op(op, shape, a100, hw::LaunchMode::kEager, models);
       Comparison c;
-      c.reference = reference(shape + ": fwd (us, eager, a100)", "seed002-attention");
+      c.reference = backward ? reference(shape + ": bwd (us, eager, a100)", "seed002-attention-backward")
+                             : reference(shape + ": fwd (us, eager, a100)", "seed002-attention");
       c.reference.measured_us = t.number(row, "value") * 1e3;
       c.simulated_us = run.total_us;
       c.simulated_kernels = run.kernels;
       c.error_pct = error_pct(c.simulated_us, c.reference.measured_us);
       out.push_back(std::move(c));
     } else if (how == "fits") {
+      if (backward) throw ConfigError(csv.string(), t.line_of(row), "compare", "fits rows are forward passes");
       // The seed's own accounting of what the forward pass keeps alive for backward (its
       // "Memory Accounting" table, which matched the measured 24.9 GB at S=16384): three
       // B x H x S x S fp32 tensors (scores, the custom softmax's exp, the weights) plus the

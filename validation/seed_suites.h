@@ -29,23 +29,35 @@ std::vector<Comparison> compare_seed001(const std::filesystem::path& data_dir,
                                         const models::KernelModelRegistry& models);
 
 // Seed 002, RTX 5090 benchmark (seed002_forward_rtx5090.csv): each CS336 preset
-// (`models_dir`/cs336-*.yaml) as a prefill workload (batch and seq_len from the row, fp32,
-// hf-eager, naive attention) simulated in eager mode (the seed's times are Python wall times);
-// `time` rows compare the steady-state step with total_us (family "seed002-forward"), `fits`
-// rows the reported OOM with memory.fits (family "seed002-oom": error 0 when they agree, 100
-// when not).
+// (`models_dir`/cs336-*.yaml) with lowering cs336-basics in fp32, batch and seq_len from the
+// row: forward rows as a prefill workload, forward+backward rows as a training step without an
+// optimizer step (phase train, optimizer none). `time` rows compare the steady-state step with
+// the eager total_us (the seed's times are Python wall times; families "seed002-forward",
+// "seed002-train"); `fits` rows the reported OOM with the simulated peak against the device's
+// memory (family "seed002-oom": error 0 when they agree, 100 when not): the training step's
+// peak, or for a forward the weights and the training step's forward-phase peak (autograd on).
 std::vector<Comparison> compare_seed002_forward(const std::filesystem::path& csv,
                                                 const std::filesystem::path& models_dir,
                                                 const hw::HardwareSpec& rtx5090,
                                                 const models::KernelModelRegistry& models);
 
 // Seed 002, naive-attention benchmark on an 80 GB A800 (seed002_attention_a800.csv), simulated
-// on `a100`: `time` rows as the naive_attention op in eager mode (first launch to last kernel
-// end; family "seed002-attention"), `fits` rows with the seed's own memory accounting
-// (family "seed002-oom").
+// on `a100`: `time` rows as the naive_attention op with the softmax written out, forward or
+// backward (`pass`), in eager mode (first launch to last kernel end; families
+// "seed002-attention", "seed002-attention-backward"), `fits` rows with the seed's own memory
+// accounting (family "seed002-oom").
 std::vector<Comparison> compare_seed002_attention(const std::filesystem::path& csv,
                                                   const hw::HardwareSpec& a100,
                                                   const models::KernelModelRegistry& models);
+
+// Seed 002, Nsight Systems' GEMM fraction (seed002_gemm_share_rtx5090.csv): the GEMMs' share of
+// kernel time (cuBLAS GEMMs, their split-K reductions and GEMVs) of a cs336-basics forward
+// (`inference`) or training step without an optimizer step (`training`) in graph mode on the
+// RTX 5090 (family "seed002-gemm-share", percent).
+std::vector<Comparison> compare_seed002_gemm_share(const std::filesystem::path& csv,
+                                                   const std::filesystem::path& models_dir,
+                                                   const hw::HardwareSpec& rtx5090,
+                                                   const models::KernelModelRegistry& models);
 
 // Seed 003 (DeepSeek-OCR decode on an RTX 5090, seed003_deepseek_ocr_rtx5090.csv): `workload`
 // (configs/workloads/deepseek-ocr-decode.yaml) simulated in graph mode; shares of the decode

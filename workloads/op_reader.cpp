@@ -23,7 +23,7 @@ std::vector<std::string_view> keys_of(OpKind kind) {
     case OpKind::kSdpaDecode:
       return {"B", "Hq", "Hkv", "L", "D", "dtype"};
     case OpKind::kNaiveAttention:
-      return {"B", "H", "S", "D", "causal", "dtype"};
+      return {"B", "H", "S", "D", "causal", "softmax", "pass", "dtype"};
     case OpKind::kAdd:
     case OpKind::kMul:
     case OpKind::kSilu:
@@ -65,9 +65,15 @@ models::OpShape read_shape(OpKind kind, hw::MappingReader& r) {
       }
       return s;
     }
-    case OpKind::kNaiveAttention:
-      return models::NaiveAttentionShape{dim("B"), dim("H"), dim("S"), dim("D"),
-                                         r.optional_boolean("causal").value_or(false)};
+    case OpKind::kNaiveAttention: {
+      models::NaiveAttentionShape s{dim("B"), dim("H"), dim("S"), dim("D"),
+                                    r.optional_boolean("causal").value_or(false)};
+      // `softmax: manual` writes the softmax out (cs336_basics); `pass: backward` is autograd's
+      // backward of the attention instead of its forward.
+      s.manual_softmax = r.has("softmax") && r.choice("softmax", {"fused", "manual"}) == "manual";
+      s.backward = r.has("pass") && r.choice("pass", {"forward", "backward"}) == "backward";
+      return s;
+    }
     case OpKind::kAdd:
     case OpKind::kMul:
     case OpKind::kSilu:

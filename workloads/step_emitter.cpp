@@ -31,6 +31,10 @@ std::string ew_name(EwFunc f) {
     case EwFunc::kSigmoid: return "sigmoid";
     case EwFunc::kWhere: return "where";
     case EwFunc::kSiluBackward: return "silu_backward";
+    case EwFunc::kLog: return "log";
+    case EwFunc::kAbs: return "abs";
+    case EwFunc::kSigmoidBackward: return "sigmoid_backward";
+    case EwFunc::kEq: return "eq";
   }
   return "?";
 }

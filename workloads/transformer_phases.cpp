@@ -35,7 +35,11 @@ StepProgram build_step(const ModelWorkload& w, const std::string& phase, const S
   if (w.lowering == Lowering::kFused) {
     lower_fused_step(w, shape, b);
   } else if (w.lowering == Lowering::kCs336Basics) {
-    lower_cs336_step(w, shape, b);
+    if (w.phase == Phase::kTrain) {
+      lower_cs336_train_step(w, shape, b);
+    } else {
+      lower_cs336_step(w, shape, b);
+    }
   } else if (w.phase == Phase::kTrain) {
     lower_hf_train_step(w, shape, b);
   } else {

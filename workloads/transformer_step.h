@@ -42,6 +42,12 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
 // position (workloads/cs336_lowering.cpp). Forward passes over whole sequences.
 void lower_cs336_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
 
+// One training step of the cs336_basics model in eager PyTorch, fp32
+// (workloads/cs336_train_lowering.cpp): the forward with cs336_basics' own cross_entropy,
+// autograd's backward of every hand-written op, and cs336_basics' AdamW (or none), marked as the
+// builder's phases "forward", "backward" and "optimizer".
+void lower_cs336_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
+
 // One optimizer step of a Hugging Face causal LM in eager PyTorch (workloads/hf_train_lowering.cpp):
 // the forward with the loss, autograd's backward and the optimizer, marked as the builder's
 // phases "forward", "backward" and "optimizer". Llama-style decoders.

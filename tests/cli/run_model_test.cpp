@@ -2,6 +2,8 @@
 // memory, determinism, what-ifs through the mechanism, lowerings and bad input.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/support/cli_runner.h"
@@ -98,6 +100,20 @@ TEST(RunModel, TrainReportsPhasesMemoryAndThroughput) {
   EXPECT_LT(t["mfu_pct"].get<double>(), 100.0);
   EXPECT_GT(t["gemm_share_pct"].get<double>(), 10.0);
   EXPECT_LT(t["gemm_share_pct"].get<double>(), 90.0);
+}
+
+// An fp32 step has no tensor-core path: its MFU is against the FP32 pipes' peak, a finite share.
+TEST(RunModel, Fp32TrainMfuIsAgainstTheFp32Peak) {
+  TempDir dir;
+  const auto w = dir.write("train.yaml",
+                           "model: cs336-small\nphase: train\nbatch: 1\nseq_len: 128\ndtype: fp32\n"
+                           "lowering: cs336-basics\noptimizer: none\n");
+  for (const std::string hw : {"rtx5090", "h100"}) {
+    const auto t = run_json(w.string(), hw)["training"];
+    EXPECT_TRUE(std::isfinite(t["mfu_pct"].get<double>())) << hw;
+    EXPECT_GT(t["mfu_pct"].get<double>(), 1.0) << hw;
+    EXPECT_LT(t["mfu_pct"].get<double>(), 100.0) << hw;
+  }
 }
 
 TEST(RunModel, ProgressGoesToStderrOnlyWhenAsked) {

@@ -37,6 +37,7 @@ const std::map<std::string, std::string>& seed_files() {
       {"seed001_sdpa_h100.csv", "001_3c4a475d18499d09.txt"},
       {"seed002_forward_rtx5090.csv", "002_2d420b160316618b.txt"},
       {"seed002_attention_a800.csv", "002_2d420b160316618b.txt"},
+      {"seed002_gemm_share_rtx5090.csv", "002_2d420b160316618b.txt"},
       {"seed003_deepseek_ocr_rtx5090.csv", "003_ab1b402fdc356e1e.txt"}};
   return kFiles;
 }
@@ -47,6 +48,8 @@ int compared_rows(const std::string& file) {
   for (std::size_t row = 0; row < t.rows(); ++row) n += t.at(row, "compare") != "none" ? 1 : 0;
   return n;
 }
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 void expect_positive_and_finite(const std::vector<Comparison>& rows) {
   for (const auto& r : rows) {
@@ -104,8 +107,10 @@ TEST(SeedData, FiguresAsTheSeedsPrintThem) {
     timed += fwd.at(row, "compare") == "time" ? 1 : 0;
     oom += fwd.at(row, "compare") == "fits" ? 1 : 0;
   }
-  EXPECT_EQ(timed, 11);  // 5 models x 4 lengths at warm-up 5: 11 ran, 9 ran out of memory
-  EXPECT_EQ(oom, 9);
+  // 5 models x 4 lengths at warm-up 5: forward 11 ran and 9 ran out of memory, forward+backward
+  // 9 and 11.
+  EXPECT_EQ(timed, 20);
+  EXPECT_EQ(oom, 20);
 
   const CsvTable att = CsvTable::read(data_dir() / "seed002_attention_a800.csv");
   std::map<std::string, std::string> values;
@@ -114,6 +119,19 @@ TEST(SeedData, FiguresAsTheSeedsPrintThem) {
   EXPECT_EQ(values["forward_time_s16384_d128"], "132.1");
   EXPECT_EQ(values["backward_time_s16384_d128"], "317.1");
   EXPECT_EQ(values["forward_memory_before_backward_s16384_d16"], "24897.3");
+
+  const CsvTable gemm = CsvTable::read(data_dir() / "seed002_gemm_share_rtx5090.csv");
+  std::map<std::string, std::string> shares;
+  int compared = 0;
+  for (std::size_t row = 0; row < gemm.rows(); ++row) {
+    shares[gemm.at(row, "id")] = gemm.at(row, "value");
+    compared += gemm.at(row, "compare") == "share" ? 1 : 0;
+  }
+  EXPECT_EQ(shares["small_s128_inference"], "88.0");
+  EXPECT_EQ(shares["small_s1024_training"], "31.0");
+  EXPECT_EQ(shares["2.7B_s128_inference"], "94.4");
+  EXPECT_EQ(shares["xl_s128_training"], "");  // OOM
+  EXPECT_EQ(compared, 20);
 
   const CsvTable s3 = CsvTable::read(data_dir() / "seed003_deepseek_ocr_rtx5090.csv");
   std::map<std::string, std::string> s3values;
@@ -158,38 +176,50 @@ TEST(SeedSuites, Seed001ComparesPerHeadWithTheSeedAndOurMeasurement) {
   EXPECT_NEAR(reported[6]->simulated_us, 96 * reported[4]->simulated_us, 1e-6);
 }
 
-TEST(SeedSuites, Seed002ForwardStepsAndOutOfMemoryRows) {
+TEST(SeedSuites, Seed002ForwardStepsTrainingStepsAndOutOfMemoryRows) {
   const auto csv = data_dir() / "seed002_forward_rtx5090.csv";
   const auto rows = compare_seed002_forward(csv, config_dir() / "models", preset("rtx5090"),
                                             models::default_kernel_models());
   ASSERT_EQ(rows.size(), static_cast<std::size_t>(compared_rows("seed002_forward_rtx5090.csv")));
-  int timed = 0, oom = 0;
+  std::map<std::string, double> step_us;  // label's shape and pass -> simulated
+  int timed = 0, trained = 0, oom = 0, agree = 0;
   for (const auto& r : rows) {
-    if (r.reference.family == "seed002-forward") {
-      ++timed;
-      EXPECT_GT(r.simulated_us, 1000) << r.reference.label;  // a whole forward step, in us
+    const std::string& label = r.reference.label;
+    if (r.reference.family == "seed002-forward" || r.reference.family == "seed002-train") {
+      (r.reference.family == "seed002-train" ? trained : timed) += 1;
+      EXPECT_GT(r.simulated_us, 1000) << label;  // a whole step, in us
       EXPECT_TRUE(std::isfinite(r.simulated_us));
       EXPECT_FALSE(r.simulated_kernels.empty());
+      step_us[label.substr(0, label.find(" step"))] = r.simulated_us;
     } else {
       ASSERT_EQ(r.reference.family, "seed002-oom");
       ++oom;
       EXPECT_EQ(r.reference.measured_us, 1);  // every compared status is an OOM
       EXPECT_TRUE(r.simulated_us == 0 || r.simulated_us == 1);
       EXPECT_EQ(r.error_pct, r.simulated_us == 1 ? 0.0 : 100.0);
+      agree += r.simulated_us == 1 ? 1 : 0;
+      // A forward with autograd keeps its saved activations: the same peak as its training step.
+      EXPECT_TRUE(contains(label, "fwd+bwd OOM=1") || contains(label, "with autograd's saved activations")) << label;
     }
   }
   EXPECT_EQ(timed, 11);
-  EXPECT_EQ(oom, 9);
-  // Larger sequences of one model take longer.
-  EXPECT_LT(rows[0].simulated_us, rows[3].simulated_us);  // cs336-small s128 < s1024
+  EXPECT_EQ(trained, 9);
+  EXPECT_EQ(oom, 20);
+  // The largest configurations cannot hold their saved activations in 32 GiB.
+  EXPECT_GE(agree, 10);
+  // A backward costs more than its forward; larger sequences take longer.
+  const std::string small = "cs336-small b4 s128 fp32 naive: ";
+  ASSERT_TRUE(step_us.count(small + "fwd") && step_us.count(small + "fwd+bwd"));
+  EXPECT_GT(step_us[small + "fwd+bwd"], 2 * step_us[small + "fwd"]);
+  EXPECT_LT(step_us[small + "fwd+bwd"], step_us["cs336-small b4 s1024 fp32 naive: fwd+bwd"]);
 }
 
-TEST(SeedSuites, Seed002AttentionOnTheA100Preset) {
+TEST(SeedSuites, Seed002AttentionForwardAndBackwardOnTheA100Preset) {
   const auto rows = compare_seed002_attention(data_dir() / "seed002_attention_a800.csv", preset("a100"),
                                               models::default_kernel_models());
   ASSERT_EQ(rows.size(), static_cast<std::size_t>(compared_rows("seed002_attention_a800.csv")));
-  ASSERT_EQ(rows.size(), 21u);  // 5 lengths x 4 head dims, and the seq 32768 estimate
-  std::map<std::pair<int, int>, double> us;  // (S, D) -> simulated
+  ASSERT_EQ(rows.size(), 41u);  // 5 lengths x 4 head dims forward and backward, and the seq 32768 estimate
+  std::map<std::pair<int, int>, double> fwd, bwd;  // (S, D) -> simulated
   for (const auto& r : rows) {
     if (r.reference.family == "seed002-oom") {
       // 3 x 8 x 32768^2 x 4 bytes = 103 GB do not fit 80 GB: the seed's estimate holds.
@@ -197,23 +227,53 @@ TEST(SeedSuites, Seed002AttentionOnTheA100Preset) {
       EXPECT_EQ(r.error_pct, 0);
       continue;
     }
-    EXPECT_EQ(r.reference.family, "seed002-attention");
+    const bool backward = r.reference.family == "seed002-attention-backward";
+    if (!backward) {
+      EXPECT_EQ(r.reference.family, "seed002-attention");
+    }
     EXPECT_GT(r.simulated_us, 0);
     EXPECT_TRUE(std::isfinite(r.simulated_us));
     int S = 0, D = 0;
     ASSERT_EQ(std::sscanf(r.reference.label.c_str(), "naive_attention fp32 B=8 H=1 S=%d D=%d", &S, &D), 2)
         << r.reference.label;
-    us[{S, D}] = r.simulated_us;
+    (backward ? bwd : fwd)[{S, D}] = r.simulated_us;
   }
-  ASSERT_EQ(us.size(), 20u);
+  ASSERT_EQ(fwd.size(), 20u);
+  ASSERT_EQ(bwd.size(), 20u);
   for (const int d : {16, 32, 64, 128}) {
-    auto at = [&](int s) { return us.at(std::make_pair(s, d)); };
+    auto at = [&](int s) { return fwd.at(std::make_pair(s, d)); };
     EXPECT_LT(at(256), at(1024));
     EXPECT_LT(at(1024), at(4096));
     EXPECT_LT(at(4096), at(8192));
     // O(S^2): four times the scores for twice the length, give or take the launch costs.
     EXPECT_GT(at(16384), 3 * at(8192));
+    // The written-out softmax's backward makes several passes over the scores for each of the
+    // forward's (the seed: 2.4-2.8x at 8192 and 16384).
+    const double ratio = bwd.at({16384, d}) / at(16384);
+    EXPECT_GT(ratio, 2.0) << d;
+    EXPECT_LT(ratio, 3.5) << d;
   }
+}
+
+TEST(SeedSuites, Seed002GemmShareOfInferenceAndTraining) {
+  const auto rows = compare_seed002_gemm_share(data_dir() / "seed002_gemm_share_rtx5090.csv", config_dir() / "models",
+                                               preset("rtx5090"), models::default_kernel_models());
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(compared_rows("seed002_gemm_share_rtx5090.csv")));
+  expect_positive_and_finite(rows);
+  std::map<std::string, double> inference, training;  // "model seq" -> share
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.reference.family, "seed002-gemm-share");
+    EXPECT_GT(r.simulated_us, 20) << r.reference.label;
+    EXPECT_LT(r.simulated_us, 100) << r.reference.label;
+    const std::string& l = r.reference.label;
+    const std::string shape = l.substr(0, l.find(" fp32"));
+    (contains(l, "forward+backward") ? training : inference)[shape] = r.simulated_us;
+  }
+  ASSERT_EQ(training.size(), 9u);
+  // The backward's non-GEMM kernels lower the share, as the seed finds.
+  for (const auto& [shape, share] : training) EXPECT_LT(share, inference.at(shape)) << shape;
+  // Longer sequences: more non-GEMM work (the S x S softmax) per GEMM FLOP.
+  EXPECT_GT(inference.at("cs336-small b4 s128"), inference.at("cs336-small b4 s1024"));
 }
 
 TEST(SeedSuites, Seed003SharesClassesAndOccupancy) {
