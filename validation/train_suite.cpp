@@ -35,18 +35,24 @@ std::vector<Comparison> compare_train_steps(const std::filesystem::path& json, c
   try {
     for (const auto& c : doc.at("cases")) {
       const std::string id = c.at("id").get<std::string>();
-      // Mixed precision (autocast) and GPT-2 (LayerNorm, GELU, Conv1D) are not lowered for training yet.
-      if (c.at("precision").get<std::string>() != "bf16" || c.at("model_type").get<std::string>() == "gpt2") {
+      // GPT-2 (LayerNorm, GELU, Conv1D) is not lowered for training yet.
+      const std::string precision = c.at("precision").get<std::string>();
+      if (c.at("model_type").get<std::string>() == "gpt2") {
         ++not_modeled;
         continue;
       }
+      // bf16 weights, or fp32 weights under bf16 autocast (mixed precision).
+      std::string dtype;
+      if (precision == "bf16") dtype = "dtype: bf16\n";
+      else if (precision == "fp32+autocast-bf16") dtype = "dtype: fp32\nautocast: bf16\n";
+      else throw ConfigError(json.string(), 0, "cases", fmt::format("case {}: unknown precision '{}'", id, precision));
       const bool held_out = c.at("split").get<std::string>() == "holdout";
       const auto config = json.parent_path() / "hf_configs" / fmt::format("train_{}.json", id);
       // Set 2 (hf_train2.py) adds checkpointing and gradient accumulation; set 1 has neither.
       const std::string yaml = fmt::format(
-          "hf_config: {}\nphase: train\nbatch: {}\nseq_len: {}\ndtype: bf16\noptimizer: {}\ncheckpointing: {}\n"
+          "hf_config: {}\nphase: train\nbatch: {}\nseq_len: {}\n{}optimizer: {}\ncheckpointing: {}\n"
           "gradient_accumulation_steps: {}\n",
-          config.string(), c.at("batch").get<std::int64_t>(), c.at("seq_len").get<std::int64_t>(),
+          config.string(), c.at("batch").get<std::int64_t>(), c.at("seq_len").get<std::int64_t>(), dtype,
           c.at("optimizer").get<std::string>(), c.value("checkpointing", std::string("none")),
           c.value("accumulation_steps", 1));
       const auto parsed = workloads::parse_workload(yaml, json.filename().string() + ": " + id, {}, {});

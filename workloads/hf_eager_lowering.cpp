@@ -86,6 +86,29 @@ std::pair<TensorUse, TensorUse> rotary_table(StepEmitter& e, const std::string& 
 
 }  // namespace
 
+namespace {
+// LlamaRMSNorm under autocast on an input in the autocast type (Qwen3's q/k norms): x.float(),
+// the fp32 statistics, .to(input dtype), then the fp32 weight times it, which promotes the
+// result to fp32.
+TensorUse amp_rms_norm_rows(StepEmitter& e, const std::string& label, const TensorUse& x, const TensorUse& w,
+                            std::int64_t rows, std::int64_t width, detail::RmsNormTape* tape) {
+  const std::int64_t n = rows * width;
+  const DType xt = e.dtype_of(x);
+  const TensorUse xf = e.cast(label + ".to_fp32", n, xt, kF32, x);
+  const TensorUse sq = e.pointwise(label + ".pow", EwFunc::kPowScalar, n, kF32, kF32, {xf}, false, with_scalar(2.0));
+  const TensorUse var = e.new_act(label + ".mean", static_cast<double>(rows), kF32);
+  e.emit(label + ".mean", {models::lower_reduce(rows, width, kF32, kF32, true, "at::native::MeanOps<float, float, float, float>",
+                                                sq, var, e.hw())});
+  const TensorUse ve = e.pointwise(label + ".add_eps", EwFunc::kAddScalar, rows, kF32, kF32, {var}, false,
+                                   with_scalar(e.m().norm_eps.value_or(1e-5)));
+  const TensorUse r = e.pointwise(label + ".rsqrt", EwFunc::kRsqrt, rows, kF32, kF32, {ve}, false);
+  const TensorUse xn = e.pointwise(label + ".scale", EwFunc::kMul, n, kF32, kF32, {xf, r}, true);
+  const TensorUse xb = e.cast(label + ".to_act", n, kF32, xt, xn);
+  if (tape) *tape = detail::RmsNormTape{x, xf, r, xb, w, rows, width};
+  return e.promoted(label + ".weight_mul", EwFunc::kMul, n, {w, xb}, kF32, rows > 1);
+}
+}  // namespace
+
 namespace detail {
 // LlamaRMSNorm over `rows` rows of `width`: computed in fp32 and cast back before the weight
 // multiply; Gemma's (norm_weight_offset) multiplies by 1 + weight in fp32 and casts last. A
@@ -94,6 +117,7 @@ TensorUse rms_norm_rows(StepEmitter& e, const std::string& label, const TensorUs
                         std::int64_t width, bool strided_input, RmsNormTape* tape) {
   const std::int64_t n = rows * width;
   const TensorUse w = e.weight(label + ".weight", static_cast<double>(width));
+  if (e.amp() && e.dtype_of(x) != e.act()) return amp_rms_norm_rows(e, label, x, w, rows, width, tape);
   const TensorUse xf = strided_input ? e.pointwise(label + ".to_fp32", EwFunc::kCast, n, e.act(), kF32, {x}, true)
                                      : e.cast(label + ".to_fp32", n, e.act(), kF32, x);
   const TensorUse sq = e.pointwise(label + ".pow", EwFunc::kPowScalar, n, kF32, kF32, {xf}, false, with_scalar(2.0));
@@ -155,6 +179,17 @@ TensorUse rope(StepEmitter& e, const std::string& label, const TensorUse& x, std
   const DType a = e.act();
   const bool broadcast = heads > 1 || rot < m.head_dim;
   const std::vector<std::int64_t> shape{e.tokens(), heads, m.head_dim};
+  if (e.amp() && e.dtype_of(x) != e.dtype_of(cos)) {
+    // Autocast leaves these products alone: a projection's bf16 output times the fp32 table is
+    // promoted to fp32 (the casting legacy kernel); the rotated half stays in x's type.
+    const DType xt = e.dtype_of(x);
+    const TensorUse xc = e.promoted(label + ".mul_cos", EwFunc::kMul, n, {x, cos}, kF32, broadcast);
+    const TensorUse ng = e.pointwise(label + ".neg", EwFunc::kNeg, n / 2, xt, xt, {x}, true);
+    const TensorUse rt = e.new_act(label + ".rotate_half", static_cast<double>(n), xt);
+    e.emit(label + ".cat", {models::lower_cat({n / 2, n / 2}, xt, false, {ng, x}, rt, e.hw())});
+    const TensorUse rs = e.promoted(label + ".mul_sin", EwFunc::kMul, n, {rt, sin}, kF32, broadcast);
+    return e.pointwise(label + ".add", EwFunc::kAdd, n, kF32, kF32, {xc, rs}, e.s().new_tokens > 1 && broadcast);
+  }
   const TensorUse xc = e.pointwise(label + ".mul_cos", EwFunc::kMul, n, a, a, {x, cos}, broadcast, Sem{"mul", {}, "", shape});
   const TensorUse ng = e.pointwise(label + ".neg", EwFunc::kNeg, n / 2, a, a, {x}, true,
                                    Sem{"neg_second_half", {}, "", shape});
@@ -199,6 +234,11 @@ TensorUse cache_append(StepEmitter& e, const std::string& label, const std::stri
                                      static_cast<double>(per_token * s.past_tokens) * eb);
   const TensorUse grown = e.b().state(fmt::format("{}.{}.cache_new", label, which),
                                       static_cast<double>(per_token * (s.past_tokens + s.new_tokens)) * eb);
+  if (e.amp() && e.dtype_of(fresh) != e.act()) {
+    // DynamicLayer creates its empty caches in the keys' type (fp32 after RoPE under autocast):
+    // the values' cat promotes them, copying through the casting legacy kernel.
+    return e.promoted(label + "." + which + "_cat", EwFunc::kCopy, per_token * s.new_tokens, {fresh}, e.act(), true);
+  }
   // The first update concatenates onto an empty tensor: the strided kernel.
   const bool vectorized = dense_inputs && !window_full && s.past_tokens > 0 && s.new_tokens == 1;
   e.emit(label + "." + which + "_cat",
@@ -295,7 +335,7 @@ TensorUse attention_core(StepEmitter& e, const std::string& label, const TensorU
     e.pointwise(label + ".mask_fill", EwFunc::kFill, 1, e.act(), e.act(), {}, false);
     e.pointwise(label + ".mask_where", EwFunc::kMaskedFill, s.batch * s.new_tokens * keys, e.act(), e.act(), {mask}, true);
   }
-  const TensorUse o = e.new_act(label + ".sdpa", static_cast<double>(e.tokens() * m.heads * m.head_dim));
+  const TensorUse o = e.new_act(label + ".sdpa", static_cast<double>(e.tokens() * m.heads * m.head_dim), e.lin());
   const std::map<std::string, TensorUse> names{{"q", q}, {"k", kk}, {"v", vv}, {"o", o}};
   const Sem sem{"sdpa", {q.tensor, k.tensor, v.tensor}, o.tensor,
                 {s.batch, m.heads, m.kv_heads, s.new_tokens, s.past_tokens + s.new_tokens, m.head_dim}};
@@ -306,7 +346,7 @@ TensorUse attention_core(StepEmitter& e, const std::string& label, const TensorU
                   names, masked ? std::nullopt : std::optional<Sem>(sem));
   } else {
     e.b().emit_op(label + ".sdpa",
-                  models::Op(models::OpKind::kSdpa, e.act(),
+                  models::Op(models::OpKind::kSdpa, e.lin(),
                              models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, !masked, 0, masked}),
                   names, masked ? std::nullopt : std::optional<Sem>(sem));
   }
@@ -318,7 +358,7 @@ TensorUse mlp(StepEmitter& e, const std::string& label, const TensorUse& h, std:
               detail::LayerTape* tape = nullptr) {
   const auto& m = e.m();
   const std::int64_t T = e.tokens(), d = m.d_model, n = T * width;
-  const DType a = e.act();
+  const DType a = e.lin();  // the projections' output type
   const double dw = static_cast<double>(d * width);
   if (m.activation != Activation::kGelu && m.fused_gate_up) {
     // Phi3MLP: one gate_up_proj, then act(gate) * up on the two halves (strided views).
@@ -645,13 +685,21 @@ TensorUse window_mask(StepEmitter& e) {
   return e.pointwise("window_mask.and", EwFunc::kMul, n, b8, b8, {b, idx}, true);
 }
 
+// The residual stream plus a branch's output; under autocast an fp32 stream plus a bf16 branch,
+// promoted (the unrolled casting kernel).
+TensorUse residual_add(StepEmitter& e, const std::string& label, const TensorUse& x, const TensorUse& branch) {
+  const std::int64_t n = e.tokens() * e.m().d_model;
+  if (e.amp() && e.dtype_of(branch) != e.dtype_of(x)) return e.promoted(label, EwFunc::kAdd, n, {x, branch}, e.act(), false);
+  return e.pointwise(label, EwFunc::kAdd, n, e.act(), e.act(), {x, branch}, false);
+}
+
 void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, TensorUse>& rot,
            const std::pair<TensorUse, TensorUse>& rot_local, const std::optional<TensorUse>& window,
            const std::vector<double>& expert_weights, detail::LayerTape* tape) {
   const auto& m = e.m();
   const std::string L = fmt::format("layers[{}]", i);
   const std::int64_t T = e.tokens(), d = m.d_model, q_dim = m.heads * m.head_dim, kv_dim = m.kv_heads * m.head_dim;
-  const DType a = e.act();
+  const DType a = e.lin();
   if (tape) tape->x_in = x;
   const TensorUse h = norm(e, L + ".input_norm", x, tape ? &tape->input_norm : nullptr);
   TensorUse proj;
@@ -720,11 +768,23 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
     const TensorUse vc = no_cache ? v : cache_append(e, L + ".attn", "v", v, dense_v, keys.past, keys.window_full);
     // fp32 SDPA has no fused kernel modeled (PyTorch would run its mem-efficient kernel): it is
     // charged as the math backend, the same kernels as written-out attention.
-    const bool naive = e.workload().attention == Attention::kNaive || e.act() == DType::kFp32;
+    const bool naive = e.workload().attention == Attention::kNaive || e.lin() == DType::kFp32;
+    TensorUse qa = q, ka = kc, va = vc;
+    if (e.amp()) {
+      // Autocast casts sdpa's fp32 operands (the rotated q and k, the promoted v cache).
+      ka = e.cast(L + ".attn.k_cast", T * kv_dim, e.dtype_of(kc), e.lin(), kc);
+      va = e.cast(L + ".attn.v_cast", T * kv_dim, e.dtype_of(vc), e.lin(), vc);
+      qa = e.cast(L + ".attn.q_cast", T * q_dim, e.dtype_of(q), e.lin(), q);
+      if (tape) {
+        tape->q_sdpa = qa;
+        tape->k_sdpa = ka;
+        tape->v_sdpa = va;
+      }
+    }
     const TensorUse att = naive ? naive_attention(e, L + ".attn", q, kc, vc)
                           : e.workload().attention == Attention::kFlash2
                               ? flash_attention_2(e, L + ".attn", q, kc, vc, keys.keys)
-                              : attention_core(e, L + ".attn", q, kc, vc, keys.keys,
+                              : attention_core(e, L + ".attn", qa, ka, va, keys.keys,
                                                keys.masked ? window : std::optional<TensorUse>());
     TensorUse out = att;
     if (m.fused_qkv && e.s().past_tokens == 0 && !naive) {
@@ -740,13 +800,13 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
     }
   }
   if (m.sandwich_norms) proj = norm(e, L + ".post_attention_norm", proj);
-  x = e.pointwise(L + ".residual_attn", EwFunc::kAdd, T * d, a, a, {x, proj}, false);
+  x = residual_add(e, L + ".residual_attn", x, proj);
   if (tape) tape->x_mid = x;
   const TensorUse h2 = norm(e, L + (m.sandwich_norms ? ".pre_feedforward_norm" : ".post_attention_norm"), x,
                             tape ? &tape->post_norm : nullptr);
   TensorUse f = m.moe_layer(i) ? moe(e, L + ".moe", h2, expert_weights) : mlp(e, L + ".mlp", h2, m.d_ff, tape);
   if (m.sandwich_norms) f = norm(e, L + ".post_feedforward_norm", f);
-  x = e.pointwise(L + ".residual_mlp", EwFunc::kAdd, T * d, a, a, {x, f}, false);
+  x = residual_add(e, L + ".residual_mlp", x, f);
 }
 
 }  // namespace
@@ -757,7 +817,15 @@ void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
 
 void detail::lower_hf_eager_forward(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b, ForwardTape* tape) {
   StepEmitter e(w, s, b);
+  lower_hf_eager_forward(e, tape);
+}
+
+void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
+  const ModelWorkload& w = e.workload();
+  const StepShape& s = e.s();
+  ProgramBuilder& b = e.b();
   const auto& m = w.model;
+  e.begin_autocast();
   const std::int64_t T = e.tokens(), d = m.d_model;
   const TensorUse ids = b.state("input_ids", static_cast<double>(T) * 8);
   const TensorUse table = e.weight("embed_tokens", static_cast<double>(m.vocab * d));

@@ -29,6 +29,7 @@ struct LayerTape {
   TensorUse x_in, x_mid;                     // the residual stream before attention, before the MLP
   RmsNormTape input_norm, post_norm, q_norm, k_norm;  // q_norm / k_norm: Qwen3 only
   TensorUse h, q, k, v, q_rot, k_rot, attn, attn_out;  // h: the attention's normed input
+  TensorUse q_sdpa, k_sdpa, v_sdpa;          // under autocast: sdpa's operands after its casts
   TensorUse wq, wk, wv, wo;
   TensorUse h2, gate, gate_act, up, prod;    // the MLP's normed input and SwiGLU's intermediates
   TensorUse wg, wu, wd;
@@ -49,6 +50,8 @@ struct ForwardTape {
 // The hf-eager forward of one step; with a `tape`, as a training step runs it: no attention
 // mask (none is passed), the head over every position, and the tape filled.
 void lower_hf_eager_forward(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b, ForwardTape* tape);
+// The same through a training step's emitter (which keeps what autocast cast for the backward).
+void lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape);
 
 // Decoder layer `i`'s forward on the residual stream `x` (updated), as lower_hf_eager_forward
 // lowers it in a training step (llama-style layers, full attention); fills `lt`.

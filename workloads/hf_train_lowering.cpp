@@ -52,28 +52,51 @@ struct Grads {
     it->second = e->pointwise(param.tensor + ".accumulate_grad", EwFunc::kAdd, n, e->act(), e->act(),
                               {it->second, grad}, false);
   }
+  // A parameter's .grad (a state tensor for one the step gave no gradient).
+  TensorUse of_param(const TensorUse& param) const {
+    const auto it = of.find(param.tensor);
+    return it != of.end() ? it->second : e->b().state(param.tensor + ".grad", param.bytes);
+  }
 };
 
 // C[M, N] = A[M, K] @ B[K, N] as autograd's mm (cuBLAS, the layouts' transposes aside).
 TensorUse mm(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
              const TensorUse& a, const TensorUse& b) {
-  const TensorUse c = e.new_act(label, static_cast<double>(M * N));
+  const TensorUse c = e.new_act(label, static_cast<double>(M * N), e.lin());
   e.batched_gemm(label, M, N, K, 1, e.math(), a, b, c);
   return c;
 }
 
-// The backward of y[T, N] = x[T, K] @ W[N, K]^T (+ bias): the weight's gradient first
-// (dY^T @ X), then the input's (dY @ W), as autograd's addmm/mm backward orders them.
+// The two GEMMs of y[T, N] = x[T, K] @ W[N, K]^T's backward: the weight's gradient first
+// (dY^T @ X), then the input's (dY @ W), as autograd's mm backward orders them. Under autocast
+// they read what the forward's GEMM read (the cast input and weight), the input's gradient is
+// cast back to the input's type when autocast had cast it, then the weight's to fp32 (the
+// backward of autocast's weight cast). Returns {dW, dX}.
+std::pair<TensorUse, TensorUse> gemm_backward(StepEmitter& e, const std::string& label, std::int64_t M,
+                                              std::int64_t N, std::int64_t K, const TensorUse& dy,
+                                              const TensorUse& x, const TensorUse& w) {
+  const auto* amp = e.autocast_operands(label);
+  TensorUse dw = mm(e, label + ".grad_weight", N, K, M, dy, amp ? amp->x : x);
+  TensorUse dx = mm(e, label + ".grad_input", M, K, N, dy, amp ? amp->w : w);
+  if (amp) {
+    if (amp->x_cast) dx = e.cast(label + ".grad_input_cast", M * K, e.lin(), e.dtype_of(x), dx);
+    dw = e.cast(label + ".grad_weight_cast", N * K, e.lin(), e.act(), dw);
+  }
+  return {dw, dx};
+}
+
+// The backward of y[T, N] = x[T, K] @ W[N, K]^T (+ bias): gemm_backward, then the bias's
+// gradient (a column sum of dY; cast to fp32 under autocast).
 TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t N, std::int64_t K,
                           const TensorUse& dy, const TensorUse& x, const TensorUse& w, const TensorUse* bias,
                           Grads& g) {
   const std::int64_t T = e.tokens();
-  g.add(w, mm(e, label + ".grad_weight", N, K, T, dy, x));
-  const TensorUse dx = mm(e, label + ".grad_input", T, K, N, dy, w);
+  const auto [dw, dx] = gemm_backward(e, label, T, N, K, dy, x, w);
+  g.add(w, dw);
   if (bias) {
-    const TensorUse db = e.new_act(label + ".grad_bias", static_cast<double>(N));
-    e.emit(label + ".grad_bias", models::lower_column_sum(T, N, e.act(), e.act(), dy, db, e.hw()));
-    g.add(*bias, db);
+    const TensorUse db = e.new_act(label + ".grad_bias", static_cast<double>(N), e.lin());
+    e.emit(label + ".grad_bias", models::lower_column_sum(T, N, e.lin(), e.lin(), dy, db, e.hw()));
+    g.add(*bias, e.cast(label + ".grad_bias_cast", N, e.lin(), e.act(), db));
   }
   return dx;
 }
@@ -81,16 +104,23 @@ TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t
 // LlamaRMSNorm's backward through its forward ops (x.float(); pow; mean; + eps; rsqrt; mul;
 // .to(bf16); weight *): the weight's gradient (a product and a column sum), then the fp32 chain
 // back to the input and its cast.
+//
+// Under autocast the weight is fp32 and the norm's output fp32: for an fp32 input (the residual
+// stream) no cast remains; for a 16-bit input (Qwen3's q/k norms) the weight product's gradient
+// is cast to the normed input's type and back.
 TensorUse rms_norm_backward(StepEmitter& e, const std::string& label, const RmsNormTape& t,
                             const TensorUse& dy, Grads& g) {
   const std::int64_t n = t.rows * t.width, rows = t.rows;
-  const DType a = e.act();
-  const TensorUse dxb = e.pointwise(label + ".grad_normed", EwFunc::kMul, n, a, a, {dy, t.weight}, rows > 1);
-  const TensorUse dwp = e.pointwise(label + ".grad_weight_mul", EwFunc::kMul, n, a, a, {dy, t.normed}, false);
-  const TensorUse dw = e.new_act(label + ".grad_weight", static_cast<double>(t.width));
-  e.emit(label + ".grad_weight", models::lower_column_sum(rows, t.width, a, a, dwp, dw, e.hw()));
+  const DType a = e.amp() ? e.dtype_of(t.in) : e.act();  // the norm's input type
+  const DType o = e.amp() ? kF32 : a;                     // its output's (and weight's) type
+  TensorUse dxb = e.pointwise(label + ".grad_normed", EwFunc::kMul, n, o, o, {dy, t.weight}, rows > 1);
+  const TensorUse dwp = o != a ? e.promoted(label + ".grad_weight_mul", EwFunc::kMul, n, {dy, t.normed}, o, false)
+                               : e.pointwise(label + ".grad_weight_mul", EwFunc::kMul, n, o, o, {dy, t.normed}, false);
+  const TensorUse dw = e.new_act(label + ".grad_weight", static_cast<double>(t.width), o);
+  e.emit(label + ".grad_weight", models::lower_column_sum(rows, t.width, o, o, dwp, dw, e.hw()));
   g.add(t.weight, dw);
-  const TensorUse dxn = e.pointwise(label + ".grad_to_fp32", EwFunc::kCast, n, a, kF32, {dxb}, false);
+  dxb = e.cast(label + ".grad_normed_cast", n, o, a, dxb);
+  const TensorUse dxn = e.cast(label + ".grad_to_fp32", n, a, kF32, dxb);
   const TensorUse dxf1 = e.pointwise(label + ".grad_scale", EwFunc::kMul, n, kF32, kF32, {dxn, t.rstd}, false);
   const TensorUse dprod = e.pointwise(label + ".grad_rstd_mul", EwFunc::kMul, n, kF32, kF32, {dxn, t.in_fp32}, true);
   const TensorUse dr = e.new_act(label + ".grad_rstd", static_cast<double>(rows), kF32);
@@ -109,25 +139,31 @@ TensorUse rms_norm_backward(StepEmitter& e, const std::string& label, const RmsN
   const TensorUse two_x = e.pointwise(label + ".grad_pow_scale", EwFunc::kMulScalar, n, kF32, kF32, {x2}, false);
   const TensorUse dxf2 = e.pointwise(label + ".grad_pow", EwFunc::kMul, n, kF32, kF32, {dsq, two_x}, false);
   const TensorUse dxf = e.pointwise(label + ".grad_accumulate", EwFunc::kAdd, n, kF32, kF32, {dxf1, dxf2}, false);
-  return e.pointwise(label + ".grad_input", EwFunc::kCast, n, kF32, a, {dxf}, false);
+  return e.cast(label + ".grad_input", n, kF32, a, dxf);
 }
 
 // apply_rotary_pos_emb's backward for `heads` heads: grad * sin through rotate_half (the neg of
 // one half; the cat's backward writes each slice's gradient into a zeroed full-size tensor),
-// accumulated with grad * cos.
+// accumulated with grad * cos. `a` is the rotated input's type: under autocast a bf16 projection
+// rotated by the fp32 table, whose fp32 products' gradients are cast back to it. The final sum
+// adds the slices' contiguous gradient to grad * cos, which keeps the layout of sdpa's gradient:
+// strided unless that operand was a contiguous copy (k through the KV cache's cat; q, or k
+// without a cache, is a transposed view of its projection). Every calibration trace shows it.
 TensorUse rope_backward(StepEmitter& e, const std::string& label, const TensorUse& dy, std::int64_t heads,
-                        const TensorUse& cos, const TensorUse& sin) {
+                        const TensorUse& cos, const TensorUse& sin, DType a, bool dense_grad) {
   const std::int64_t n = e.tokens() * heads * e.m().head_dim;
-  const DType a = e.act();
-  const TensorUse drt = e.pointwise(label + ".grad_mul_sin", EwFunc::kMul, n, a, a, {dy, sin}, true);
+  const DType o = e.amp() ? e.act() : a;  // the products' type
+  TensorUse drt = e.pointwise(label + ".grad_mul_sin", EwFunc::kMul, n, o, o, {dy, sin}, true);
+  drt = e.cast(label + ".grad_mul_sin_cast", n, o, a, drt);
   const TensorUse dng = e.pointwise(label + ".grad_neg", EwFunc::kNeg, n / 2, a, a, {drt}, true);
   const TensorUse z1 = e.pointwise(label + ".grad_slice_zero", EwFunc::kFill, n, a, a, {}, false);
   const TensorUse s1 = e.pointwise(label + ".grad_slice_copy", EwFunc::kCopy, n / 2, a, a, {dng, z1}, true);
   const TensorUse z2 = e.pointwise(label + ".grad_slice_zero", EwFunc::kFill, n, a, a, {}, false);
   const TensorUse s2 = e.pointwise(label + ".grad_slice_copy", EwFunc::kCopy, n / 2, a, a, {drt, z2}, true);
   const TensorUse rot = e.pointwise(label + ".grad_slices_add", EwFunc::kAdd, n, a, a, {s1, s2}, false);
-  const TensorUse dc = e.pointwise(label + ".grad_mul_cos", EwFunc::kMul, n, a, a, {dy, cos}, true);
-  return e.pointwise(label + ".grad_add", EwFunc::kAdd, n, a, a, {rot, dc}, false);
+  TensorUse dc = e.pointwise(label + ".grad_mul_cos", EwFunc::kMul, n, o, o, {dy, cos}, true);
+  dc = e.cast(label + ".grad_mul_cos_cast", n, o, a, dc);
+  return e.pointwise(label + ".grad_add", EwFunc::kAdd, n, a, a, {rot, dc}, !dense_grad);
 }
 
 // ForCausalLMLoss: logits.float(), the labels shifted (F.pad with -100, then the shifted view
@@ -138,7 +174,7 @@ struct LossTape {
 };
 LossTape loss_forward(StepEmitter& e, const TensorUse& logits) {
   const std::int64_t T = e.tokens(), V = e.m().vocab;
-  const TensorUse lf = e.pointwise("loss.logits_to_fp32", EwFunc::kCast, T * V, e.act(), kF32, {logits}, false);
+  const TensorUse lf = e.pointwise("loss.logits_to_fp32", EwFunc::kCast, T * V, e.lin(), kF32, {logits}, false);
   // Labels are int64: moved as fp32 pairs (the kernels only copy them).
   const TensorUse pad = e.pointwise("loss.labels_pad", EwFunc::kFill, 2 * e.s().batch, kF32, kF32, {}, false);
   const TensorUse lab = e.b().state("labels", static_cast<double>(T) * 8);
@@ -159,7 +195,7 @@ TensorUse loss_backward(StepEmitter& e, const LossTape& t) {
   e.emit("loss.grad_nll", {models::lower_nll_loss_backward(T, V, t.target, dlogp, e.hw())});
   const TensorUse dlf = e.new_act("loss.grad_log_softmax", static_cast<double>(T * V), kF32);
   e.emit("loss.grad_log_softmax", models::lower_log_softmax_backward(T, V, kF32, dlogp, t.logp, dlf, e.hw()));
-  return e.pointwise("loss.grad_logits", EwFunc::kCast, T * V, kF32, e.act(), {dlf}, false);
+  return e.pointwise("loss.grad_logits", EwFunc::kCast, T * V, kF32, e.lin(), {dlf}, false);
 }
 
 // One decoder layer's backward; `dx` is the residual stream's gradient (updated in place).
@@ -169,28 +205,45 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const TensorUse& 
   const std::string L = fmt::format("layers[{}]", i);
   const std::int64_t T = e.tokens(), d = m.d_model, F = m.d_ff, q_dim = m.heads * m.head_dim,
                      kv_dim = m.kv_heads * m.head_dim;
-  const DType a = e.act();
-  // MLP: down, SwiGLU's product, up, SiLU, gate; the two input gradients summed.
-  const TensorUse dp = linear_backward(e, L + ".mlp.down_proj", d, F, dx, t.prod, t.wd, nullptr, g);
+  const DType a = e.lin();  // the projections' (and attention's) type
+  const DType r = e.act();  // the residual stream's, the norms' and the summed input gradients'
+  // MLP: down, SwiGLU's product, up, SiLU, gate; the two input gradients summed. Under autocast
+  // the residual add's gradient reaches the bf16 branch cast.
+  const TensorUse dmlp = e.cast(L + ".mlp.grad_output_cast", T * d, r, a, dx);
+  const TensorUse dp = linear_backward(e, L + ".mlp.down_proj", d, F, dmlp, t.prod, t.wd, nullptr, g);
   const TensorUse dsg = e.pointwise(L + ".mlp.grad_mul_act", EwFunc::kMul, T * F, a, a, {dp, t.up}, false);
   const TensorUse du = e.pointwise(L + ".mlp.grad_mul_up", EwFunc::kMul, T * F, a, a, {dp, t.gate_act}, false);
   const TensorUse dh_up = linear_backward(e, L + ".mlp.up_proj", F, d, du, t.h2, t.wu, nullptr, g);
   const TensorUse dgate = e.pointwise(L + ".mlp.grad_act", EwFunc::kSiluBackward, T * F, a, a, {dsg, t.gate}, false);
   const TensorUse dh_gate = linear_backward(e, L + ".mlp.gate_proj", F, d, dgate, t.h2, t.wg, nullptr, g);
-  const TensorUse dh2 = e.pointwise(L + ".mlp.grad_input_sum", EwFunc::kAdd, T * d, a, a, {dh_up, dh_gate}, false);
+  const TensorUse dh2 = e.pointwise(L + ".mlp.grad_input_sum", EwFunc::kAdd, T * d, r, r, {dh_up, dh_gate}, false);
   const TensorUse dmid = rms_norm_backward(e, L + ".post_attention_norm", t.post_norm, dh2, g);
-  dx = e.pointwise(L + ".grad_residual_mlp", EwFunc::kAdd, T * d, a, a, {dx, dmid}, false);
+  dx = e.pointwise(L + ".grad_residual_mlp", EwFunc::kAdd, T * d, r, r, {dx, dmid}, false);
 
   // Attention: o_proj, cuDNN's backward, RoPE's, the transposes back, the projections.
-  const TensorUse dattn = linear_backward(e, L + ".attn.o_proj", d, q_dim, dx, t.attn_out, t.wo, nullptr, g);
-  const TensorUse dq = e.new_act(L + ".attn.grad_q", static_cast<double>(T * q_dim));
-  const TensorUse dk = e.new_act(L + ".attn.grad_k", static_cast<double>(T * kv_dim));
-  const TensorUse dv = e.new_act(L + ".attn.grad_v", static_cast<double>(T * kv_dim));
+  const TensorUse dout = e.cast(L + ".attn.grad_output_cast", T * d, r, a, dx);
+  const TensorUse dattn = linear_backward(e, L + ".attn.o_proj", d, q_dim, dout, t.attn_out, t.wo, nullptr, g);
+  TensorUse dq = e.new_act(L + ".attn.grad_q", static_cast<double>(T * q_dim), a);
+  TensorUse dk = e.new_act(L + ".attn.grad_k", static_cast<double>(T * kv_dim), a);
+  TensorUse dv = e.new_act(L + ".attn.grad_v", static_cast<double>(T * kv_dim), a);
+  const bool amp = e.amp().has_value();
   e.emit(L + ".attn.sdpa_backward",
          models::lower_sdpa_backward(e.s().batch, m.heads, m.kv_heads, e.s().new_tokens, m.head_dim, true, a,
-                                     t.q_rot, t.k_rot, t.v, t.attn, dattn, dq, dk, dv, e.hw()));
-  TensorUse dk_pre = rope_backward(e, L + ".attn.rope_k", dk, m.kv_heads, cos, sin);
-  TensorUse dq_pre = rope_backward(e, L + ".attn.rope_q", dq, m.heads, cos, sin);
+                                     amp ? t.q_sdpa : t.q_rot, amp ? t.k_sdpa : t.k_rot, amp ? t.v_sdpa : t.v,
+                                     t.attn, dattn, dq, dk, dv, e.hw()));
+  if (amp) {
+    // The backward of autocast's casts of sdpa's operands, then of the values' promotion into
+    // the fp32 cache.
+    dq = e.cast(L + ".attn.grad_q_cast", T * q_dim, a, e.dtype_of(t.q_rot), dq);
+    dk = e.cast(L + ".attn.grad_k_cast", T * kv_dim, a, e.dtype_of(t.k_rot), dk);
+    dv = e.cast(L + ".attn.grad_v_cast", T * kv_dim, a, r, dv);
+    dv = e.cast(L + ".attn.grad_v_cache_cast", T * kv_dim, r, e.dtype_of(t.v), dv);
+  }
+  // RoPE's input: the projection's output, or Qwen3's normed one (fp32 under autocast).
+  const DType q_in = m.qk_norm ? r : e.dtype_of(t.q), k_in = m.qk_norm ? r : e.dtype_of(t.k);
+  const bool cached = e.workload().checkpointing == Checkpointing::kNone;  // use_cache=False under checkpointing
+  TensorUse dk_pre = rope_backward(e, L + ".attn.rope_k", dk, m.kv_heads, cos, sin, amp ? k_in : a, cached);
+  TensorUse dq_pre = rope_backward(e, L + ".attn.rope_q", dq, m.heads, cos, sin, amp ? q_in : a, false);
   const TensorUse* no_bias = nullptr;
   const TensorUse bq = e.weight(L + ".attn.q_proj.bias", static_cast<double>(q_dim));
   const TensorUse bk = e.weight(L + ".attn.k_proj.bias", static_cast<double>(kv_dim));
@@ -200,13 +253,13 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const TensorUse& 
   if (m.qk_norm) dk_pre = rms_norm_backward(e, L + ".attn.k_norm", t.k_norm, dk_pre, g);
   const TensorUse dkc = e.pointwise(L + ".attn.grad_k_transpose", EwFunc::kCopy, T * kv_dim, a, a, {dk_pre}, true);
   const TensorUse dh_k = linear_backward(e, L + ".attn.k_proj", kv_dim, d, dkc, t.h, t.wk, m.qkv_bias ? &bk : no_bias, g);
-  TensorUse dh = e.pointwise(L + ".attn.grad_input_sum", EwFunc::kAdd, T * d, a, a, {dh_v, dh_k}, false);
+  TensorUse dh = e.pointwise(L + ".attn.grad_input_sum", EwFunc::kAdd, T * d, r, r, {dh_v, dh_k}, false);
   if (m.qk_norm) dq_pre = rms_norm_backward(e, L + ".attn.q_norm", t.q_norm, dq_pre, g);
   const TensorUse dqc = e.pointwise(L + ".attn.grad_q_transpose", EwFunc::kCopy, T * q_dim, a, a, {dq_pre}, true);
   const TensorUse dh_q = linear_backward(e, L + ".attn.q_proj", q_dim, d, dqc, t.h, t.wq, m.qkv_bias ? &bq : no_bias, g);
-  dh = e.pointwise(L + ".attn.grad_input_sum", EwFunc::kAdd, T * d, a, a, {dh, dh_q}, false);
+  dh = e.pointwise(L + ".attn.grad_input_sum", EwFunc::kAdd, T * d, r, r, {dh, dh_q}, false);
   const TensorUse din = rms_norm_backward(e, L + ".input_norm", t.input_norm, dh, g);
-  dx = e.pointwise(L + ".grad_residual_attn", EwFunc::kAdd, T * d, a, a, {dx, din}, false);
+  dx = e.pointwise(L + ".grad_residual_attn", EwFunc::kAdd, T * d, r, r, {dx, din}, false);
 }
 
 // The parameters in model.parameters() order, with their element counts.
@@ -253,14 +306,13 @@ void optimizer_step(StepEmitter& e, const std::vector<Param>& params, const Grad
   for (const Param& x : params) {
     elems.push_back(x.elems);
     p.push_back(x.weight);
-    const auto it = g.of.find(x.weight.tensor);
-    gr.push_back(it != g.of.end() ? it->second : e.b().state(x.weight.tensor + ".grad", x.weight.bytes));
+    gr.push_back(g.of_param(x.weight));
     const double bytes = static_cast<double>(x.weight.bytes);
     m1.push_back(e.b().state(x.weight.tensor + (opt == Optimizer::kSgd ? ".momentum" : ".exp_avg"), bytes));
     if (opt != Optimizer::kSgd) m2.push_back(e.b().state(x.weight.tensor + ".exp_avg_sq", bytes));
   }
   const auto& hw = e.hw();
-  const std::string t = a == DType::kFp16 ? "c10::Half" : "c10::BFloat16";
+  const std::string t = a == DType::kFp16 ? "c10::Half" : a == DType::kFp32 ? "float" : "c10::BFloat16";
   const auto run = [&](const std::string& label, const std::vector<std::vector<TensorUse>>& lists, int written,
                        const std::string& functor, double flops) {
     e.emit(label, models::lower_multi_tensor_apply(elems, a, lists, written, functor, flops, hw));
@@ -300,6 +352,33 @@ void optimizer_step(StepEmitter& e, const std::vector<Param>& params, const Grad
       fmt::format("PointwiseOpScalarListFunctor<{}, 3, 3, 0>, std::divides<float>", t), 3);
 }
 
+// torch.amp.GradScaler's step before the optimizer's (fp16 autocast): unscale_ takes the scale's
+// reciprocal in double (a cast, a reciprocal, a cast back), zeroes found_inf, and
+// _amp_foreach_non_finite_check_and_unscale_ multiplies every gradient by it (one
+// multi_tensor_apply over the gradients, written in place); step() then reads found_inf back to
+// the host (.item(), a sync) to decide whether to step. From torch/amp/grad_scaler.py (2.11).
+void grad_scaler_unscale(StepEmitter& e, const std::vector<Param>& params, const Grads& g) {
+  for (const char* label : {"grad_scaler.inv_scale_to_double", "grad_scaler.inv_scale_reciprocal",
+                            "grad_scaler.inv_scale_to_float", "grad_scaler.found_inf_zero"}) {
+    e.pointwise(label, EwFunc::kMulScalar, 1, kF32, kF32, {}, false);
+  }
+  std::vector<std::int64_t> elems;
+  std::vector<TensorUse> grads;
+  for (const Param& x : params) {
+    elems.push_back(x.elems);
+    grads.push_back(g.of_param(x.weight));
+  }
+  e.emit("grad_scaler.unscale",
+         models::lower_multi_tensor_apply(
+             elems, e.act(), {grads}, 1,
+             "UnaryOpFunctor<float, 1, 1, 0>, at::native::_amp_foreach_non_finite_check_and_unscale_cuda_"
+             "(c10::ArrayRef<at::Tensor>, at::Tensor&, at::Tensor const&)::{lambda(float)#1}",
+             2, e.hw()));
+  const TensorUse found_inf = e.new_act("grad_scaler.found_inf", 1, kF32);
+  e.emit("grad_scaler.found_inf_item", {models::detail::memcpy_launch(true, 4, found_inf, found_inf, e.hw())});
+  e.b().mark_host_sync();
+}
+
 // One micro-batch: the forward with the loss, then the backward into `g`.
 void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
   const auto& w = e.workload();
@@ -308,25 +387,30 @@ void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
   const DType a = e.act();
   auto& b = e.b();
   b.begin_phase("forward");
-  detail::lower_hf_eager_forward(w, e.s(), b, &tape);
+  detail::lower_hf_eager_forward(e, &tape);
   const LossTape loss = loss_forward(e, tape.logits);
   const bool scaled = w.accumulation_steps > 1;
   // The training loop divides each micro-batch's loss by the number of micro-batches.
   if (scaled) e.pointwise("loss.accumulation_scale", EwFunc::kMulScalar, 1, kF32, kF32, {}, false);
+  // fp16 autocast trains with torch.amp.GradScaler: scaler.scale(loss) multiplies by the scale.
+  const bool grad_scaler = w.autocast == DType::kFp16;
+  if (grad_scaler) e.pointwise("grad_scaler.scale", EwFunc::kMul, 1, kF32, kF32, {}, false);
 
   b.begin_phase("backward");
+  if (grad_scaler) e.pointwise("grad_scaler.grad_scale", EwFunc::kMul, 1, kF32, kF32, {}, false);
   if (scaled) e.pointwise("loss.grad_accumulation_scale", EwFunc::kMulScalar, 1, kF32, kF32, {}, false);
   const TensorUse dlogits = loss_backward(e, loss);
-  const TensorUse dhead = mm(e, "lm_head.grad_weight", m.vocab, d, T, dlogits, tape.hidden);
-  TensorUse dh = mm(e, "lm_head.grad_input", T, d, m.vocab, dlogits, tape.head);
+  const auto [dhead, dh] = gemm_backward(e, "lm_head", T, m.vocab, d, dlogits, tape.hidden, tape.head);
   TensorUse dx = rms_norm_backward(e, "final_norm", tape.final_norm, dh, g);
   const bool checkpointed = !tape.layer_inputs.empty();
   if (checkpointed) tape.layers.resize(static_cast<std::size_t>(m.layers));
   for (int i = static_cast<int>(m.layers) - 1; i >= 0; --i) {
     const auto at = static_cast<std::size_t>(i);
     if (checkpointed) {
-      // torch.utils.checkpoint: the layer's forward runs again from its saved input first.
+      // torch.utils.checkpoint: the layer's forward runs again from its saved input first (in
+      // an autocast region of its own under mixed precision: the weights are cast again).
       TensorUse x = tape.layer_inputs[at];
+      e.begin_autocast();
       detail::lower_hf_eager_layer(e, i, x, tape, &tape.layers[at]);
     }
     layer_backward(e, i, tape.layers[at], tape.cos, tape.sin, dx, g);
@@ -359,7 +443,11 @@ void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   for (const auto& [name, grad] : g.of) b.hold_to_end(grad);
   if (w.optimizer == Optimizer::kNone) return;
   b.begin_phase("optimizer");
-  optimizer_step(e, parameters(e, tape), g, w.optimizer);
+  const auto params = parameters(e, tape);
+  if (w.autocast == DType::kFp16) grad_scaler_unscale(e, params, g);
+  optimizer_step(e, params, g, w.optimizer);
+  // scaler.update(): _amp_update_scale_ grows or backs off the scale (one thread).
+  if (w.autocast == DType::kFp16) e.pointwise("grad_scaler.update", EwFunc::kMul, 1, kF32, kF32, {}, false);
 }
 
 }  // namespace gpusim::workloads

@@ -34,7 +34,10 @@ class OpLoweringCache {
   const hw::HardwareSpec& hw_;
   const models::KernelModelRegistry& models_;
   std::unordered_map<std::string, std::vector<hw::Launch>> lowered_;
-  using ElementwiseKey = std::tuple<models::EwFunc, std::int64_t, hw::DType, hw::DType, bool, std::int64_t, std::size_t>;
+  // Every field of the problem but its tensor names (input_types: a promoting op lowers to
+  // another kernel than the same op on inputs of one type).
+  using ElementwiseKey = std::tuple<models::EwFunc, std::int64_t, hw::DType, hw::DType, bool, std::int64_t,
+                                    std::size_t, std::vector<hw::DType>>;
   std::map<ElementwiseKey, std::vector<hw::Launch>> elementwise_;
 };
 

@@ -47,6 +47,20 @@ StepEmitter::StepEmitter(const ModelWorkload& w, const StepShape& s, ProgramBuil
   act_ = w.dtype == hw::DType::kTf32 ? hw::DType::kFp32
          : w.dtype == hw::DType::kFp8 ? hw::DType::kBf16
                                       : w.dtype;
+  if (w.autocast) {
+    amp_ = w.autocast;
+    math_ = *w.autocast;
+  }
+}
+
+hw::DType StepEmitter::dtype_of(const TensorUse& t) const {
+  const auto it = dtypes_.find(t.tensor);
+  return it != dtypes_.end() ? it->second : act_;
+}
+
+const StepEmitter::AutocastOperands* StepEmitter::autocast_operands(const std::string& label) const {
+  const auto it = amp_operands_.find(label);
+  return it != amp_operands_.end() ? &it->second : nullptr;
 }
 
 TensorUse StepEmitter::weight(const std::string& name, double elements) {
@@ -54,15 +68,36 @@ TensorUse StepEmitter::weight(const std::string& name, double elements) {
 }
 
 TensorUse StepEmitter::new_act(const std::string& name, double elements, hw::DType dtype) {
-  return b_.activation(name, elements * hw::bytes_per_element(dtype));
+  TensorUse t = b_.activation(name, elements * hw::bytes_per_element(dtype));
+  if (amp_) dtypes_[t.tensor] = dtype;
+  return t;
 }
 
 TensorUse StepEmitter::linear(const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
                               bool bias, const TensorUse& x, const TensorUse& w) {
-  const TensorUse y = new_act(label, static_cast<double>(M * N));
+  TensorUse xg = x, wg = w;
+  bool x_cast = false;
+  if (amp_) {
+    // Autocast's F.linear: the fp32 weight (and bias) cast once per region (its cache of leaf
+    // casts), the input cast unless it is already in the autocast type.
+    auto it = amp_weight_casts_.find(w.tensor);
+    if (it == amp_weight_casts_.end()) {
+      const TensorUse wc = pointwise(label + ".weight_cast", EwFunc::kCast, N * K, act_, *amp_, {w}, false);
+      if (bias) pointwise(label + ".bias_cast", EwFunc::kCast, N, act_, *amp_, {weight(label + ".bias", static_cast<double>(N))}, false);
+      it = amp_weight_casts_.emplace(w.tensor, wc).first;
+    }
+    wg = it->second;
+    const hw::DType xt = dtype_of(x);
+    if (xt != *amp_) {
+      xg = pointwise(label + ".input_cast", EwFunc::kCast, M * K, xt, *amp_, {x}, false);
+      x_cast = true;
+    }
+    amp_operands_[label] = AutocastOperands{xg, wg, x_cast};
+  }
+  const TensorUse y = new_act(label, static_cast<double>(M * N), lin());
   b_.emit_op(label, models::Op(models::OpKind::kLinear, math_, models::LinearShape{M, N, K, bias}),
-             {{"x", x}, {"w", w}, {"y", y}},
-             KernelSemantics{"linear", {x.tensor, w.tensor}, y.tensor, {M, N, K}, bias ? 1.0 : 0.0});
+             {{"x", xg}, {"w", wg}, {"y", y}},
+             KernelSemantics{"linear", {xg.tensor, wg.tensor}, y.tensor, {M, N, K}, bias ? 1.0 : 0.0});
   return y;
 }
 
@@ -96,6 +131,27 @@ TensorUse StepEmitter::pointwise(const std::string& label, EwFunc f, std::int64_
   // The problem's names are already program names: lower under the empty tag.
   if (sem.what.empty()) sem.what = ew_name(f);
   if (sem.inputs.empty()) sem.inputs = p.inputs;
+  sem.output = y.tensor;
+  b_.emit(label, b_.lowering().lower_elementwise(p), std::move(sem));
+  return y;
+}
+
+TensorUse StepEmitter::promoted(const std::string& label, EwFunc f, std::int64_t n,
+                                const std::vector<TensorUse>& inputs, hw::DType out, bool strided) {
+  const TensorUse y = new_act(label, static_cast<double>(n), out);
+  models::ElementwiseProblem p;
+  p.func = f;
+  p.n = n;
+  p.in = p.out = out;
+  p.strided = strided;
+  for (const auto& t : inputs) {
+    p.inputs.push_back(t.tensor);
+    p.input_types.push_back(dtype_of(t));
+  }
+  p.output = y.tensor;
+  KernelSemantics sem;
+  sem.what = ew_name(f);
+  sem.inputs = p.inputs;
   sem.output = y.tensor;
   b_.emit(label, b_.lowering().lower_elementwise(p), std::move(sem));
   return y;

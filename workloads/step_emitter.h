@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,23 @@ class StepEmitter {
   hw::DType act() const { return act_; }    // activation storage type
   hw::DType math() const { return math_; }  // GEMM type (tf32 for fp32 storage with tf32 math)
   double act_bytes() const { return hw::bytes_per_element(act_); }
+  // Mixed precision (a training step's `autocast`): the weights and the residual stream stay in
+  // fp32 (act()), and autocast runs each linear layer and attention in this type.
+  const std::optional<hw::DType>& amp() const { return amp_; }
+  // The type linear layers and attention produce: the autocast type, else act().
+  hw::DType lin() const { return amp_.value_or(act_); }
+  // The type an activation was created with (new_act, pointwise); act() for anything else.
+  hw::DType dtype_of(const TensorUse& t) const;
+  // Under autocast, what a linear layer's GEMM read: its input and weight after autocast's casts
+  // (the weight cast once per forward, autocast's cache), for the backward's GEMMs; and whether
+  // the input was cast (its gradient is cast back). Null without autocast or for an unknown label.
+  struct AutocastOperands {
+    TensorUse x, w;
+    bool x_cast = false;
+  };
+  const AutocastOperands* autocast_operands(const std::string& label) const;
+  // A new autocast region (each forward): its weight-cast cache starts empty.
+  void begin_autocast() { amp_weight_casts_.clear(); }
 
   TensorUse weight(const std::string& name, double elements);
   TensorUse new_act(const std::string& name, double elements, hw::DType dtype);
@@ -54,6 +72,10 @@ class StepEmitter {
   void batched_gemm(const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t batch,
                     hw::DType dtype, const TensorUse& a, const TensorUse& b, const TensorUse& c,
                     std::optional<KernelSemantics> sem = std::nullopt);
+  // A binary elementwise op whose inputs differ in type (bf16 and fp32 under autocast):
+  // TensorIterator promotes them to `out` and converts while loading.
+  TensorUse promoted(const std::string& label, EwFunc f, std::int64_t n, const std::vector<TensorUse>& inputs,
+                     hw::DType out, bool strided);
   // x.to(to) when the types differ; returns x unchanged otherwise.
   TensorUse cast(const std::string& label, std::int64_t n, hw::DType from, hw::DType to,
                  const TensorUse& x);
@@ -67,6 +89,10 @@ class StepEmitter {
   StepShape s_;
   ProgramBuilder& b_;
   hw::DType act_, math_;
+  std::optional<hw::DType> amp_;
+  std::map<std::string, hw::DType> dtypes_;                      // by tensor name
+  std::map<std::string, TensorUse> amp_weight_casts_;            // by weight tensor name
+  std::map<std::string, AutocastOperands> amp_operands_;         // by linear label
 };
 
 }  // namespace gpusim::workloads::detail

@@ -211,10 +211,6 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
   if (w.lowering == Lowering::kCs336Basics) return check_cs336_training(root, w);
   if (w.lowering != Lowering::kHfEager) root.fail("lowering", "phase train is lowered for hf-eager and cs336-basics only so far");
   if (w.attention != Attention::kSdpa) root.fail("attention", "phase train is lowered for sdpa attention only so far");
-  if (w.autocast) {
-    root.fail("autocast", "mixed precision training (fp32 weights under autocast) is not lowered for hf-eager "
-                          "yet; use dtype: bf16 or fp16");
-  }
   const hw::DType compute = w.autocast.value_or(w.dtype);
   if (compute != hw::DType::kBf16 && compute != hw::DType::kFp16) {
     root.fail("dtype", "phase train is lowered for bf16 and fp16 computation so far (fp32 weights under "

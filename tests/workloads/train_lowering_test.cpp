@@ -209,6 +209,87 @@ TEST(TrainLowering, OptimizerNoneStopsAfterTheBackward) {
   EXPECT_EQ(r.memory.gradients_bytes, r.memory.weights_bytes);
 }
 
+// The same model with fp32 weights under bf16 autocast (mixed precision).
+std::string amp_llama(const std::string& type = "bf16") {
+  std::string y = kLlama;
+  y.replace(y.find("dtype: bf16"), 11, "dtype: fp32");
+  return y + "autocast: " + type + "\n";
+}
+
+std::size_t count_suffix(const KernelDag& dag, std::size_t from, std::size_t to, const std::string& suffix) {
+  std::size_t n = 0;
+  for (std::size_t v = from; v < to; ++v) {
+    const std::string& op = dag[static_cast<KernelDag::Vertex>(v)].op;
+    if (op.size() >= suffix.size() && op.compare(op.size() - suffix.size(), suffix.size(), suffix) == 0) ++n;
+  }
+  return n;
+}
+
+// Autocast casts each fp32 weight to bf16 once per forward (its cache), the fp32 inputs of the
+// linear layers (the norms' outputs) each time, and the backward casts the weights' gradients
+// back to fp32 and the cast inputs' gradients too (hf_train_h100.json, the calibration amp case).
+TEST(TrainLowering, AutocastCastsWeightsOnceAndGradientsBackToFp32) {
+  const auto models = models::default_kernel_models();
+  const auto hw = h100();
+  OpLoweringCache lowering(hw, models);
+  const StepProgram step = build_step(workload(amp_llama()), "train", {2, 256, 0}, lowering);
+  ASSERT_EQ(step.phase_starts.size(), 3u);
+  const std::size_t bwd = step.phase_starts[1].second, opt = step.phase_starts[2].second;
+  // 2 layers x (q, k, v, o, gate, up, down) and the tied head: 15 weights; the inputs of q, k,
+  // v, gate, up (o_proj and down_proj read bf16) and of the head: 11.
+  EXPECT_EQ(count_suffix(step.dag, 0, bwd, ".weight_cast"), 15u);
+  EXPECT_EQ(count_suffix(step.dag, 0, bwd, ".input_cast"), 11u);
+  EXPECT_EQ(count_suffix(step.dag, bwd, opt, ".grad_weight_cast"), 15u);
+  EXPECT_EQ(count_suffix(step.dag, bwd, opt, ".grad_input_cast"), 11u);
+  EXPECT_EQ(count_suffix(step.dag, bwd, opt, ".weight_cast"), 0u);  // no recomputation
+  // sdpa's fp32 operands (rotated q and k, the promoted v cache) are cast for it, and back.
+  EXPECT_EQ(count_suffix(step.dag, 0, bwd, ".attn.q_cast"), 2u);
+  EXPECT_EQ(count_suffix(step.dag, bwd, opt, ".attn.grad_q_cast"), 2u);
+  // Memory: fp32 weights, fp32 gradients and fp32 AdamW moments.
+  const auto r = simulate_model(workload(amp_llama()), hw, hw::LaunchMode::kGraph, models);
+  const auto b = simulate_model(workload(kLlama), hw, hw::LaunchMode::kGraph, models);
+  EXPECT_EQ(r.memory.weights_bytes, 2 * b.memory.weights_bytes);
+  EXPECT_EQ(r.memory.gradients_bytes, r.memory.weights_bytes);
+  EXPECT_EQ(r.memory.optimizer_state_bytes, 2 * r.memory.weights_bytes);
+  // The casts and the fp32 optimizer (twice the bytes) cost time over the bf16 step.
+  EXPECT_GT(r.steps.front().kernel_time_us, b.steps.front().kernel_time_us);
+  EXPECT_GT(r.steps.front().phase_splits[2].kernel_time_us, b.steps.front().phase_splits[2].kernel_time_us);
+}
+
+// torch.utils.checkpoint re-enters autocast for each recomputed layer: its weights are cast again.
+TEST(TrainLowering, AutocastCheckpointingCastsAgainInTheBackward) {
+  const auto models = models::default_kernel_models();
+  const auto hw = h100();
+  OpLoweringCache lowering(hw, models);
+  const StepProgram step = build_step(workload(amp_llama() + "checkpointing: full\n"), "train", {2, 256, 0}, lowering);
+  const std::size_t bwd = step.phase_starts[1].second, opt = step.phase_starts[2].second;
+  EXPECT_EQ(count_suffix(step.dag, 0, bwd, ".weight_cast"), 15u);
+  EXPECT_EQ(count_suffix(step.dag, bwd, opt, ".weight_cast"), 14u);  // every layer's 7, not the head's
+}
+
+// fp16 autocast trains with GradScaler: the loss scaled, the gradients unscaled and checked for
+// infinities before the step, found_inf read by the host (a sync), the scale updated after.
+TEST(TrainLowering, Fp16AutocastStepsThroughGradScaler) {
+  const auto models = models::default_kernel_models();
+  const auto hw = h100();
+  OpLoweringCache lowering(hw, models);
+  const StepProgram fp16 = build_step(workload(amp_llama("fp16")), "train", {2, 256, 0}, lowering);
+  const StepProgram bf16 = build_step(workload(amp_llama()), "train", {2, 256, 0}, lowering);
+  const auto opt = ops_of(fp16.dag, fp16.phase_starts[2].second, fp16.dag.size());
+  ASSERT_GE(opt.size(), 8u);
+  EXPECT_EQ(opt[4], "grad_scaler.unscale");
+  EXPECT_EQ(opt[5], "grad_scaler.found_inf_item");
+  EXPECT_EQ(opt.back(), "grad_scaler.update");
+  bool synced = false;
+  for (std::size_t v = fp16.phase_starts[2].second; v < fp16.dag.size(); ++v) {
+    const auto& k = fp16.dag[static_cast<KernelDag::Vertex>(v)];
+    synced = synced || (k.op == "grad_scaler.found_inf_item" && k.host_sync);
+  }
+  EXPECT_TRUE(synced);
+  EXPECT_EQ(count_suffix(fp16.dag, 0, fp16.phase_starts[1].second, "grad_scaler.scale"), 1u);
+  EXPECT_EQ(count_suffix(bf16.dag, 0, bf16.dag.size(), "grad_scaler.unscale"), 0u);
+}
+
 TEST(TrainLowering, RefusesWhatItDoesNotLowerByKey) {
   EXPECT_EQ(expect_config_error([] { workload(std::string(kLlama) + "optimizer: lion\n"); }).key(), "optimizer");
   EXPECT_EQ(expect_config_error([] { workload(std::string(kLlama) + "autocast: bf16\n"); }).key(), "autocast");
