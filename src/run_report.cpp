@@ -202,8 +202,10 @@ RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWo
     const double per_token = 6.0 * static_cast<double>(workloads::parameter_count(m)) +
                              12.0 * static_cast<double>(m.layers * m.heads * m.head_dim * w.seq_len);
     t.model_flops = per_token * static_cast<double>(t.tokens);
-    // fp32 matmuls run on the FP32 pipes (tensor cores take tf32, not fp32): that is their peak.
-    const double peak = w.dtype == hw::DType::kFp32 ? hw.peak_fp32_flops() : hw.peak_tensor_flops(w.dtype);
+    // The matmuls' type (autocast's under mixed precision); fp32 matmuls run on the FP32 pipes
+    // (tensor cores take tf32, not fp32): that is their peak.
+    const hw::DType math = w.autocast.value_or(w.dtype);
+    const double peak = math == hw::DType::kFp32 ? hw.peak_fp32_flops() : hw.peak_tensor_flops(math);
     t.mfu_pct = peak > 0 ? 100.0 * t.model_flops / (r.total_us * 1e-6) / peak : 0;
     for (const auto& g : r.by_category) {
       if (g.name == "gemm") t.gemm_share_pct = g.time_share_pct;

@@ -114,6 +114,10 @@ TEST(RunModel, Fp32TrainMfuIsAgainstTheFp32Peak) {
     EXPECT_GT(t["mfu_pct"].get<double>(), 1.0) << hw;
     EXPECT_LT(t["mfu_pct"].get<double>(), 100.0) << hw;
   }
+  // Mixed precision: fp32 weights, bf16 matmuls under autocast; MFU against the bf16 tensor peak.
+  const auto amp = run_json(job("train-amp"), "h100")["training"];
+  EXPECT_GT(amp["mfu_pct"].get<double>(), 5.0);
+  EXPECT_LT(amp["mfu_pct"].get<double>(), 100.0);
 }
 
 TEST(RunModel, ProgressGoesToStderrOnlyWhenAsked) {
