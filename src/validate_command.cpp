@@ -204,6 +204,11 @@ const std::vector<SuiteSpec>& suites() {
        false, 0, false, false, false, true},
       {"train2-h200", "h200", "hf_train2_h200.json", "the same set 2 on an H200 SXM",
        false, 0, false, false, false, true},
+      {"train3-h100", "h100", "hf_train3_h100.json",
+       "training steps, set 3, on an H100 SXM5, 2026-11-25 20:31 UTC: mixture of experts (Qwen3-MoE, "
+       "Mixtral, DeepSeek-V2-Lite with MLA), Phi-3-mini and Gemma 3, bf16, AdamW; measured before these "
+       "families were lowered for training, each family's held-out cases compared once",
+       false, 0, false, false, false, true},
       {"host-h100", "h100", "host_walls_h100.json",
        "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "
        "H100 machine's host, one session (2026-11-24 23:41 UTC): the layer sweep the preset's host "
