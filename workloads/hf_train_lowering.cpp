@@ -11,7 +11,8 @@
 //     the projections' layout, the residual and fan-out sums, the embedding's backward;
 //   optimizer: torch.optim's foreach AdamW (8 multi_tensor_apply ops), fused AdamW or foreach
 //     SGD with momentum over the parameters in model.parameters() order.
-// Llama-style decoders (llama, mistral, qwen2 with its q/k/v biases, qwen3 with its q/k norms).
+// Llama-style decoders (llama, mistral, qwen2 with its q/k/v biases, qwen3 with its q/k norms),
+// and GPT-2, whose backward is workloads/hf_train_gpt2.cpp.
 #include <fmt/format.h>
 
 #include <map>
@@ -23,38 +24,24 @@
 #include "models/families.h"
 #include "models/training_kernels.h"
 #include "workloads/hf_eager_pieces.h"
+#include "workloads/hf_train_pieces.h"
 #include "workloads/step_emitter.h"
 
 namespace gpusim::workloads {
-namespace {
-using detail::LayerTape;
-using detail::RmsNormTape;
-using detail::StepEmitter;
-using hw::DType;
-using hw::TensorUse;
-using models::EwFunc;
 
-constexpr DType kF32 = DType::kFp32;
+namespace detail {
 
-// The parameters' gradients (.grad) by parameter tensor name. With gradient accumulation, a
-// micro-batch after the first adds its gradient into .grad (AccumulateGrad's in-place add).
-struct Grads {
-  StepEmitter* e = nullptr;
-  bool accumulate = false;
-  std::map<std::string, TensorUse> of;
-  void add(const TensorUse& param, const TensorUse& grad) {
-    auto it = of.find(param.tensor);
-    if (!accumulate || it == of.end()) {
-      of[param.tensor] = grad;
-      return;
-    }
-    const auto n = static_cast<std::int64_t>(static_cast<double>(grad.bytes) / e->act_bytes());
-    it->second = e->pointwise(param.tensor + ".accumulate_grad", EwFunc::kAdd, n, e->act(), e->act(),
-                              {it->second, grad}, false);
+void Grads::add(const TensorUse& param, const TensorUse& grad) {
+  auto it = of.find(param.tensor);
+  if (!accumulate || it == of.end()) {
+    of[param.tensor] = grad;
+    return;
   }
-};
+  const auto n = static_cast<std::int64_t>(static_cast<double>(grad.bytes) / e->act_bytes());
+  it->second = e->pointwise(param.tensor + ".accumulate_grad", EwFunc::kAdd, n, e->act(), e->act(),
+                            {it->second, grad}, false);
+}
 
-// C[M, N] = A[M, K] @ B[K, N] as autograd's mm (cuBLAS, the layouts' transposes aside).
 TensorUse mm(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
              const TensorUse& a, const TensorUse& b) {
   const TensorUse c = e.new_act(label, static_cast<double>(M * N));
@@ -62,8 +49,6 @@ TensorUse mm(StepEmitter& e, const std::string& label, std::int64_t M, std::int6
   return c;
 }
 
-// The backward of y[T, N] = x[T, K] @ W[N, K]^T (+ bias): the weight's gradient first
-// (dY^T @ X), then the input's (dY @ W), as autograd's addmm/mm backward orders them.
 TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t N, std::int64_t K,
                           const TensorUse& dy, const TensorUse& x, const TensorUse& w, const TensorUse* bias,
                           Grads& g) {
@@ -77,6 +62,21 @@ TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t
   }
   return dx;
 }
+
+}  // namespace detail
+
+namespace {
+using detail::Grads;
+using detail::LayerTape;
+using detail::linear_backward;
+using detail::mm;
+using detail::RmsNormTape;
+using detail::StepEmitter;
+using hw::DType;
+using hw::TensorUse;
+using models::EwFunc;
+
+constexpr DType kF32 = DType::kFp32;
 
 // LlamaRMSNorm's backward through its forward ops (x.float(); pow; mean; + eps; rsqrt; mul;
 // .to(bf16); weight *): the weight's gradient (a product and a column sum), then the fp32 chain
@@ -210,12 +210,10 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const TensorUse& 
 }
 
 // The parameters in model.parameters() order, with their element counts.
-struct Param {
-  TensorUse weight;
-  std::int64_t elems;
-};
+using Param = detail::TrainParam;
 std::vector<Param> parameters(StepEmitter& e, const detail::ForwardTape& tape) {
   const auto& m = e.m();
+  if (m.positions == Positions::kLearned) return detail::gpt2_parameters(e, tape);
   const double eb = e.act_bytes();
   std::vector<Param> out;
   const auto add = [&](const TensorUse& w) { out.push_back({w, static_cast<std::int64_t>(static_cast<double>(w.bytes) / eb)}); };
@@ -319,17 +317,22 @@ void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
   const TensorUse dlogits = loss_backward(e, loss);
   const TensorUse dhead = mm(e, "lm_head.grad_weight", m.vocab, d, T, dlogits, tape.hidden);
   TensorUse dh = mm(e, "lm_head.grad_input", T, d, m.vocab, dlogits, tape.head);
-  TensorUse dx = rms_norm_backward(e, "final_norm", tape.final_norm, dh, g);
-  const bool checkpointed = !tape.layer_inputs.empty();
-  if (checkpointed) tape.layers.resize(static_cast<std::size_t>(m.layers));
-  for (int i = static_cast<int>(m.layers) - 1; i >= 0; --i) {
-    const auto at = static_cast<std::size_t>(i);
-    if (checkpointed) {
-      // torch.utils.checkpoint: the layer's forward runs again from its saved input first.
-      TensorUse x = tape.layer_inputs[at];
-      detail::lower_hf_eager_layer(e, i, x, tape, &tape.layers[at]);
+  TensorUse dx;
+  if (m.positions == Positions::kLearned) {
+    dx = detail::gpt2_backward(e, tape, dh, g);
+  } else {
+    dx = rms_norm_backward(e, "final_norm", tape.final_norm, dh, g);
+    const bool checkpointed = !tape.layer_inputs.empty();
+    if (checkpointed) tape.layers.resize(static_cast<std::size_t>(m.layers));
+    for (int i = static_cast<int>(m.layers) - 1; i >= 0; --i) {
+      const auto at = static_cast<std::size_t>(i);
+      if (checkpointed) {
+        // torch.utils.checkpoint: the layer's forward runs again from its saved input first.
+        TensorUse x = tape.layer_inputs[at];
+        detail::lower_hf_eager_layer(e, i, x, tape, &tape.layers[at]);
+      }
+      layer_backward(e, i, tape.layers[at], tape.cos, tape.sin, dx, g);
     }
-    layer_backward(e, i, tape.layers[at], tape.cos, tape.sin, dx, g);
   }
   const TensorUse demb = e.new_act("embed_tokens.grad_weight", static_cast<double>(m.vocab * d));
   e.emit("embed_tokens.grad_weight", models::lower_embedding_backward(T, m.vocab, d, a, tape.ids, dx, demb, e.hw()));
