@@ -323,7 +323,8 @@ TensorUse attention_core(StepEmitter& e, const std::string& label, const TensorU
   } else {
     e.b().emit_op(label + ".sdpa",
                   models::Op(models::OpKind::kSdpa, e.act(),
-                             models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, !masked, 0, masked}),
+                             models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, !masked, 0, masked,
+                                               gpt2_dropout(e)}),
                   names, masked ? std::nullopt : std::optional<Sem>(sem));
   }
   return o;

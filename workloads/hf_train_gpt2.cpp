@@ -92,7 +92,7 @@ void block_backward(StepEmitter& e, int i, const LayerTape& t, TensorUse& dx, Gr
   TensorUse dv = e.new_act(L + ".attn.grad_v", static_cast<double>(T * kv_dim));
   e.emit(L + ".attn.sdpa_backward",
          models::lower_sdpa_backward(e.s().batch, m.heads, m.kv_heads, e.s().new_tokens, m.head_dim, true, a,
-                                     t.q_rot, t.k_rot, t.v, t.attn, dattn, dq, dk, dv, e.hw()));
+                                     t.q_rot, t.k_rot, t.v, t.attn, dattn, dq, dk, dv, e.hw(), true));
   if (G.cached) {
     // k and v reached sdpa through the cache's cat: their gradients come back in the cat's
     // [B, H, S, D] layout and are copied into the split views' layout.

@@ -315,7 +315,13 @@ void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
   b.begin_phase("backward");
   if (scaled) e.pointwise("loss.grad_accumulation_scale", EwFunc::kMulScalar, 1, kF32, kF32, {}, false);
   const TensorUse dlogits = loss_backward(e, loss);
-  const TensorUse dhead = mm(e, "lm_head.grad_weight", m.vocab, d, T, dlogits, tape.hidden);
+  // The head's weight gradient dlogits^T h: cuBLAS sees the row-major [V, d] result as the
+  // column-major d x V product h^T dlogits, whose rows of dlogits are V long. An odd vocabulary
+  // (GPT-2's 50257) leaves them unaligned: the product is described as cuBLAS runs it, so the
+  // GEMM model's alignment rule sees V (hf_train_h100.json: cutlass_75 ..._align1 kernels).
+  const bool aligned_vocab = m.vocab % 8 == 0;
+  const TensorUse dhead = aligned_vocab ? mm(e, "lm_head.grad_weight", m.vocab, d, T, dlogits, tape.hidden)
+                                        : mm(e, "lm_head.grad_weight", d, m.vocab, T, tape.hidden, dlogits);
   TensorUse dh = mm(e, "lm_head.grad_input", T, d, m.vocab, dlogits, tape.head);
   TensorUse dx;
   if (m.positions == Positions::kLearned) {
