@@ -163,7 +163,8 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
       // softmax as in FlashAttention.
       w.tensor_flops = 4.0 * a.scores * static_cast<double>(d_tile) *
                        (p.masked ? kMaskedTileSlowdown : 1.0);
-      w.fp32_flops = 4.0 * a.scores + a.scores / kTileN * static_cast<double>(p.D);
+      w.fp32_flops = 4.0 * a.scores + a.scores / kTileN * static_cast<double>(p.D) +
+                     (p.dropout ? kDropoutOpsPerScore * a.scores : 0.0);
       w.sfu_ops = a.scores + a.scores / kTileN;
       const double q = a.rows * static_cast<double>(p.D) * e;
       w.l2_bytes = 2.0 * q + 2.0 * a.keys * static_cast<double>(p.D) * e;  // Q in, O out, K and V

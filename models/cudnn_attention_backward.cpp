@@ -11,6 +11,7 @@
 #include <string>
 
 #include "models/common.h"
+#include "models/flash_common.h"
 #include "sim/error.h"
 
 namespace gpusim::models {
@@ -74,7 +75,7 @@ std::vector<Launch> lower_sdpa_backward(std::int64_t B, std::int64_t Hq, std::in
                                         std::int64_t D, bool causal, hw::DType dtype, const TensorUse& q,
                                         const TensorUse& k, const TensorUse& v, const TensorUse& o,
                                         const TensorUse& grad_o, const TensorUse& grad_q, const TensorUse& grad_k,
-                                        const TensorUse& grad_v, const hw::HardwareSpec& hw) {
+                                        const TensorUse& grad_v, const hw::HardwareSpec& hw, bool dropout) {
   if (B <= 0 || Hq <= 0 || Hkv <= 0 || S <= 0 || D <= 0) throw ModelError("sdpa backward: sizes must be positive");
   if (Hq % Hkv != 0) throw ModelError("sdpa backward: query heads must be a multiple of KV heads");
   if (D % 8 != 0 || D > 256) throw ModelError("sdpa backward: cuDNN needs a head dimension multiple of 8, at most 256");
@@ -152,7 +153,7 @@ std::vector<Launch> lower_sdpa_backward(std::int64_t B, std::int64_t Hq, std::in
     w.tensor_flops = p * pair_flops;
     // Per score: P = exp2(S - LSE), dS = P (dP - D), both rounded to 16 bits for their matmuls.
     const double scores = p * kBpropTile * kBpropTile;
-    w.fp32_flops = 6.0 * scores;
+    w.fp32_flops = 6.0 * scores + (dropout ? kDropoutOpsPerScore * scores : 0.0);
     w.sfu_ops = scores;
     // K and V in and dK and dV out per unit; per tile pair Q and dO in, their LSE and D rows,
     // and dQ's 64 x D fp32 atomic adds.

@@ -31,6 +31,7 @@ struct Func {
   double sfu_per_elt = 0;   // special-function ops per element
   int regs = 32;            // registers per thread (ops_h100.csv)
   std::string functor;      // the kernel's functor, as the profiler names it
+  int bool_inputs = 0;      // further inputs of one byte an element (dropout's mask)
 };
 
 std::string scalar_name(hw::DType d) {
@@ -128,6 +129,12 @@ Func func_of(const ElementwiseProblem& p) {
     case EwFunc::kSigmoidBackward:  // grad * (1 - y) * y from sigmoid's output y
       return {2, 2, 0, 32,
               fmt::format("at::native::sigmoid_backward_kernel_cuda(at::TensorIteratorBase&)::{{lambda({0}, {0})#1}}", t)};
+    case EwFunc::kTanhBackward:  // grad * (1 - y * y) from tanh's output y
+      return {2, 2, 0, 32,
+              fmt::format("at::native::tanh_backward_kernel_cuda(at::TensorIteratorBase&)::{{lambda({0}, {0})#1}}", t)};
+    case EwFunc::kMaskedScale:  // grad * mask * scale: a select and a multiply
+      return {1, 2, 0, 32,
+              fmt::format("at::native::(anonymous namespace)::masked_scale_kernel<bool, {}, float>", t), 1};
     case EwFunc::kMaskedFill:  // select
       return {1, 1, 0, 18,
               "at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::"
@@ -146,7 +153,7 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
   const double in_b = detail::elt_bytes(p.in), out_b = detail::elt_bytes(p.out);
   // Type promotion: some input is converted as it loads (ElementwiseProblem::input_types).
   bool promoting = false;
-  double in_bytes = f.arity * in_b;  // bytes read per element, over the tensor inputs
+  double in_bytes = f.arity * in_b + f.bool_inputs;  // bytes read per element, over the tensor inputs
   if (!p.input_types.empty()) {
     in_bytes = 0;
     for (const hw::DType t : p.input_types) {
@@ -182,7 +189,7 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
   switch (path) {
     case Path::kVectorized:
       l.name = fmt::format("void at::native::vectorized_elementwise_kernel<{}, {}, std::array<char*, {}ul> >",
-                           vec, f.functor, f.arity + 1);
+                           vec, f.functor, f.arity + f.bool_inputs + 1);
       break;
     case Path::kUnrolled:
       l.name = fmt::format(

@@ -57,6 +57,9 @@ enum class EwFunc {
   // hand-written model code's loss and backward: logsumexp's log and abs, sigmoid's backward,
   // torch.amax's backward compare (a bool result)
   kLog, kAbs, kSigmoidBackward, kEq,
+  // GPT-2's training step: gelu_new's tanh backward (grad * (1 - y^2)) and dropout's backward
+  // (masked_scale_kernel: grad times a bool mask times 1 / (1 - p); the mask is one byte an element)
+  kTanhBackward, kMaskedScale,
 };
 struct ElementwiseProblem {
   EwFunc func = EwFunc::kAdd;

@@ -181,6 +181,7 @@ std::vector<Launch> FlashAttentionModel::lower(const Op& op, const hw::HardwareS
   p.causal = s.causal;
   p.window = s.window;
   p.masked = s.masked;
+  p.dropout = s.dropout;
   p.dtype = op.dtype();
   p.tag = tag;
   // PyTorch 2.11 prefers cuDNN's fused attention on sm_90 (ops_h100.csv: every default-backend

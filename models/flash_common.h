@@ -31,6 +31,14 @@ std::string flash_traits_name(const FlashTraits& t);
 // "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, ...>, ...>" names.
 std::string fmt_flash_name(const char* kernel, const FlashTraits& t, bool causal);
 
+// Attention dropout inside the fused kernels (cuDNN's sdpa with dropout_p > 0): the Philox
+// 4x32-10 draws (ten rounds of two wide 32-bit multiplies on the half-rate IMAD path and the
+// xors, for four numbers), the threshold compare, the select and the 1 / (1 - p) scale, charged
+// to the FP32 pipe in its FLOP units (2 a lane-cycle) a score, forward and again in the backward
+// (which regenerates the mask). Fitted on cuDNN's forward in GPT-2's calibration case
+// (hf_train_h100.json, b8 s512: 37.8 us with dropout against 15.8 us modeled without).
+constexpr double kDropoutOpsPerScore = 75.0;
+
 // One flash_fwd_kernel launch: B batches, H query heads over Hk KV heads, Sq queries against
 // Sk keys of head dimension D.
 struct FlashFwdProblem {
@@ -38,6 +46,7 @@ struct FlashFwdProblem {
   bool causal = false;
   std::int64_t window = 0;  // causal sliding window (keys per query, itself included); 0: none
   bool masked = false;      // an additive mask tensor (SdpaShape::masked)
+  bool dropout = false;     // dropout on the probabilities (SdpaShape::dropout)
   hw::DType dtype = hw::DType::kBf16;
   std::string tag;                              // the op's tag
   std::string q = "q", k = "k", v = "v", o = "o";  // tensor names under the tag

@@ -45,6 +45,8 @@ struct SdpaShape {
   // An explicit additive mask (attn_mask, as transformers passes for windows and padding): no
   // tile is skipped and each score tile adds the mask's tile.
   bool masked = false;
+  // dropout_p > 0 (a model in training mode): the kernel draws a Philox number per score.
+  bool dropout = false;
 };
 struct SdpaDecodeShape {
   std::int64_t B, Hq, Hkv, L, D;  // Hq is a multiple of Hkv (grouped-query attention)

@@ -3,7 +3,8 @@
 // embedding's backward, cuDNN's fused attention backward, and the optimizers' foreach
 // (multi_tensor_apply) and fused kernels. Checked against validation/data/hf_train_h100.json
 // (PyTorch 2.11, cuDNN 9.19). One file a family: loss_kernels.cpp, column_sum.cpp,
-// embedding_backward.cpp, cudnn_attention_backward.cpp, foreach_kernels.cpp; and, for
+// embedding_backward.cpp, cudnn_attention_backward.cpp, foreach_kernels.cpp,
+// layer_norm_backward.cpp and dropout.cpp (GPT-2); and, for
 // hand-written model code (cs336_basics, written from ATen's source and checked against
 // validation/data/cs336_train_h100.json), amax_backward.cpp and scatter_gather.cpp. Tensor uses
 // come in already named (the caller owns the names).
@@ -56,7 +57,8 @@ std::vector<Launch> lower_embedding_backward(std::int64_t T, std::int64_t V, std
                                              const TensorUse& ids, const TensorUse& grad_out,
                                              const TensorUse& grad_table, const hw::HardwareSpec& hw);
 
-// The backward of F.scaled_dot_product_attention as cuDNN runs it on sm_90 (causal, no dropout):
+// The backward of F.scaled_dot_product_attention as cuDNN runs it on sm_90 (causal; `dropout`: the
+// mask regenerated from the Philox state in the fused kernel):
 // a memset, dot(dO, O) per row, the fused flash backward (dQ accumulated in fp32), dQ's
 // conversion to 16 bits and, with grouped-query attention (Hq > Hkv), the reductions of dK and dV
 // over each group's heads. Shapes as the forward's: B sequences of S tokens, head dim D.
@@ -64,7 +66,8 @@ std::vector<Launch> lower_sdpa_backward(std::int64_t B, std::int64_t Hq, std::in
                                         std::int64_t D, bool causal, hw::DType dtype, const TensorUse& q,
                                         const TensorUse& k, const TensorUse& v, const TensorUse& o,
                                         const TensorUse& grad_o, const TensorUse& grad_q, const TensorUse& grad_k,
-                                        const TensorUse& grad_v, const hw::HardwareSpec& hw);
+                                        const TensorUse& grad_v, const hw::HardwareSpec& hw,
+                                        bool dropout = false);
 
 // One torch._foreach_* op over tensor lists as multi_tensor_apply launches it: chunks of 65536
 // elements, at most 320 CTAs (chunks) and depth-dependent tensor counts per launch ({110, 64,
@@ -104,5 +107,20 @@ std::vector<Launch> lower_index_put_accumulate(std::int64_t T, std::int64_t V, s
 std::vector<Launch> lower_fused_adamw(const std::vector<std::int64_t>& elems, hw::DType param_dtype,
                                       hw::DType state_dtype, const std::vector<std::vector<TensorUse>>& lists,
                                       const hw::HardwareSpec& hw);
+
+// LayerNorm's backward over R rows of C (models/layer_norm_backward.cpp): the input's gradient
+// (layer_norm_grad_input_kernel_vectorized, a CTA a row) from dY, X, gamma and the saved
+// statistics, then gamma's and beta's (GammaBetaBackwardCUDAKernelTemplate, a CTA per 32 columns).
+std::vector<Launch> lower_layer_norm_backward(std::int64_t R, std::int64_t C, hw::DType dtype, const TensorUse& x,
+                                              const TensorUse& weight, const TensorUse& grad_y,
+                                              const TensorUse& grad_x, const TensorUse& grad_weight,
+                                              const TensorUse& grad_bias, const hw::HardwareSpec& hw);
+
+// nn.Dropout in training mode over n elements (models/dropout.cpp): fused_dropout_kernel_vec
+// writes the output and a bool mask; the backward is EwFunc::kMaskedScale. cuDNN attention with
+// dropout unpacks the Philox seed and offset first (lower_philox_unpack, one thread).
+Launch lower_dropout(std::int64_t n, hw::DType dtype, const TensorUse& in, const TensorUse& out,
+                     const TensorUse& mask, const hw::HardwareSpec& hw);
+Launch lower_philox_unpack(const TensorUse& seeds, const hw::HardwareSpec& hw);
 
 }  // namespace gpusim::models

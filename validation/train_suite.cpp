@@ -28,7 +28,6 @@ Comparison row(const std::string& label, const std::string& family, bool held_ou
 
 // Families the train lowering refuses so far, by the cases' model_type.
 const std::set<std::string> kNotLowered{
-    "gpt2",         // LayerNorm, GELU, Conv1D
     "qwen3_moe",    // mixture of experts
     "mixtral",      // mixture of experts
     "deepseek_v2",  // multi-head latent attention, mixture of experts
@@ -47,7 +46,9 @@ std::vector<Comparison> compare_train_steps(const std::filesystem::path& json, c
     for (const auto& c : doc.at("cases")) {
       const std::string id = c.at("id").get<std::string>();
       const std::string precision = c.at("precision").get<std::string>();
-      if (kNotLowered.count(c.at("model_type").get<std::string>()) > 0) {
+      const std::string type = c.at("model_type").get<std::string>();
+      // GPT-2 under autocast (LayerNorm kept in fp32, Conv1D's addmm cast) is not lowered yet.
+      if (kNotLowered.count(type) > 0 || (type == "gpt2" && precision != "bf16")) {
         ++not_modeled;
         continue;
       }

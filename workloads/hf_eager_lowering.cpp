@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "models/common.h"
+#include "models/training_kernels.h"
 #include "sim/error.h"
 #include "workloads/hf_eager_pieces.h"
 #include "workloads/step_emitter.h"
@@ -35,6 +36,18 @@ Sem with_scalar(double v) { return Sem{"", {}, "", {}, v}; }
 constexpr DType kF32 = DType::kFp32;
 
 bool is_gpt2_style(const ModelConfig& m) { return m.positions == Positions::kLearned; }
+
+// GPT-2 in a training step (model.train()): nn.Dropout after the embeddings and after each
+// c_proj (fused_dropout_kernel_vec, a bool mask kept for the backward), and dropout inside sdpa.
+bool gpt2_dropout(const StepEmitter& e) { return is_gpt2_style(e.m()) && e.workload().phase == Phase::kTrain; }
+
+TensorUse dropout(StepEmitter& e, const std::string& label, const TensorUse& x, std::int64_t n, TensorUse* mask_out) {
+  const TensorUse y = e.new_act(label, static_cast<double>(n));
+  const TensorUse mask = e.new_bytes(label + ".mask", static_cast<double>(n));
+  e.emit(label, {models::lower_dropout(n, e.act(), x, y, mask, e.hw())});
+  if (mask_out) *mask_out = mask;
+  return y;
+}
 
 // create_causal_mask checks whether the 2-D mask is all ones (then sdpa runs with is_causal and
 // no mask): two copies of the mask, a sum, a compare and a read-back to the host.
@@ -153,17 +166,20 @@ TensorUse rms_norm(StepEmitter& e, const std::string& label, const TensorUse& x,
   return rms_norm_rows(e, label, x, e.tokens(), e.m().d_model, false, tape);
 }
 
-TensorUse layer_norm(StepEmitter& e, const std::string& label, const TensorUse& x) {
+// nn.LayerNorm; `tape`, when given, gets its input and its weight (weight and bias together).
+TensorUse layer_norm(StepEmitter& e, const std::string& label, const TensorUse& x, detail::RmsNormTape* tape) {
   const std::int64_t T = e.tokens(), d = e.m().d_model;
   const TensorUse y = e.new_act(label, static_cast<double>(T * d));
+  const TensorUse w = e.weight(label + ".weight", 2.0 * static_cast<double>(d));
   e.b().emit_op(label, models::Op(models::OpKind::kLayerNorm, e.act(), models::RowShape{T, d}),
-                {{"x", x}, {"y", y}, {"weight", e.weight(label + ".weight", 2.0 * static_cast<double>(d))}});
+                {{"x", x}, {"y", y}, {"weight", w}});
+  if (tape) *tape = detail::RmsNormTape{x, {}, {}, {}, w, T, d};
   return y;
 }
 
 TensorUse norm(StepEmitter& e, const std::string& label, const TensorUse& x,
                detail::RmsNormTape* tape = nullptr) {
-  return e.m().norm == Norm::kRmsNorm ? rms_norm(e, label, x, tape) : layer_norm(e, label, x);
+  return e.m().norm == Norm::kRmsNorm ? rms_norm(e, label, x, tape) : layer_norm(e, label, x, tape);
 }
 
 // apply_rotary_pos_emb for `heads` heads: x*cos + rotate_half(x)*sin. q and k are transposed
@@ -347,7 +363,8 @@ TensorUse attention_core(StepEmitter& e, const std::string& label, const TensorU
   } else {
     e.b().emit_op(label + ".sdpa",
                   models::Op(models::OpKind::kSdpa, e.lin(),
-                             models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, !masked, 0, masked}),
+                             models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, !masked, 0, masked,
+                                               gpt2_dropout(e)}),
                   names, masked ? std::nullopt : std::optional<Sem>(sem));
   }
   return o;
@@ -391,7 +408,8 @@ TensorUse mlp(StepEmitter& e, const std::string& label, const TensorUse& h, std:
     }
     return e.linear(label + ".down_proj", T, d, width, m.mlp_bias, p, wd);
   }
-  const TensorUse f = e.linear(label + ".c_fc", T, width, d, m.mlp_bias, h, e.weight(label + ".c_fc", dw));
+  const TensorUse w_fc = e.weight(label + ".c_fc", dw);
+  const TensorUse f = e.linear(label + ".c_fc", T, width, d, m.mlp_bias, h, w_fc);
   // NewGELUActivation: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).
   const TensorUse half = e.pointwise(label + ".gelu.half", EwFunc::kMulScalar, n, a, a, {f}, false);
   const TensorUse cube = e.pointwise(label + ".gelu.pow", EwFunc::kPowScalar, n, a, a, {f}, false);
@@ -401,7 +419,19 @@ TensorUse mlp(StepEmitter& e, const std::string& label, const TensorUse& h, std:
   const TensorUse th = e.pointwise(label + ".gelu.tanh", EwFunc::kTanh, n, a, a, {sc}, false);
   const TensorUse one = e.pointwise(label + ".gelu.add_one", EwFunc::kAddScalar, n, a, a, {th}, false);
   const TensorUse act = e.pointwise(label + ".gelu.mul_out", EwFunc::kMul, n, a, a, {half, one}, false);
-  return e.linear(label + ".c_proj", T, d, width, m.mlp_bias, act, e.weight(label + ".c_proj", dw));
+  const TensorUse w_proj = e.weight(label + ".c_proj", dw);
+  if (tape) {
+    tape->h2 = h;
+    auto& g = tape->gpt2;
+    g.w_fc = w_fc;
+    g.w_mlp_proj = w_proj;
+    g.fc = f;
+    g.gelu_half = half;
+    g.gelu_tanh = th;
+    g.gelu_one = one;
+    g.gelu_out = act;
+  }
+  return e.linear(label + ".c_proj", T, d, width, m.mlp_bias, act, w_proj);
 }
 
 // DeepseekV2Moe / DeepseekV3MoE's router: F.linear(hidden.float(), weight.float()), softmax or
@@ -710,10 +740,15 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
     bool dense_k = true, dense_v = true;
     if (is_gpt2_style(m)) {
       // Conv1D c_attn: one addmm, then q, k, v are strided views of its output.
-      const TensorUse qkv = e.linear(L + ".attn.c_attn", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h,
-                                     e.weight(L + ".attn.c_attn", static_cast<double>(d * (q_dim + 2 * kv_dim))));
+      const TensorUse w_attn = e.weight(L + ".attn.c_attn", static_cast<double>(d * (q_dim + 2 * kv_dim)));
+      const TensorUse qkv = e.linear(L + ".attn.c_attn", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h, w_attn);
       q = k = v = qkv;
       dense_k = dense_v = false;
+      if (tape) {
+        tape->h = h;
+        tape->v = qkv;
+        tape->gpt2.w_attn = w_attn;
+      }
     } else if (m.fused_qkv) {
       // Phi3Attention: one qkv_proj; q, k, v are slices of it (k is rotated into a new tensor).
       const TensorUse qkv = e.linear(L + ".attn.qkv_proj", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h,
@@ -766,6 +801,9 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
     const bool no_cache = e.workload().phase == Phase::kTrain && e.workload().checkpointing == Checkpointing::kFull;
     const TensorUse kc = no_cache ? k : cache_append(e, L + ".attn", "k", k, dense_k, keys.past, keys.window_full);
     const TensorUse vc = no_cache ? v : cache_append(e, L + ".attn", "v", v, dense_v, keys.past, keys.window_full);
+    if (tape) tape->gpt2.cached = !no_cache;
+    // sdpa with dropout_p > 0 (GPT-2 in training): cuDNN's Philox seed and offset unpacked first.
+    if (gpt2_dropout(e)) e.emit(L + ".attn.philox_unpack", {models::lower_philox_unpack(e.b().state("philox_seed", 16), e.hw())});
     // fp32 SDPA has no fused kernel modeled (PyTorch would run its mem-efficient kernel): it is
     // charged as the math backend, the same kernels as written-out attention.
     const bool naive = e.workload().attention == Attention::kNaive || e.lin() == DType::kFp32;
@@ -793,6 +831,7 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
     }
     const TensorUse wo = e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d));
     proj = e.linear(L + (is_gpt2_style(m) ? ".attn.c_proj" : ".attn.o_proj"), T, d, q_dim, m.attn_out_bias, out, wo);
+    if (gpt2_dropout(e)) proj = dropout(e, L + ".attn.resid_dropout", proj, T * d, tape ? &tape->gpt2.attn_drop_mask : nullptr);
     if (tape) {
       tape->attn = att;
       tape->attn_out = out;
@@ -805,6 +844,7 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
   const TensorUse h2 = norm(e, L + (m.sandwich_norms ? ".pre_feedforward_norm" : ".post_attention_norm"), x,
                             tape ? &tape->post_norm : nullptr);
   TensorUse f = m.moe_layer(i) ? moe(e, L + ".moe", h2, expert_weights) : mlp(e, L + ".mlp", h2, m.d_ff, tape);
+  if (gpt2_dropout(e)) f = dropout(e, L + ".mlp.dropout", f, T * d, tape ? &tape->gpt2.mlp_drop_mask : nullptr);
   if (m.sandwich_norms) f = norm(e, L + ".post_feedforward_norm", f);
   x = residual_add(e, L + ".residual_mlp", x, f);
 }
@@ -840,7 +880,22 @@ void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
     // Gemma: hidden * normalizer, a 0-dim tensor (the broadcasting kernel).
     x = e.pointwise("embed_scale", EwFunc::kMul, T * d, e.act(), e.act(), {x}, true);
   }
-  if (is_gpt2_style(m)) {
+  if (is_gpt2_style(m) && w.phase == Phase::kTrain) {
+    // GPT2Model in training: position_ids from cache_position (arange, + past length), wpe
+    // gathered for one sequence and broadcast over the batch, then drop(...).
+    const TensorUse wpe = e.weight("embed_positions", static_cast<double>(*m.max_positions * d));
+    const TensorUse posr = e.new_bytes("positions", static_cast<double>(s.new_tokens) * 8);
+    e.emit("positions.arange", {models::lower_arange(s.new_tokens, posr, e.hw())});
+    const TensorUse pos_ids = e.pointwise("positions.add", EwFunc::kAddScalar, s.new_tokens, kF32, kF32, {posr}, false);
+    const TensorUse pos = e.new_act("embed_positions", static_cast<double>(s.new_tokens * d));
+    e.emit("embed_positions", {models::lower_embedding_lookup(s.new_tokens, d, e.act(), wpe, pos, e.hw())});
+    x = e.pointwise("embed_add", EwFunc::kAdd, T * d, e.act(), e.act(), {x, pos}, true);
+    x = dropout(e, "embed_dropout", x, T * d, tape ? &tape->embed_drop_mask : nullptr);
+    if (tape) {
+      tape->positions = pos_ids;
+      tape->wpe = wpe;
+    }
+  } else if (is_gpt2_style(m)) {
     const TensorUse wpe = e.weight("embed_positions", static_cast<double>(*m.max_positions * d));
     const TensorUse pos = e.new_act("embed_positions", static_cast<double>(T * d));
     e.emit("embed_positions", {models::lower_embedding_lookup(T, d, e.act(), wpe, pos, e.hw())});

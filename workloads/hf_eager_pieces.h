@@ -24,7 +24,19 @@ struct RmsNormTape {
 TensorUse rms_norm_rows(StepEmitter& e, const std::string& label, const TensorUse& x, std::int64_t rows,
                         std::int64_t width, bool strided_input, RmsNormTape* tape = nullptr);
 
-// What a training step's backward reads of one decoder layer's forward (llama-style layers).
+// What a training step's backward reads of a GPT2Block beyond LayerTape's common fields: the
+// Conv1D weights, gelu_new's saved intermediates and the dropout masks (GPT-2 trains with
+// dropout: embd_pdrop, attn_pdrop and resid_pdrop, 0.1 by default).
+struct Gpt2LayerTape {
+  TensorUse w_attn, w_fc, w_mlp_proj;           // c_attn, mlp.c_fc, mlp.c_proj (attn.c_proj is wo)
+  TensorUse fc, gelu_half, gelu_tanh, gelu_one, gelu_out;  // c_fc's output and gelu_new's pieces
+  TensorUse attn_drop_mask, mlp_drop_mask;      // resid_dropout's after each c_proj
+  bool cached = false;                          // k and v went through the cache's cat (use_cache)
+};
+
+// What a training step's backward reads of one decoder layer's forward (llama-style layers;
+// GPT-2's LayerNorms fill `in`, `weight` (weight and bias, 2 x width), rows and width of the
+// RmsNormTapes, its other tensors `gpt2`).
 struct LayerTape {
   TensorUse x_in, x_mid;                     // the residual stream before attention, before the MLP
   RmsNormTape input_norm, post_norm, q_norm, k_norm;  // q_norm / k_norm: Qwen3 only
@@ -33,6 +45,7 @@ struct LayerTape {
   TensorUse wq, wk, wv, wo;
   TensorUse h2, gate, gate_act, up, prod;    // the MLP's normed input and SwiGLU's intermediates
   TensorUse wg, wu, wd;
+  Gpt2LayerTape gpt2;
 };
 
 // What a training step's backward reads of the forward: every layer's tape, the rotary table,
@@ -43,6 +56,7 @@ struct ForwardTape {
   std::vector<LayerTape> layers;
   std::vector<TensorUse> layer_inputs;
   TensorUse ids, embed_table, cos, sin;
+  TensorUse positions, wpe, embed_drop_mask;  // GPT-2: position ids, the wpe table, drop's mask
   RmsNormTape final_norm;
   TensorUse hidden, head, logits;  // the final norm's output, the head's weight, the logits
 };

@@ -11,11 +11,13 @@
 //     the projections' layout, the residual and fan-out sums, the embedding's backward;
 //   optimizer: torch.optim's foreach AdamW (8 multi_tensor_apply ops), fused AdamW or foreach
 //     SGD with momentum over the parameters in model.parameters() order.
-// Llama-style decoders (llama, mistral, qwen2 with its q/k/v biases, qwen3 with its q/k norms).
+// Llama-style decoders (llama, mistral, qwen2 with its q/k/v biases, qwen3 with its q/k norms),
+// and GPT-2, whose backward is workloads/hf_train_gpt2.cpp.
 #include <fmt/format.h>
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -23,43 +25,29 @@
 #include "models/families.h"
 #include "models/training_kernels.h"
 #include "workloads/hf_eager_pieces.h"
+#include "workloads/hf_train_pieces.h"
 #include "workloads/step_emitter.h"
 
 namespace gpusim::workloads {
-namespace {
-using detail::LayerTape;
-using detail::RmsNormTape;
-using detail::StepEmitter;
-using hw::DType;
-using hw::TensorUse;
-using models::EwFunc;
 
-constexpr DType kF32 = DType::kFp32;
+namespace detail {
 
-// The parameters' gradients (.grad) by parameter tensor name. With gradient accumulation, a
-// micro-batch after the first adds its gradient into .grad (AccumulateGrad's in-place add).
-struct Grads {
-  StepEmitter* e = nullptr;
-  bool accumulate = false;
-  std::map<std::string, TensorUse> of;
-  void add(const TensorUse& param, const TensorUse& grad) {
-    auto it = of.find(param.tensor);
-    if (!accumulate || it == of.end()) {
-      of[param.tensor] = grad;
-      return;
-    }
-    const auto n = static_cast<std::int64_t>(static_cast<double>(grad.bytes) / e->act_bytes());
-    it->second = e->pointwise(param.tensor + ".accumulate_grad", EwFunc::kAdd, n, e->act(), e->act(),
-                              {it->second, grad}, false);
+void Grads::add(const TensorUse& param, const TensorUse& grad) {
+  auto it = of.find(param.tensor);
+  if (!accumulate || it == of.end()) {
+    of[param.tensor] = grad;
+    return;
   }
-  // A parameter's .grad (a state tensor for one the step gave no gradient).
-  TensorUse of_param(const TensorUse& param) const {
-    const auto it = of.find(param.tensor);
-    return it != of.end() ? it->second : e->b().state(param.tensor + ".grad", param.bytes);
-  }
-};
+  const auto n = static_cast<std::int64_t>(static_cast<double>(grad.bytes) / e->act_bytes());
+  it->second = e->pointwise(param.tensor + ".accumulate_grad", EwFunc::kAdd, n, e->act(), e->act(),
+                            {it->second, grad}, false);
+}
 
-// C[M, N] = A[M, K] @ B[K, N] as autograd's mm (cuBLAS, the layouts' transposes aside).
+TensorUse Grads::of_param(const TensorUse& param) const {
+  const auto it = of.find(param.tensor);
+  return it != of.end() ? it->second : e->b().state(param.tensor + ".grad", param.bytes);
+}
+
 TensorUse mm(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
              const TensorUse& a, const TensorUse& b) {
   const TensorUse c = e.new_act(label, static_cast<double>(M * N), e.lin());
@@ -85,8 +73,6 @@ std::pair<TensorUse, TensorUse> gemm_backward(StepEmitter& e, const std::string&
   return {dw, dx};
 }
 
-// The backward of y[T, N] = x[T, K] @ W[N, K]^T (+ bias): gemm_backward, then the bias's
-// gradient (a column sum of dY; cast to fp32 under autocast).
 TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t N, std::int64_t K,
                           const TensorUse& dy, const TensorUse& x, const TensorUse& w, const TensorUse* bias,
                           Grads& g) {
@@ -100,6 +86,21 @@ TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t
   }
   return dx;
 }
+
+}  // namespace detail
+
+namespace {
+using detail::Grads;
+using detail::LayerTape;
+using detail::linear_backward;
+using detail::mm;
+using detail::RmsNormTape;
+using detail::StepEmitter;
+using hw::DType;
+using hw::TensorUse;
+using models::EwFunc;
+
+constexpr DType kF32 = DType::kFp32;
 
 // LlamaRMSNorm's backward through its forward ops (x.float(); pow; mean; + eps; rsqrt; mul;
 // .to(bf16); weight *): the weight's gradient (a product and a column sum), then the fp32 chain
@@ -263,12 +264,10 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const TensorUse& 
 }
 
 // The parameters in model.parameters() order, with their element counts.
-struct Param {
-  TensorUse weight;
-  std::int64_t elems;
-};
+using Param = detail::TrainParam;
 std::vector<Param> parameters(StepEmitter& e, const detail::ForwardTape& tape) {
   const auto& m = e.m();
+  if (m.positions == Positions::kLearned) return detail::gpt2_parameters(e, tape);
   const double eb = e.act_bytes();
   std::vector<Param> out;
   const auto add = [&](const TensorUse& w) { out.push_back({w, static_cast<std::int64_t>(static_cast<double>(w.bytes) / eb)}); };
@@ -400,20 +399,36 @@ void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
   if (grad_scaler) e.pointwise("grad_scaler.grad_scale", EwFunc::kMul, 1, kF32, kF32, {}, false);
   if (scaled) e.pointwise("loss.grad_accumulation_scale", EwFunc::kMulScalar, 1, kF32, kF32, {}, false);
   const TensorUse dlogits = loss_backward(e, loss);
-  const auto [dhead, dh] = gemm_backward(e, "lm_head", T, m.vocab, d, dlogits, tape.hidden, tape.head);
-  TensorUse dx = rms_norm_backward(e, "final_norm", tape.final_norm, dh, g);
-  const bool checkpointed = !tape.layer_inputs.empty();
-  if (checkpointed) tape.layers.resize(static_cast<std::size_t>(m.layers));
-  for (int i = static_cast<int>(m.layers) - 1; i >= 0; --i) {
-    const auto at = static_cast<std::size_t>(i);
-    if (checkpointed) {
-      // torch.utils.checkpoint: the layer's forward runs again from its saved input first (in
-      // an autocast region of its own under mixed precision: the weights are cast again).
-      TensorUse x = tape.layer_inputs[at];
-      e.begin_autocast();
-      detail::lower_hf_eager_layer(e, i, x, tape, &tape.layers[at]);
+  // The head's weight gradient dlogits^T h: cuBLAS sees the row-major [V, d] result as the
+  // column-major d x V product h^T dlogits, whose rows of dlogits are V long. An odd vocabulary
+  // (GPT-2's 50257) leaves them unaligned: the product is described as cuBLAS runs it, so the
+  // GEMM model's alignment rule sees V (hf_train_h100.json: cutlass_75 ..._align1 kernels).
+  const bool aligned_vocab = m.vocab % 8 == 0;
+  TensorUse dhead, dh;
+  if (aligned_vocab) {
+    std::tie(dhead, dh) = detail::gemm_backward(e, "lm_head", T, m.vocab, d, dlogits, tape.hidden, tape.head);
+  } else {
+    dhead = mm(e, "lm_head.grad_weight", d, m.vocab, T, tape.hidden, dlogits);
+    dh = mm(e, "lm_head.grad_input", T, d, m.vocab, dlogits, tape.head);
+  }
+  TensorUse dx;
+  if (m.positions == Positions::kLearned) {
+    dx = detail::gpt2_backward(e, tape, dh, g);
+  } else {
+    dx = rms_norm_backward(e, "final_norm", tape.final_norm, dh, g);
+    const bool checkpointed = !tape.layer_inputs.empty();
+    if (checkpointed) tape.layers.resize(static_cast<std::size_t>(m.layers));
+    for (int i = static_cast<int>(m.layers) - 1; i >= 0; --i) {
+      const auto at = static_cast<std::size_t>(i);
+      if (checkpointed) {
+        // torch.utils.checkpoint: the layer's forward runs again from its saved input first (in
+        // an autocast region of its own under mixed precision: the weights are cast again).
+        TensorUse x = tape.layer_inputs[at];
+        e.begin_autocast();
+        detail::lower_hf_eager_layer(e, i, x, tape, &tape.layers[at]);
+      }
+      layer_backward(e, i, tape.layers[at], tape.cos, tape.sin, dx, g);
     }
-    layer_backward(e, i, tape.layers[at], tape.cos, tape.sin, dx, g);
   }
   const TensorUse demb = e.new_act("embed_tokens.grad_weight", static_cast<double>(m.vocab * d));
   e.emit("embed_tokens.grad_weight", models::lower_embedding_backward(T, m.vocab, d, a, tape.ids, dx, demb, e.hw()));

@@ -35,6 +35,8 @@ std::string ew_name(EwFunc f) {
     case EwFunc::kAbs: return "abs";
     case EwFunc::kSigmoidBackward: return "sigmoid_backward";
     case EwFunc::kEq: return "eq";
+    case EwFunc::kTanhBackward: return "tanh_backward";
+    case EwFunc::kMaskedScale: return "masked_scale";
   }
   return "?";
 }

@@ -180,8 +180,8 @@ void check_cs336_training(hw::MappingReader& root, const ModelWorkload& w) {
 }
 
 // Training steps: the optimizer (phase train only), and what the train lowering covers so far
-// (hf-eager, dense llama-style decoders with RMSNorm, RoPE and SwiGLU; sdpa attention; 16-bit
-// weights). Everything else is refused by name rather than simulated wrongly.
+// (hf-eager, dense llama-style decoders with RMSNorm, RoPE and SwiGLU, and GPT-2; sdpa attention;
+// 16-bit weights). Everything else is refused by name rather than simulated wrongly.
 void read_training(hw::MappingReader& root, ModelWorkload& w) {
   const bool train = w.phase == Phase::kTrain;
   for (const char* key : {"optimizer", "autocast", "checkpointing", "gradient_accumulation_steps"}) {
@@ -218,9 +218,20 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
                        "attention backward)");
   }
   std::string unlike;
+  // GPT-2 (learned positions, LayerNorm, gelu_new, Conv1D biases, a tied head) has its own backward.
+  const bool gpt2 = m.positions == Positions::kLearned && m.norm == Norm::kLayerNorm &&
+                    m.activation == Activation::kGelu && !m.fused_qkv && !m.fused_gate_up && m.max_positions;
+  if (gpt2 && w.autocast) {
+    root.fail("autocast", "mixed precision is lowered for llama-style models so far; GPT-2 under autocast "
+                          "(LayerNorm kept in fp32, Conv1D's addmm cast) is not: use dtype: bf16 or fp16");
+  }
   if (m.moe) unlike = "mixture of experts";
   else if (m.mla) unlike = "multi-head latent attention";
-  else if (m.norm != Norm::kRmsNorm) unlike = "LayerNorm";
+  else if (gpt2) {
+    if (m.sliding_window || m.sandwich_norms || m.norm_weight_offset || m.embed_scale || m.attn_softcap ||
+        m.final_softcap || m.qk_norm)
+      unlike = "GPT-2 layers with windows, extra norms, scaling or softcaps";
+  } else if (m.norm != Norm::kRmsNorm) unlike = "LayerNorm without GPT-2's learned positions and GELU";
   else if (m.activation != Activation::kSwiglu) unlike = "an activation other than SwiGLU";
   else if (m.positions != Positions::kRope || m.rotary_fraction != 1.0) unlike = "positions other than full RoPE";
   else if (m.fused_qkv || m.fused_gate_up) unlike = "fused projections";
@@ -229,8 +240,8 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
   else if (m.sandwich_norms || m.norm_weight_offset || m.embed_scale || m.attn_softcap || m.final_softcap)
     unlike = "Gemma's norms, scaling or softcaps";
   if (!unlike.empty()) {
-    root.fail("phase", fmt::format("phase train is lowered for llama-style models so far (llama, mistral, "
-                                   "qwen2, qwen3); model {} has {}",
+    root.fail("phase", fmt::format("phase train is lowered for llama-style models and GPT-2 so far (llama, "
+                                   "mistral, qwen2, qwen3, gpt2); model {} has {}",
                                    m.name, unlike));
   }
 }
