@@ -1,0 +1,83 @@
+// Pieces of the hf-eager training step shared by its files (workloads/hf_train_lowering.cpp, the
+// step and the llama-style layers' backward; workloads/hf_train_phi3.cpp, Phi-3's fused
+// projections; workloads/hf_train_gemma.cpp, Gemma 3's norms, GeGLU and local layers).
+// Internal to workloads/.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "workloads/hf_eager_pieces.h"
+#include "workloads/step_emitter.h"
+
+namespace gpusim::workloads::detail {
+
+// The parameters' gradients (.grad) by parameter tensor name. With gradient accumulation, a
+// micro-batch after the first adds its gradient into .grad (AccumulateGrad's in-place add).
+struct Grads {
+  StepEmitter* e = nullptr;
+  bool accumulate = false;
+  std::map<std::string, hw::TensorUse> of;
+  void add(const hw::TensorUse& param, const hw::TensorUse& grad);
+  // A parameter's .grad (a state tensor for one the step gave no gradient).
+  hw::TensorUse of_param(const hw::TensorUse& param) const;
+};
+
+// The two GEMMs of y[M, N] = x[M, K] @ W[N, K]^T's backward: the weight's gradient first
+// (dY^T @ X), then the input's (dY @ W), as autograd's mm backward orders them (autocast's casts
+// included). Returns {dW, dX}.
+std::pair<hw::TensorUse, hw::TensorUse> gemm_backward(StepEmitter& e, const std::string& label, std::int64_t M,
+                                                      std::int64_t N, std::int64_t K, const hw::TensorUse& dy,
+                                                      const hw::TensorUse& x, const hw::TensorUse& w);
+
+// The backward of y[T, N] = x[T, K] @ W[N, K]^T (+ bias) over the step's tokens: gemm_backward,
+// the weight's gradient into `g`, then the bias's (a column sum of dY). Returns dX.
+hw::TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t N, std::int64_t K,
+                              const hw::TensorUse& dy, const hw::TensorUse& x, const hw::TensorUse& w,
+                              const hw::TensorUse* bias, Grads& g);
+
+// RMSNorm's backward as the model's class computes it: LlamaRMSNorm's (weight * x.to(bf16)), or
+// Gemma's (x * (1 + weight.float()), cast last: hf_train_gemma.cpp) when the model offsets its
+// norm weights. `strided_grad`: dY arrives in another layout than the norm's input (Gemma's q
+// norm: the gradient of a transposed view), so the products with it take the strided kernel.
+hw::TensorUse rms_norm_backward(StepEmitter& e, const std::string& label, const RmsNormTape& t,
+                                const hw::TensorUse& dy, Grads& g, bool strided_grad = false);
+
+// Gemma3RMSNorm's backward (hf_train_gemma.cpp); rms_norm_backward's for a model with
+// norm_weight_offset.
+hw::TensorUse gemma_rms_norm_backward(StepEmitter& e, const std::string& label, const RmsNormTape& t,
+                                      const hw::TensorUse& dy, Grads& g, bool strided_grad);
+
+// The fp32 chain shared by both norms from d(normed) (fp32) back to the input: x * rsqrt(mean(x^2)
+// + eps)'s backward (the rstd product, the row sums, rsqrt's, mean's and pow's backward) and the
+// cast to the input's type `a`.
+hw::TensorUse rms_norm_chain_backward(StepEmitter& e, const std::string& label, const RmsNormTape& t,
+                                      const hw::TensorUse& dxn, hw::DType a, bool strided_grad);
+
+// apply_rotary_pos_emb's backward for `heads` heads over `dims` rotated dimensions of each
+// (0: the whole head): grad * sin through rotate_half, accumulated with grad * cos. `a` is the
+// rotated input's type; `dense_grad`: sdpa's gradient for it is contiguous.
+hw::TensorUse rope_backward(StepEmitter& e, const std::string& label, const hw::TensorUse& dy, std::int64_t heads,
+                            const hw::TensorUse& cos, const hw::TensorUse& sin, hw::DType a, bool dense_grad,
+                            std::int64_t dims = 0);
+
+// cuDNN's attention backward for layer tape `t` (its q, k and v as sdpa read them) from the
+// gradient of sdpa's output `dout`; under autocast, the backward of the operands' casts too.
+// Returns {dQ, dK, dV} in the rotated q's, k's and the values' types.
+struct QkvGrads {
+  hw::TensorUse dq, dk, dv;
+};
+QkvGrads sdpa_backward(StepEmitter& e, const std::string& label, const LayerTape& t, const hw::TensorUse& dout);
+
+// One decoder layer's backward for the families with their own files; `dx` is the residual
+// stream's gradient (updated). Phi-3 (Phi3DecoderLayer: fused qkv_proj and gate_up_proj):
+void phi3_layer_backward(StepEmitter& e, int i, const LayerTape& t, const hw::TensorUse& cos,
+                         const hw::TensorUse& sin, hw::TensorUse& dx, Grads& g);
+// Gemma 3 (Gemma3DecoderLayer: sandwich norms, q/k norms, GeGLU; local layers rotate with their
+// own table):
+void gemma_layer_backward(StepEmitter& e, int i, const LayerTape& t, const ForwardTape& tape, hw::TensorUse& dx,
+                          Grads& g);
+
+}  // namespace gpusim::workloads::detail
