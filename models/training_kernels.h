@@ -102,6 +102,11 @@ std::vector<Launch> lower_index_put_accumulate(std::int64_t T, std::int64_t V, s
                                                const TensorUse& ids, const TensorUse& grad_out,
                                                const TensorUse& grad_table, const hw::HardwareSpec& hw);
 
+// GELU's backward with the tanh approximation over `n` elements (GeluBackwardCUDAKernelImpl:
+// Gemma's GeGLU), dY and the saved input read, dX written (models/gelu_backward.cpp).
+std::vector<Launch> lower_gelu_tanh_backward(std::int64_t n, hw::DType dtype, bool strided, const TensorUse& dy,
+                                             const TensorUse& x, const TensorUse& dx, const hw::HardwareSpec& hw);
+
 // torch._fused_adamw_: one multi_tensor_apply kernel family reading params, grads and both
 // moments and writing params and moments, per launch of the same chunking (4 lists).
 std::vector<Launch> lower_fused_adamw(const std::vector<std::int64_t>& elems, hw::DType param_dtype,

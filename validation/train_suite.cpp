@@ -31,8 +31,6 @@ const std::set<std::string> kNotLowered{
     "qwen3_moe",    // mixture of experts
     "mixtral",      // mixture of experts
     "deepseek_v2",  // multi-head latent attention, mixture of experts
-    "phi3",         // fused projections
-    "gemma3_text",  // Gemma's norms, GeGLU, local layers
 };
 
 }  // namespace

@@ -23,6 +23,11 @@
 #include "workloads/step_emitter.h"
 
 namespace gpusim::workloads {
+std::int64_t detail::rotary_dim(const ModelConfig& m) {
+  if (m.mla) return m.mla->qk_rope_head_dim;
+  return std::max<std::int64_t>(2, 2 * static_cast<std::int64_t>(std::llround(m.rotary_fraction * static_cast<double>(m.head_dim) / 2)));
+}
+
 namespace {
 using detail::StepEmitter;
 using hw::DType;
@@ -65,11 +70,7 @@ void mask_check(StepEmitter& e) {
   e.b().mark_host_sync();
 }
 
-// The head dimensions RoPE rotates (partial_rotary_factor), even.
-std::int64_t rotary_dim(const ModelConfig& m) {
-  if (m.mla) return m.mla->qk_rope_head_dim;
-  return std::max<std::int64_t>(2, 2 * static_cast<std::int64_t>(std::llround(m.rotary_fraction * static_cast<double>(m.head_dim) / 2)));
-}
+using detail::rotary_dim;
 
 // LlamaRotaryEmbedding: inv_freq[B, D/2, 1] @ positions[B, 1, q] in fp32, then the table. Gemma 3
 // builds a second one (prefix "rotary_local") for its windowed layers.
@@ -117,7 +118,7 @@ TensorUse amp_rms_norm_rows(StepEmitter& e, const std::string& label, const Tens
   const TensorUse r = e.pointwise(label + ".rsqrt", EwFunc::kRsqrt, rows, kF32, kF32, {ve}, false);
   const TensorUse xn = e.pointwise(label + ".scale", EwFunc::kMul, n, kF32, kF32, {xf, r}, true);
   const TensorUse xb = e.cast(label + ".to_act", n, kF32, xt, xn);
-  if (tape) *tape = detail::RmsNormTape{x, xf, r, xb, w, rows, width};
+  if (tape) *tape = detail::RmsNormTape{x, xf, r, xb, w, rows, width, {}};
   return e.promoted(label + ".weight_mul", EwFunc::kMul, n, {w, xb}, kF32, rows > 1);
 }
 }  // namespace
@@ -148,10 +149,11 @@ TensorUse rms_norm_rows(StepEmitter& e, const std::string& label, const TensorUs
     const TensorUse w1 = e.pointwise(label + ".weight_add_one", EwFunc::kAddScalar, width, kF32, kF32, {wf}, false,
                                      with_scalar(1.0));
     const TensorUse y = e.pointwise(label + ".weight_mul", EwFunc::kMul, n, kF32, kF32, {xn, w1}, rows > 1);
+    if (tape) *tape = RmsNormTape{x, xf, r, xn, w, rows, width, w1};
     return e.cast(label + ".to_act", n, kF32, e.act(), y);
   }
   const TensorUse xb = e.cast(label + ".to_act", n, kF32, e.act(), xn);
-  if (tape) *tape = RmsNormTape{x, xf, r, xb, w, rows, width};
+  if (tape) *tape = RmsNormTape{x, xf, r, xb, w, rows, width, {}};
   // weight[d] * x[T, d]: a broadcast unless there is a single row.
   return e.pointwise(label + ".weight_mul", EwFunc::kMul, n, e.act(), e.act(), {w, xb}, rows > 1, Sem{"mul", {}, "", {width}});
 }
@@ -379,12 +381,21 @@ TensorUse mlp(StepEmitter& e, const std::string& label, const TensorUse& h, std:
   const double dw = static_cast<double>(d * width);
   if (m.activation != Activation::kGelu && m.fused_gate_up) {
     // Phi3MLP: one gate_up_proj, then act(gate) * up on the two halves (strided views).
-    const TensorUse gu = e.linear(label + ".gate_up_proj", T, 2 * width, d, m.mlp_bias, h,
-                                  e.weight(label + ".gate_up_proj", 2 * dw));
+    const TensorUse wgu = e.weight(label + ".gate_up_proj", 2 * dw);
+    const TensorUse gu = e.linear(label + ".gate_up_proj", T, 2 * width, d, m.mlp_bias, h, wgu);
     const EwFunc f = m.activation == Activation::kGeglu ? EwFunc::kGelu : EwFunc::kSilu;
     const TensorUse sg = e.pointwise(label + ".act", f, n, a, a, {gu}, true);
     const TensorUse p = e.pointwise(label + ".mul", EwFunc::kMul, n, a, a, {gu, sg}, true);
-    return e.linear(label + ".down_proj", T, d, width, m.mlp_bias, p, e.weight(label + ".down_proj", dw));
+    const TensorUse wd = e.weight(label + ".down_proj", dw);
+    if (tape) {
+      tape->h2 = h;
+      tape->gate_up = gu;
+      tape->gate_act = sg;
+      tape->prod = p;
+      tape->wgu = wgu;
+      tape->wd = wd;
+    }
+    return e.linear(label + ".down_proj", T, d, width, m.mlp_bias, p, wd);
   }
   if (m.activation != Activation::kGelu) {
     const TensorUse wg = e.weight(label + ".gate_proj", dw);
@@ -751,10 +762,15 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
       }
     } else if (m.fused_qkv) {
       // Phi3Attention: one qkv_proj; q, k, v are slices of it (k is rotated into a new tensor).
-      const TensorUse qkv = e.linear(L + ".attn.qkv_proj", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h,
-                                     e.weight(L + ".attn.qkv_proj", static_cast<double>(d * (q_dim + 2 * kv_dim))));
+      const TensorUse wqkv = e.weight(L + ".attn.qkv_proj", static_cast<double>(d * (q_dim + 2 * kv_dim)));
+      const TensorUse qkv = e.linear(L + ".attn.qkv_proj", T, q_dim + 2 * kv_dim, d, m.qkv_bias, h, wqkv);
       q = k = v = qkv;
       dense_v = false;
+      if (tape) {
+        tape->h = h;
+        tape->qkv = tape->q = tape->k = tape->v = qkv;
+        tape->wqkv = wqkv;
+      }
     } else {
       const TensorUse wq = e.weight(L + ".attn.q_proj", static_cast<double>(d * q_dim));
       q = e.linear(L + ".attn.q_proj", T, q_dim, d, m.qkv_bias, h, wq);
@@ -775,6 +791,7 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
       }
     }
     const bool local = m.sliding_layer(i) && m.rope_local_theta;
+    if (tape) tape->local = local;
     const auto& table = local ? rot_local : rot;
     if (m.positions == Positions::kRope) {
       q = rope(e, L + ".attn.rope_q", q, m.heads, table.first, table.second);
@@ -838,14 +855,14 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
       tape->wo = wo;
     }
   }
-  if (m.sandwich_norms) proj = norm(e, L + ".post_attention_norm", proj);
+  if (m.sandwich_norms) proj = norm(e, L + ".post_attention_norm", proj, tape ? &tape->attn_out_norm : nullptr);
   x = residual_add(e, L + ".residual_attn", x, proj);
   if (tape) tape->x_mid = x;
   const TensorUse h2 = norm(e, L + (m.sandwich_norms ? ".pre_feedforward_norm" : ".post_attention_norm"), x,
                             tape ? &tape->post_norm : nullptr);
   TensorUse f = m.moe_layer(i) ? moe(e, L + ".moe", h2, expert_weights) : mlp(e, L + ".mlp", h2, m.d_ff, tape);
   if (gpt2_dropout(e)) f = dropout(e, L + ".mlp.dropout", f, T * d, tape ? &tape->gpt2.mlp_drop_mask : nullptr);
-  if (m.sandwich_norms) f = norm(e, L + ".post_feedforward_norm", f);
+  if (m.sandwich_norms) f = norm(e, L + ".post_feedforward_norm", f, tape ? &tape->mlp_out_norm : nullptr);
   x = residual_add(e, L + ".residual_mlp", x, f);
 }
 
@@ -922,6 +939,8 @@ void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
   if (tape) {
     tape->cos = rot.first;
     tape->sin = rot.second;
+    tape->cos_local = rot_local.first;
+    tape->sin_local = rot_local.second;
   }
   // torch.utils.checkpoint runs a checkpointed layer's forward without saving its activations.
   const bool checkpointed = tape && w.checkpointing == Checkpointing::kFull;
@@ -953,7 +972,7 @@ void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
 }
 
 void detail::lower_hf_eager_layer(StepEmitter& e, int i, TensorUse& x, const ForwardTape& tape, LayerTape* lt) {
-  layer(e, i, x, {tape.cos, tape.sin}, {}, std::nullopt, e.workload().expert_weights, lt);
+  layer(e, i, x, {tape.cos, tape.sin}, {tape.cos_local, tape.sin_local}, std::nullopt, e.workload().expert_weights, lt);
 }
 
 void lower_hf_generate_bookkeeping(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {

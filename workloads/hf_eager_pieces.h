@@ -15,8 +15,12 @@ namespace gpusim::workloads::detail {
 // What a training step's backward reads of an RMSNorm's forward (autograd's saved tensors).
 struct RmsNormTape {
   TensorUse in, in_fp32, rstd, normed, weight;  // normed: the fp32 product cast back (LlamaRMSNorm)
-  std::int64_t rows = 0, width = 0;
+  std::int64_t rows = 0, width = 0;             // or the fp32 product itself (Gemma's)
+  TensorUse scale;                              // Gemma's 1 + weight.float() (fp32)
 };
+
+// The head dimensions RoPE rotates (partial_rotary_factor), even.
+std::int64_t rotary_dim(const ModelConfig& m);
 
 // RMSNorm over `rows` rows of `width` as the model's class computes it (LlamaRMSNorm, or Gemma's
 // 1 + weight); a strided input (a split view) is read by the legacy copy kernel. `tape`, when
@@ -34,12 +38,15 @@ struct Gpt2LayerTape {
   bool cached = false;                          // k and v went through the cache's cat (use_cache)
 };
 
-// What a training step's backward reads of one decoder layer's forward (llama-style layers;
-// GPT-2's LayerNorms fill `in`, `weight` (weight and bias, 2 x width), rows and width of the
-// RmsNormTapes, its other tensors `gpt2`).
+// What a training step's backward reads of one decoder layer's forward (llama-style layers,
+// Phi-3's fused projections, Gemma 3's sandwich norms; GPT-2's LayerNorms fill `in`, `weight`
+// (weight and bias, 2 x width), rows and width of the RmsNormTapes, its other tensors `gpt2`).
 struct LayerTape {
   TensorUse x_in, x_mid;                     // the residual stream before attention, before the MLP
-  RmsNormTape input_norm, post_norm, q_norm, k_norm;  // q_norm / k_norm: Qwen3 only
+  RmsNormTape input_norm, post_norm, q_norm, k_norm;  // q_norm / k_norm: Qwen3's and Gemma's
+  RmsNormTape attn_out_norm, mlp_out_norm;   // Gemma: post_attention_ and post_feedforward_layernorm
+  bool local = false;                        // Gemma: a sliding-window layer (the local rotary table)
+  TensorUse qkv, wqkv, gate_up, wgu;         // Phi-3: the fused projections' outputs and weights
   TensorUse h, q, k, v, q_rot, k_rot, attn, attn_out;  // h: the attention's normed input
   TensorUse q_sdpa, k_sdpa, v_sdpa;          // under autocast: sdpa's operands after its casts
   TensorUse wq, wk, wv, wo;
@@ -57,6 +64,7 @@ struct ForwardTape {
   std::vector<TensorUse> layer_inputs;
   TensorUse ids, embed_table, cos, sin;
   TensorUse positions, wpe, embed_drop_mask;  // GPT-2: position ids, the wpe table, drop's mask
+  TensorUse cos_local, sin_local;  // Gemma 3's table for its sliding-window layers
   RmsNormTape final_norm;
   TensorUse hidden, head, logits;  // the final norm's output, the head's weight, the logits
 };

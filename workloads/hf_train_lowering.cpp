@@ -11,8 +11,9 @@
 //     the projections' layout, the residual and fan-out sums, the embedding's backward;
 //   optimizer: torch.optim's foreach AdamW (8 multi_tensor_apply ops), fused AdamW or foreach
 //     SGD with momentum over the parameters in model.parameters() order.
-// Llama-style decoders (llama, mistral, qwen2 with its q/k/v biases, qwen3 with its q/k norms),
-// and GPT-2, whose backward is workloads/hf_train_gpt2.cpp.
+// Llama-style decoders (llama, mistral, qwen2 with its q/k/v biases, qwen3 with its q/k norms)
+// here; GPT-2's backward in hf_train_gpt2.cpp, Phi-3's and Gemma 3's layer backward in
+// hf_train_phi3.cpp and hf_train_gemma.cpp, with the helpers they share in hf_train_pieces.h.
 #include <fmt/format.h>
 
 #include <map>
@@ -29,8 +30,27 @@
 #include "workloads/step_emitter.h"
 
 namespace gpusim::workloads {
+namespace {
+using detail::gemm_backward;
+using detail::LayerTape;
+using detail::RmsNormTape;
+using detail::StepEmitter;
+using hw::DType;
+using hw::TensorUse;
+using models::EwFunc;
+
+constexpr DType kF32 = DType::kFp32;
+
+}  // namespace
 
 namespace detail {
+
+TensorUse mm(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
+             const TensorUse& a, const TensorUse& b) {
+  const TensorUse c = e.new_act(label, static_cast<double>(M * N), e.lin());
+  e.batched_gemm(label, M, N, K, 1, e.math(), a, b, c);
+  return c;
+}
 
 void Grads::add(const TensorUse& param, const TensorUse& grad) {
   auto it = of.find(param.tensor);
@@ -48,18 +68,9 @@ TensorUse Grads::of_param(const TensorUse& param) const {
   return it != of.end() ? it->second : e->b().state(param.tensor + ".grad", param.bytes);
 }
 
-TensorUse mm(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
-             const TensorUse& a, const TensorUse& b) {
-  const TensorUse c = e.new_act(label, static_cast<double>(M * N), e.lin());
-  e.batched_gemm(label, M, N, K, 1, e.math(), a, b, c);
-  return c;
-}
-
-// The two GEMMs of y[T, N] = x[T, K] @ W[N, K]^T's backward: the weight's gradient first
-// (dY^T @ X), then the input's (dY @ W), as autograd's mm backward orders them. Under autocast
-// they read what the forward's GEMM read (the cast input and weight), the input's gradient is
-// cast back to the input's type when autocast had cast it, then the weight's to fp32 (the
-// backward of autocast's weight cast). Returns {dW, dX}.
+// Under autocast the two GEMMs read what the forward's GEMM read (the cast input and weight), the
+// input's gradient is cast back to the input's type when autocast had cast it, then the weight's
+// to fp32 (the backward of autocast's weight cast).
 std::pair<TensorUse, TensorUse> gemm_backward(StepEmitter& e, const std::string& label, std::int64_t M,
                                               std::int64_t N, std::int64_t K, const TensorUse& dy,
                                               const TensorUse& x, const TensorUse& w) {
@@ -73,6 +84,7 @@ std::pair<TensorUse, TensorUse> gemm_backward(StepEmitter& e, const std::string&
   return {dw, dx};
 }
 
+// The bias's gradient is a column sum of dY (cast to fp32 under autocast).
 TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t N, std::int64_t K,
                           const TensorUse& dy, const TensorUse& x, const TensorUse& w, const TensorUse* bias,
                           Grads& g) {
@@ -87,21 +99,6 @@ TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t
   return dx;
 }
 
-}  // namespace detail
-
-namespace {
-using detail::Grads;
-using detail::LayerTape;
-using detail::linear_backward;
-using detail::mm;
-using detail::RmsNormTape;
-using detail::StepEmitter;
-using hw::DType;
-using hw::TensorUse;
-using models::EwFunc;
-
-constexpr DType kF32 = DType::kFp32;
-
 // LlamaRMSNorm's backward through its forward ops (x.float(); pow; mean; + eps; rsqrt; mul;
 // .to(bf16); weight *): the weight's gradient (a product and a column sum), then the fp32 chain
 // back to the input and its cast.
@@ -110,7 +107,8 @@ constexpr DType kF32 = DType::kFp32;
 // stream) no cast remains; for a 16-bit input (Qwen3's q/k norms) the weight product's gradient
 // is cast to the normed input's type and back.
 TensorUse rms_norm_backward(StepEmitter& e, const std::string& label, const RmsNormTape& t,
-                            const TensorUse& dy, Grads& g) {
+                            const TensorUse& dy, Grads& g, bool strided_grad) {
+  if (e.m().norm_weight_offset) return gemma_rms_norm_backward(e, label, t, dy, g, strided_grad);
   const std::int64_t n = t.rows * t.width, rows = t.rows;
   const DType a = e.amp() ? e.dtype_of(t.in) : e.act();  // the norm's input type
   const DType o = e.amp() ? kF32 : a;                     // its output's (and weight's) type
@@ -122,7 +120,13 @@ TensorUse rms_norm_backward(StepEmitter& e, const std::string& label, const RmsN
   g.add(t.weight, dw);
   dxb = e.cast(label + ".grad_normed_cast", n, o, a, dxb);
   const TensorUse dxn = e.cast(label + ".grad_to_fp32", n, a, kF32, dxb);
-  const TensorUse dxf1 = e.pointwise(label + ".grad_scale", EwFunc::kMul, n, kF32, kF32, {dxn, t.rstd}, false);
+  return rms_norm_chain_backward(e, label, t, dxn, a, false);
+}
+
+TensorUse rms_norm_chain_backward(StepEmitter& e, const std::string& label, const RmsNormTape& t,
+                                  const TensorUse& dxn, DType a, bool strided_grad) {
+  const std::int64_t n = t.rows * t.width, rows = t.rows;
+  const TensorUse dxf1 = e.pointwise(label + ".grad_scale", EwFunc::kMul, n, kF32, kF32, {dxn, t.rstd}, strided_grad);
   const TensorUse dprod = e.pointwise(label + ".grad_rstd_mul", EwFunc::kMul, n, kF32, kF32, {dxn, t.in_fp32}, true);
   const TensorUse dr = e.new_act(label + ".grad_rstd", static_cast<double>(rows), kF32);
   e.emit(label + ".grad_rstd", {models::lower_reduce(rows, t.width, kF32, kF32, true,
@@ -138,21 +142,20 @@ TensorUse rms_norm_backward(StepEmitter& e, const std::string& label, const RmsN
   const TensorUse x2 = e.new_act(label + ".grad_pow_copy", static_cast<double>(n), kF32);
   e.emit(label + ".grad_pow_copy", {models::detail::memcpy_launch(false, static_cast<double>(n) * 4, t.in_fp32, x2, e.hw())});
   const TensorUse two_x = e.pointwise(label + ".grad_pow_scale", EwFunc::kMulScalar, n, kF32, kF32, {x2}, false);
-  const TensorUse dxf2 = e.pointwise(label + ".grad_pow", EwFunc::kMul, n, kF32, kF32, {dsq, two_x}, false);
+  const TensorUse dxf2 = e.pointwise(label + ".grad_pow", EwFunc::kMul, n, kF32, kF32, {dsq, two_x}, strided_grad);
   const TensorUse dxf = e.pointwise(label + ".grad_accumulate", EwFunc::kAdd, n, kF32, kF32, {dxf1, dxf2}, false);
   return e.cast(label + ".grad_input", n, kF32, a, dxf);
 }
 
-// apply_rotary_pos_emb's backward for `heads` heads: grad * sin through rotate_half (the neg of
-// one half; the cat's backward writes each slice's gradient into a zeroed full-size tensor),
-// accumulated with grad * cos. `a` is the rotated input's type: under autocast a bf16 projection
-// rotated by the fp32 table, whose fp32 products' gradients are cast back to it. The final sum
-// adds the slices' contiguous gradient to grad * cos, which keeps the layout of sdpa's gradient:
-// strided unless that operand was a contiguous copy (k through the KV cache's cat; q, or k
-// without a cache, is a transposed view of its projection). Every calibration trace shows it.
+// rotate_half: the neg of one half; the cat's backward writes each slice's gradient into a
+// zeroed full-size tensor. Under autocast (`a` a bf16 projection rotated by the fp32 table) the
+// fp32 products' gradients are cast back to it. The final sum adds the slices' contiguous
+// gradient to grad * cos, which keeps the layout of sdpa's gradient: strided unless that operand
+// was a contiguous copy (k through the KV cache's cat; q, or k without a cache, is a transposed
+// view of its projection). Every calibration trace shows it.
 TensorUse rope_backward(StepEmitter& e, const std::string& label, const TensorUse& dy, std::int64_t heads,
-                        const TensorUse& cos, const TensorUse& sin, DType a, bool dense_grad) {
-  const std::int64_t n = e.tokens() * heads * e.m().head_dim;
+                        const TensorUse& cos, const TensorUse& sin, DType a, bool dense_grad, std::int64_t dims) {
+  const std::int64_t n = e.tokens() * heads * (dims > 0 ? dims : e.m().head_dim);
   const DType o = e.amp() ? e.act() : a;  // the products' type
   TensorUse drt = e.pointwise(label + ".grad_mul_sin", EwFunc::kMul, n, o, o, {dy, sin}, true);
   drt = e.cast(label + ".grad_mul_sin_cast", n, o, a, drt);
@@ -166,6 +169,39 @@ TensorUse rope_backward(StepEmitter& e, const std::string& label, const TensorUs
   dc = e.cast(label + ".grad_mul_cos_cast", n, o, a, dc);
   return e.pointwise(label + ".grad_add", EwFunc::kAdd, n, a, a, {rot, dc}, !dense_grad);
 }
+
+// cuDNN's backward (dot(dO, O), the flash backward, dQ's conversion, dK and dV summed over each
+// group's heads); under autocast the backward of autocast's casts of sdpa's operands, then of
+// the values' promotion into the fp32 cache.
+QkvGrads sdpa_backward(StepEmitter& e, const std::string& label, const LayerTape& t, const TensorUse& dout) {
+  const auto& m = e.m();
+  const std::int64_t T = e.tokens(), q_dim = m.heads * m.head_dim, kv_dim = m.kv_heads * m.head_dim;
+  const DType a = e.lin(), r = e.act();
+  TensorUse dq = e.new_act(label + ".grad_q", static_cast<double>(T * q_dim), a);
+  TensorUse dk = e.new_act(label + ".grad_k", static_cast<double>(T * kv_dim), a);
+  TensorUse dv = e.new_act(label + ".grad_v", static_cast<double>(T * kv_dim), a);
+  const bool amp = e.amp().has_value();
+  e.emit(label + ".sdpa_backward",
+         models::lower_sdpa_backward(e.s().batch, m.heads, m.kv_heads, e.s().new_tokens, m.head_dim, true, a,
+                                     amp ? t.q_sdpa : t.q_rot, amp ? t.k_sdpa : t.k_rot, amp ? t.v_sdpa : t.v,
+                                     t.attn, dout, dq, dk, dv, e.hw()));
+  if (amp) {
+    dq = e.cast(label + ".grad_q_cast", T * q_dim, a, e.dtype_of(t.q_rot), dq);
+    dk = e.cast(label + ".grad_k_cast", T * kv_dim, a, e.dtype_of(t.k_rot), dk);
+    dv = e.cast(label + ".grad_v_cast", T * kv_dim, a, r, dv);
+    dv = e.cast(label + ".grad_v_cache_cast", T * kv_dim, r, e.dtype_of(t.v), dv);
+  }
+  return {dq, dk, dv};
+}
+
+}  // namespace detail
+
+namespace {
+using detail::Grads;
+using detail::linear_backward;
+using detail::mm;
+using detail::rms_norm_backward;
+using detail::rope_backward;
 
 // ForCausalLMLoss: logits.float(), the labels shifted (F.pad with -100, then the shifted view
 // made contiguous), cross_entropy as log_softmax and nll_loss (mean over the tokens).
@@ -224,22 +260,8 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const TensorUse& 
   // Attention: o_proj, cuDNN's backward, RoPE's, the transposes back, the projections.
   const TensorUse dout = e.cast(L + ".attn.grad_output_cast", T * d, r, a, dx);
   const TensorUse dattn = linear_backward(e, L + ".attn.o_proj", d, q_dim, dout, t.attn_out, t.wo, nullptr, g);
-  TensorUse dq = e.new_act(L + ".attn.grad_q", static_cast<double>(T * q_dim), a);
-  TensorUse dk = e.new_act(L + ".attn.grad_k", static_cast<double>(T * kv_dim), a);
-  TensorUse dv = e.new_act(L + ".attn.grad_v", static_cast<double>(T * kv_dim), a);
   const bool amp = e.amp().has_value();
-  e.emit(L + ".attn.sdpa_backward",
-         models::lower_sdpa_backward(e.s().batch, m.heads, m.kv_heads, e.s().new_tokens, m.head_dim, true, a,
-                                     amp ? t.q_sdpa : t.q_rot, amp ? t.k_sdpa : t.k_rot, amp ? t.v_sdpa : t.v,
-                                     t.attn, dattn, dq, dk, dv, e.hw()));
-  if (amp) {
-    // The backward of autocast's casts of sdpa's operands, then of the values' promotion into
-    // the fp32 cache.
-    dq = e.cast(L + ".attn.grad_q_cast", T * q_dim, a, e.dtype_of(t.q_rot), dq);
-    dk = e.cast(L + ".attn.grad_k_cast", T * kv_dim, a, e.dtype_of(t.k_rot), dk);
-    dv = e.cast(L + ".attn.grad_v_cast", T * kv_dim, a, r, dv);
-    dv = e.cast(L + ".attn.grad_v_cache_cast", T * kv_dim, r, e.dtype_of(t.v), dv);
-  }
+  const auto [dq, dk, dv] = detail::sdpa_backward(e, L + ".attn", t, dattn);
   // RoPE's input: the projection's output, or Qwen3's normed one (fp32 under autocast).
   const DType q_in = m.qk_norm ? r : e.dtype_of(t.q), k_in = m.qk_norm ? r : e.dtype_of(t.k);
   const bool cached = e.workload().checkpointing == Checkpointing::kNone;  // use_cache=False under checkpointing
@@ -275,6 +297,16 @@ std::vector<Param> parameters(StepEmitter& e, const detail::ForwardTape& tape) {
   for (std::size_t i = 0; i < tape.layers.size(); ++i) {
     const LayerTape& t = tape.layers[i];
     const std::string L = fmt::format("layers[{}]", i);
+    if (m.fused_qkv) {
+      // Phi3Attention registers o_proj before qkv_proj; Phi3MLP gate_up_proj, down_proj.
+      add(t.wo);
+      add(t.wqkv);
+      add(t.wgu);
+      add(t.wd);
+      add(t.input_norm.weight);
+      add(t.post_norm.weight);
+      continue;
+    }
     add(t.wq);
     if (m.qkv_bias) add(e.weight(L + ".attn.q_proj.bias", static_cast<double>(m.heads * m.head_dim)));
     add(t.wk);
@@ -290,7 +322,9 @@ std::vector<Param> parameters(StepEmitter& e, const detail::ForwardTape& tape) {
     add(t.wu);
     add(t.wd);
     add(t.input_norm.weight);
-    add(t.post_norm.weight);
+    if (m.sandwich_norms) add(t.attn_out_norm.weight);  // Gemma: post_attention_layernorm,
+    add(t.post_norm.weight);                             // pre_feedforward_layernorm,
+    if (m.sandwich_norms) add(t.mlp_out_norm.weight);   // post_feedforward_layernorm
   }
   add(tape.final_norm.weight);
   if (!m.tied_embeddings) add(tape.head);
@@ -406,7 +440,7 @@ void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
   const bool aligned_vocab = m.vocab % 8 == 0;
   TensorUse dhead, dh;
   if (aligned_vocab) {
-    std::tie(dhead, dh) = detail::gemm_backward(e, "lm_head", T, m.vocab, d, dlogits, tape.hidden, tape.head);
+    std::tie(dhead, dh) = gemm_backward(e, "lm_head", T, m.vocab, d, dlogits, tape.hidden, tape.head);
   } else {
     dhead = mm(e, "lm_head.grad_weight", d, m.vocab, T, tape.hidden, dlogits);
     dh = mm(e, "lm_head.grad_input", T, d, m.vocab, dlogits, tape.head);
@@ -427,9 +461,13 @@ void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
         e.begin_autocast();
         detail::lower_hf_eager_layer(e, i, x, tape, &tape.layers[at]);
       }
-      layer_backward(e, i, tape.layers[at], tape.cos, tape.sin, dx, g);
+      if (m.fused_qkv) detail::phi3_layer_backward(e, i, tape.layers[at], tape.cos, tape.sin, dx, g);
+      else if (m.sandwich_norms) detail::gemma_layer_backward(e, i, tape.layers[at], tape, dx, g);
+      else layer_backward(e, i, tape.layers[at], tape.cos, tape.sin, dx, g);
     }
   }
+  // Gemma: the embedding's output times the 0-dim normalizer (the broadcasting kernel).
+  if (m.embed_scale) dx = e.pointwise("embed_scale.grad", EwFunc::kMul, T * d, a, a, {dx}, true);
   const TensorUse demb = e.new_act("embed_tokens.grad_weight", static_cast<double>(m.vocab * d));
   e.emit("embed_tokens.grad_weight", models::lower_embedding_backward(T, m.vocab, d, a, tape.ids, dx, demb, e.hw()));
   if (m.tied_embeddings) {

@@ -1,6 +1,8 @@
 // Pieces of the hf-eager training step shared by its files (workloads/hf_train_lowering.cpp, the
-// step and llama-style decoders; workloads/hf_train_gpt2.cpp, GPT-2's backward). Internal to
-// workloads/.
+// step and the llama-style layers' backward; workloads/hf_train_gpt2.cpp, GPT-2's backward;
+// workloads/hf_train_phi3.cpp, Phi-3's fused projections; workloads/hf_train_gemma.cpp, Gemma 3's
+// norms, GeGLU and local layers).
+// Internal to workloads/.
 #pragma once
 
 #include <cstdint>
@@ -19,41 +21,82 @@ namespace gpusim::workloads::detail {
 struct Grads {
   StepEmitter* e = nullptr;
   bool accumulate = false;
-  std::map<std::string, TensorUse> of;
-  void add(const TensorUse& param, const TensorUse& grad);
+  std::map<std::string, hw::TensorUse> of;
+  void add(const hw::TensorUse& param, const hw::TensorUse& grad);
   // A parameter's .grad (a state tensor for one the step gave no gradient).
-  TensorUse of_param(const TensorUse& param) const;
+  hw::TensorUse of_param(const hw::TensorUse& param) const;
 };
 
 // A parameter in model.parameters() order, with its element count.
 struct TrainParam {
-  TensorUse weight;
+  hw::TensorUse weight;
   std::int64_t elems;
 };
 
 // C[M, N] = A[M, K] @ B[K, N] as autograd's mm (cuBLAS, the layouts' transposes aside).
-TensorUse mm(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
-             const TensorUse& a, const TensorUse& b);
+hw::TensorUse mm(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
+                 const hw::TensorUse& a, const hw::TensorUse& b);
 
-// The two GEMMs of y[T, N] = x[T, K] @ W[N, K]^T's backward: the weight's gradient first
-// (dY^T @ X), then the input's (dY @ W), as autograd's mm backward orders them. Under autocast
-// they read what the forward's GEMM read (the cast input and weight), the input's gradient is
-// cast back to the input's type when autocast had cast it, then the weight's to fp32 (the
-// backward of autocast's weight cast). Returns {dW, dX}.
-std::pair<TensorUse, TensorUse> gemm_backward(StepEmitter& e, const std::string& label, std::int64_t M,
-                                              std::int64_t N, std::int64_t K, const TensorUse& dy,
-                                              const TensorUse& x, const TensorUse& w);
+// The two GEMMs of y[M, N] = x[M, K] @ W[N, K]^T's backward: the weight's gradient first
+// (dY^T @ X), then the input's (dY @ W), as autograd's mm backward orders them (autocast's casts
+// included). Returns {dW, dX}.
+std::pair<hw::TensorUse, hw::TensorUse> gemm_backward(StepEmitter& e, const std::string& label, std::int64_t M,
+                                                      std::int64_t N, std::int64_t K, const hw::TensorUse& dy,
+                                                      const hw::TensorUse& x, const hw::TensorUse& w);
 
-// The backward of y[T, N] = x[T, K] @ W (+ bias), W as F.linear's [N, K] or Conv1D's [K, N]:
-// gemm_backward, then the bias's gradient as a column sum of dY (cast to fp32 under autocast).
-TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t N, std::int64_t K,
-                          const TensorUse& dy, const TensorUse& x, const TensorUse& w, const TensorUse* bias,
+// The backward of y[T, N] = x[T, K] @ W (+ bias) over the step's tokens, W as F.linear's [N, K]
+// or Conv1D's [K, N]: gemm_backward, the weight's gradient into `g`, then the bias's (a column
+// sum of dY; cast to fp32 under autocast). Returns dX.
+hw::TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t N, std::int64_t K,
+                              const hw::TensorUse& dy, const hw::TensorUse& x, const hw::TensorUse& w,
+                              const hw::TensorUse* bias, Grads& g);
+
+// RMSNorm's backward as the model's class computes it: LlamaRMSNorm's (weight * x.to(bf16)), or
+// Gemma's (x * (1 + weight.float()), cast last: hf_train_gemma.cpp) when the model offsets its
+// norm weights. `strided_grad`: dY arrives in another layout than the norm's input (Gemma's q
+// norm: the gradient of a transposed view), so the products with it take the strided kernel.
+hw::TensorUse rms_norm_backward(StepEmitter& e, const std::string& label, const RmsNormTape& t,
+                                const hw::TensorUse& dy, Grads& g, bool strided_grad = false);
+
+// Gemma3RMSNorm's backward (hf_train_gemma.cpp); rms_norm_backward's for a model with
+// norm_weight_offset.
+hw::TensorUse gemma_rms_norm_backward(StepEmitter& e, const std::string& label, const RmsNormTape& t,
+                                      const hw::TensorUse& dy, Grads& g, bool strided_grad);
+
+// The fp32 chain shared by both norms from d(normed) (fp32) back to the input: x * rsqrt(mean(x^2)
+// + eps)'s backward (the rstd product, the row sums, rsqrt's, mean's and pow's backward) and the
+// cast to the input's type `a`.
+hw::TensorUse rms_norm_chain_backward(StepEmitter& e, const std::string& label, const RmsNormTape& t,
+                                      const hw::TensorUse& dxn, hw::DType a, bool strided_grad);
+
+// apply_rotary_pos_emb's backward for `heads` heads over `dims` rotated dimensions of each
+// (0: the whole head): grad * sin through rotate_half, accumulated with grad * cos. `a` is the
+// rotated input's type; `dense_grad`: sdpa's gradient for it is contiguous.
+hw::TensorUse rope_backward(StepEmitter& e, const std::string& label, const hw::TensorUse& dy, std::int64_t heads,
+                            const hw::TensorUse& cos, const hw::TensorUse& sin, hw::DType a, bool dense_grad,
+                            std::int64_t dims = 0);
+
+// cuDNN's attention backward for layer tape `t` (its q, k and v as sdpa read them) from the
+// gradient of sdpa's output `dout`; under autocast, the backward of the operands' casts too.
+// Returns {dQ, dK, dV} in the rotated q's, k's and the values' types.
+struct QkvGrads {
+  hw::TensorUse dq, dk, dv;
+};
+QkvGrads sdpa_backward(StepEmitter& e, const std::string& label, const LayerTape& t, const hw::TensorUse& dout);
+
+// One decoder layer's backward for the families with their own files; `dx` is the residual
+// stream's gradient (updated). Phi-3 (Phi3DecoderLayer: fused qkv_proj and gate_up_proj):
+void phi3_layer_backward(StepEmitter& e, int i, const LayerTape& t, const hw::TensorUse& cos,
+                         const hw::TensorUse& sin, hw::TensorUse& dx, Grads& g);
+// Gemma 3 (Gemma3DecoderLayer: sandwich norms, q/k norms, GeGLU; local layers rotate with their
+// own table):
+void gemma_layer_backward(StepEmitter& e, int i, const LayerTape& t, const ForwardTape& tape, hw::TensorUse& dx,
                           Grads& g);
 
 // GPT-2 (workloads/hf_train_gpt2.cpp): the backward from the final LayerNorm's output gradient
 // `dh` through every GPT2Block (recomputed first under checkpointing), the embedding dropout and
 // the position embedding; returns the gradient of the token embeddings' output.
-TensorUse gpt2_backward(StepEmitter& e, ForwardTape& tape, const TensorUse& dh, Grads& g);
+hw::TensorUse gpt2_backward(StepEmitter& e, ForwardTape& tape, const hw::TensorUse& dh, Grads& g);
 
 // GPT-2's parameters in model.parameters() order (wte, wpe, per block ln_1, c_attn, c_proj,
 // ln_2, c_fc, mlp.c_proj, each weight then bias, then ln_f).

@@ -217,6 +217,11 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
                        "autocast: bf16 or fp16 included; fp32 computation needs the memory-efficient "
                        "attention backward)");
   }
+  // Phi-3 (both projections fused, partial RoPE allowed) and Gemma 3 (its norms, embedding scale,
+  // sandwich norms and GeGLU together) have their own backward (hf_train_phi3.cpp,
+  // hf_train_gemma.cpp).
+  const bool phi3 = m.fused_qkv && m.fused_gate_up;
+  const bool gemma = m.sandwich_norms && m.norm_weight_offset && m.embed_scale;
   std::string unlike;
   // GPT-2 (learned positions, LayerNorm, gelu_new, Conv1D biases, a tied head) has its own backward.
   const bool gpt2 = m.positions == Positions::kLearned && m.norm == Norm::kLayerNorm &&
@@ -232,17 +237,25 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
         m.final_softcap || m.qk_norm)
       unlike = "GPT-2 layers with windows, extra norms, scaling or softcaps";
   } else if (m.norm != Norm::kRmsNorm) unlike = "LayerNorm without GPT-2's learned positions and GELU";
-  else if (m.activation != Activation::kSwiglu) unlike = "an activation other than SwiGLU";
-  else if (m.positions != Positions::kRope || m.rotary_fraction != 1.0) unlike = "positions other than full RoPE";
-  else if (m.fused_qkv || m.fused_gate_up) unlike = "fused projections";
-  else if (m.attn_out_bias || m.mlp_bias) unlike = "output or MLP biases";
+  else if (m.activation != Activation::kSwiglu && !(gemma && m.activation == Activation::kGeglu))
+    unlike = "an activation other than SwiGLU (or Gemma's GeGLU)";
+  else if (m.positions != Positions::kRope || (m.rotary_fraction != 1.0 && !phi3))
+    unlike = "positions other than full RoPE (partial RoPE: Phi-3 only)";
+  else if ((m.fused_qkv || m.fused_gate_up) && !phi3) unlike = "one fused projection (Phi-3 fuses both)";
+  else if (m.attn_out_bias || m.mlp_bias || (phi3 && m.qkv_bias)) unlike = "output, MLP or fused-projection biases";
   else if (m.sliding_window && w.seq_len > *m.sliding_window) unlike = "a sliding window shorter than seq_len";
-  else if (m.sandwich_norms || m.norm_weight_offset || m.embed_scale || m.attn_softcap || m.final_softcap)
-    unlike = "Gemma's norms, scaling or softcaps";
+  else if (m.attn_softcap || m.final_softcap) unlike = "attention or logit softcaps (Gemma 2)";
+  else if ((m.sandwich_norms || m.norm_weight_offset || m.embed_scale) && !gemma)
+    unlike = "some of Gemma's norms and scaling without the others";
   if (!unlike.empty()) {
-    root.fail("phase", fmt::format("phase train is lowered for llama-style models and GPT-2 so far (llama, "
-                                   "mistral, qwen2, qwen3, gpt2); model {} has {}",
+    root.fail("phase", fmt::format("phase train is lowered for llama-style models (llama, mistral, qwen2, "
+                                   "qwen3), GPT-2, Phi-3 and Gemma 3 so far; model {} has {}",
                                    m.name, unlike));
+  }
+  if (w.autocast && (phi3 || gemma)) {
+    root.fail("autocast", fmt::format("mixed precision is lowered for llama-style models only so far; model {} "
+                                      "(Phi-3's fused projections or Gemma's norms) trains in bf16 or fp16",
+                                      m.name));
   }
 }
 
