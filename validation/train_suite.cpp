@@ -29,8 +29,6 @@ Comparison row(const std::string& label, const std::string& family, bool held_ou
 // Families the train lowering refuses so far, by the cases' model_type.
 const std::set<std::string> kNotLowered{
     "gpt2",         // LayerNorm, GELU, Conv1D
-    "qwen3_moe",    // mixture of experts
-    "mixtral",      // mixture of experts
     "deepseek_v2",  // multi-head latent attention, mixture of experts
     "phi3",         // fused projections
     "gemma3_text",  // Gemma's norms, GeGLU, local layers

@@ -24,6 +24,19 @@ struct RmsNormTape {
 TensorUse rms_norm_rows(StepEmitter& e, const std::string& label, const TensorUse& x, std::int64_t rows,
                         std::int64_t width, bool strided_input, RmsNormTape* tape = nullptr);
 
+// What a training step's backward reads of a MoE block's forward (transformers 5's grouped_mm
+// experts path; its backward is workloads/hf_train_moe.cpp).
+struct MoeTape {
+  TensorUse h;                            // the block's (normed) input
+  TensorUse w_router, w_gate_up, w_down;  // the router's weight and the stacked expert weights
+  TensorUse probs, top, sum;              // softmax's fp32 output, the top-k values, their sum
+  TensorUse ids, order;                   // the sorted pairs' ids, the inverse permutation
+  TensorUse wg;                           // the gathered routing weights the experts scale by
+  TensorUse xm, upm, act, gated, dm;      // the grouped GEMMs' inputs, SwiGLU's operands, the masked output
+  std::vector<std::int64_t> rows;         // rows (token-expert pairs) per expert
+  bool weights_cast = false;              // MoeConfig::weights_in_dtype
+};
+
 // What a training step's backward reads of one decoder layer's forward (llama-style layers).
 struct LayerTape {
   TensorUse x_in, x_mid;                     // the residual stream before attention, before the MLP
@@ -33,6 +46,8 @@ struct LayerTape {
   TensorUse wq, wk, wv, wo;
   TensorUse h2, gate, gate_act, up, prod;    // the MLP's normed input and SwiGLU's intermediates
   TensorUse wg, wu, wd;
+  bool sparse = false;  // a MoE layer: `moe` instead of the MLP's tensors
+  MoeTape moe;
 };
 
 // What a training step's backward reads of the forward: every layer's tape, the rotary table,

@@ -11,7 +11,9 @@
 //     the projections' layout, the residual and fan-out sums, the embedding's backward;
 //   optimizer: torch.optim's foreach AdamW (8 multi_tensor_apply ops), fused AdamW or foreach
 //     SGD with momentum over the parameters in model.parameters() order.
-// Llama-style decoders (llama, mistral, qwen2 with its q/k/v biases, qwen3 with its q/k norms).
+// Llama-style decoders (llama, mistral, qwen2 with its q/k/v biases, qwen3 with its q/k norms),
+// and their mixture-of-experts kin (qwen3_moe, mixtral: the MoE block's backward in
+// workloads/hf_train_moe.cpp).
 #include <fmt/format.h>
 
 #include <map>
@@ -23,10 +25,12 @@
 #include "models/families.h"
 #include "models/training_kernels.h"
 #include "workloads/hf_eager_pieces.h"
+#include "workloads/hf_train_pieces.h"
 #include "workloads/step_emitter.h"
 
 namespace gpusim::workloads {
 namespace {
+using detail::Grads;
 using detail::LayerTape;
 using detail::RmsNormTape;
 using detail::StepEmitter;
@@ -35,29 +39,6 @@ using hw::TensorUse;
 using models::EwFunc;
 
 constexpr DType kF32 = DType::kFp32;
-
-// The parameters' gradients (.grad) by parameter tensor name. With gradient accumulation, a
-// micro-batch after the first adds its gradient into .grad (AccumulateGrad's in-place add).
-struct Grads {
-  StepEmitter* e = nullptr;
-  bool accumulate = false;
-  std::map<std::string, TensorUse> of;
-  void add(const TensorUse& param, const TensorUse& grad) {
-    auto it = of.find(param.tensor);
-    if (!accumulate || it == of.end()) {
-      of[param.tensor] = grad;
-      return;
-    }
-    const auto n = static_cast<std::int64_t>(static_cast<double>(grad.bytes) / e->act_bytes());
-    it->second = e->pointwise(param.tensor + ".accumulate_grad", EwFunc::kAdd, n, e->act(), e->act(),
-                              {it->second, grad}, false);
-  }
-  // A parameter's .grad (a state tensor for one the step gave no gradient).
-  TensorUse of_param(const TensorUse& param) const {
-    const auto it = of.find(param.tensor);
-    return it != of.end() ? it->second : e->b().state(param.tensor + ".grad", param.bytes);
-  }
-};
 
 // C[M, N] = A[M, K] @ B[K, N] as autograd's mm (cuBLAS, the layouts' transposes aside).
 TensorUse mm(StepEmitter& e, const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,
@@ -85,9 +66,11 @@ std::pair<TensorUse, TensorUse> gemm_backward(StepEmitter& e, const std::string&
   return {dw, dx};
 }
 
+}  // namespace
+
 // The backward of y[T, N] = x[T, K] @ W[N, K]^T (+ bias): gemm_backward, then the bias's
 // gradient (a column sum of dY; cast to fp32 under autocast).
-TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t N, std::int64_t K,
+TensorUse detail::linear_backward(StepEmitter& e, const std::string& label, std::int64_t N, std::int64_t K,
                           const TensorUse& dy, const TensorUse& x, const TensorUse& w, const TensorUse* bias,
                           Grads& g) {
   const std::int64_t T = e.tokens();
@@ -100,6 +83,9 @@ TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int64_t
   }
   return dx;
 }
+
+namespace {
+using detail::linear_backward;
 
 // LlamaRMSNorm's backward through its forward ops (x.float(); pow; mean; + eps; rsqrt; mul;
 // .to(bf16); weight *): the weight's gradient (a product and a column sum), then the fp32 chain
@@ -208,15 +194,20 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const TensorUse& 
   const DType a = e.lin();  // the projections' (and attention's) type
   const DType r = e.act();  // the residual stream's, the norms' and the summed input gradients'
   // MLP: down, SwiGLU's product, up, SiLU, gate; the two input gradients summed. Under autocast
-  // the residual add's gradient reaches the bf16 branch cast.
+  // the residual add's gradient reaches the bf16 branch cast. A MoE layer: the block's backward.
   const TensorUse dmlp = e.cast(L + ".mlp.grad_output_cast", T * d, r, a, dx);
-  const TensorUse dp = linear_backward(e, L + ".mlp.down_proj", d, F, dmlp, t.prod, t.wd, nullptr, g);
-  const TensorUse dsg = e.pointwise(L + ".mlp.grad_mul_act", EwFunc::kMul, T * F, a, a, {dp, t.up}, false);
-  const TensorUse du = e.pointwise(L + ".mlp.grad_mul_up", EwFunc::kMul, T * F, a, a, {dp, t.gate_act}, false);
-  const TensorUse dh_up = linear_backward(e, L + ".mlp.up_proj", F, d, du, t.h2, t.wu, nullptr, g);
-  const TensorUse dgate = e.pointwise(L + ".mlp.grad_act", EwFunc::kSiluBackward, T * F, a, a, {dsg, t.gate}, false);
-  const TensorUse dh_gate = linear_backward(e, L + ".mlp.gate_proj", F, d, dgate, t.h2, t.wg, nullptr, g);
-  const TensorUse dh2 = e.pointwise(L + ".mlp.grad_input_sum", EwFunc::kAdd, T * d, r, r, {dh_up, dh_gate}, false);
+  TensorUse dh2;
+  if (t.sparse) {
+    dh2 = detail::moe_backward(e, L + ".moe", t.moe, dmlp, g);
+  } else {
+    const TensorUse dp = linear_backward(e, L + ".mlp.down_proj", d, F, dmlp, t.prod, t.wd, nullptr, g);
+    const TensorUse dsg = e.pointwise(L + ".mlp.grad_mul_act", EwFunc::kMul, T * F, a, a, {dp, t.up}, false);
+    const TensorUse du = e.pointwise(L + ".mlp.grad_mul_up", EwFunc::kMul, T * F, a, a, {dp, t.gate_act}, false);
+    const TensorUse dh_up = linear_backward(e, L + ".mlp.up_proj", F, d, du, t.h2, t.wu, nullptr, g);
+    const TensorUse dgate = e.pointwise(L + ".mlp.grad_act", EwFunc::kSiluBackward, T * F, a, a, {dsg, t.gate}, false);
+    const TensorUse dh_gate = linear_backward(e, L + ".mlp.gate_proj", F, d, dgate, t.h2, t.wg, nullptr, g);
+    dh2 = e.pointwise(L + ".mlp.grad_input_sum", EwFunc::kAdd, T * d, r, r, {dh_up, dh_gate}, false);
+  }
   const TensorUse dmid = rms_norm_backward(e, L + ".post_attention_norm", t.post_norm, dh2, g);
   dx = e.pointwise(L + ".grad_residual_mlp", EwFunc::kAdd, T * d, r, r, {dx, dmid}, false);
 
@@ -287,9 +278,16 @@ std::vector<Param> parameters(StepEmitter& e, const detail::ForwardTape& tape) {
       add(t.q_norm.weight);
       add(t.k_norm.weight);
     }
-    add(t.wg);
-    add(t.wu);
-    add(t.wd);
+    if (t.sparse) {
+      // The sparse block's experts (stacked gate_up_proj, down_proj), then its router.
+      add(t.moe.w_gate_up);
+      add(t.moe.w_down);
+      add(t.moe.w_router);
+    } else {
+      add(t.wg);
+      add(t.wu);
+      add(t.wd);
+    }
     add(t.input_norm.weight);
     add(t.post_norm.weight);
   }

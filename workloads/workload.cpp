@@ -180,8 +180,8 @@ void check_cs336_training(hw::MappingReader& root, const ModelWorkload& w) {
 }
 
 // Training steps: the optimizer (phase train only), and what the train lowering covers so far
-// (hf-eager, dense llama-style decoders with RMSNorm, RoPE and SwiGLU; sdpa attention; 16-bit
-// weights). Everything else is refused by name rather than simulated wrongly.
+// (hf-eager, llama-style decoders with RMSNorm, RoPE and SwiGLU, dense or with grouped_mm MoE
+// blocks; sdpa attention; 16-bit weights). Everything else is refused by name rather than simulated wrongly.
 void read_training(hw::MappingReader& root, ModelWorkload& w) {
   const bool train = w.phase == Phase::kTrain;
   for (const char* key : {"optimizer", "autocast", "checkpointing", "gradient_accumulation_steps"}) {
@@ -217,9 +217,22 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
                        "autocast: bf16 or fp16 included; fp32 computation needs the memory-efficient "
                        "attention backward)");
   }
+  if (m.moe && !m.mla) {
+    // Mixture of experts: transformers 5's grouped_mm experts path with the router in the model
+    // dtype (qwen3_moe, mixtral), in bf16 or fp16 weights.
+    if (w.moe == MoePath::kLoop) {
+      root.fail("moe", "phase train is lowered for the grouped_mm experts path (transformers 5) only so far; "
+                       "the per-expert loop (moe: loop, framework: transformers-4.46) is not");
+    }
+    if (w.autocast) root.fail("autocast", "phase train with mixture-of-experts layers is lowered without autocast only so far");
+    if (m.moe->router_fp32 || m.moe->shared_experts > 0) {
+      root.fail("phase", fmt::format("phase train is lowered for MoE blocks with the router in the model dtype and no "
+                                     "shared experts so far (qwen3_moe, mixtral); model {} has DeepSeek's",
+                                     m.name));
+    }
+  }
   std::string unlike;
-  if (m.moe) unlike = "mixture of experts";
-  else if (m.mla) unlike = "multi-head latent attention";
+  if (m.mla) unlike = "multi-head latent attention";
   else if (m.norm != Norm::kRmsNorm) unlike = "LayerNorm";
   else if (m.activation != Activation::kSwiglu) unlike = "an activation other than SwiGLU";
   else if (m.positions != Positions::kRope || m.rotary_fraction != 1.0) unlike = "positions other than full RoPE";
@@ -230,7 +243,7 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
     unlike = "Gemma's norms, scaling or softcaps";
   if (!unlike.empty()) {
     root.fail("phase", fmt::format("phase train is lowered for llama-style models so far (llama, mistral, "
-                                   "qwen2, qwen3); model {} has {}",
+                                   "qwen2, qwen3, and qwen3_moe and mixtral's experts); model {} has {}",
                                    m.name, unlike));
   }
 }
