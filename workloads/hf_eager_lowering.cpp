@@ -636,8 +636,8 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
   e.emit(label + ".experts.restore", {models::lower_row_gather(S, static_cast<double>(d) * hw::bytes_per_element(wt), weighted, back, hw)});
   const TensorUse summed = e.new_act(label + ".experts.sum", static_cast<double>(T * d), wt);
   e.emit(label + ".experts.sum", {models::lower_reduce(T * d, k, wt, wt, false,
-                                                       wcast ? "at::native::func_wrapper_t<c10::BFloat16, at::native::sum_functor<c10::BFloat16, float, c10::BFloat16> >"
-                                                             : "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> >",
+                                                       fmt::format("at::native::func_wrapper_t<{0}, at::native::sum_functor<{0}, float, {0}> >",
+                                                                   models::detail::aten_type_name(wt)),
                                                        back, summed, hw)},
          // The routed experts as one function of the block's input and router logits (its
          // kernels sort, gather and scatter rows): see the interpreter's "moe_experts".

@@ -11,6 +11,8 @@
 //     fp32, norm_topk_prob's division, top-k's (a zeroed T x E scatter), softmax's, the fp32
 //     cast's and the router's linear, whose input gradient is added to the experts'.
 // The forward (workloads/hf_eager_lowering.cpp, `moe`) fills the MoeTape read here.
+#include <fmt/format.h>
+
 #include "models/common.h"
 #include "models/training_kernels.h"
 #include "workloads/hf_train_pieces.h"
@@ -29,8 +31,8 @@ TensorUse masked_fill_backward(StepEmitter& e, const std::string& label, std::in
 }
 
 std::string sum_functor(DType t) {
-  return t == kF32 ? "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> >"
-                   : "at::native::func_wrapper_t<c10::BFloat16, at::native::sum_functor<c10::BFloat16, float, c10::BFloat16> >";
+  return fmt::format("at::native::func_wrapper_t<{0}, at::native::sum_functor<{0}, float, {0}> >",
+                     models::detail::aten_type_name(t));
 }
 }  // namespace
 

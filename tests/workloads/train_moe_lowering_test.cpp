@@ -85,7 +85,9 @@ TEST(TrainMoeLowering, BackwardKernelsInAutogradOrder) {
         "layers[1].post_attention_norm.grad_weight", "layers[0].mlp.down_proj.grad_weight"};
     for (std::size_t i = 0; i < order.size(); ++i) {
       ASSERT_TRUE(bwd.has(order[i])) << order[i];
-      if (i > 0) EXPECT_LT(bwd.at(order[i - 1]), bwd.at(order[i])) << order[i - 1] << " before " << order[i];
+      if (i > 0) {
+        EXPECT_LT(bwd.at(order[i - 1]), bwd.at(order[i])) << order[i - 1] << " before " << order[i];
+      }
     }
     // Mixtral's fp32 weighting: the sum's gradient cast up first, the projection's cast back.
     EXPECT_EQ(bwd.has(X + "grad_to_act_cast"), !cast);
