@@ -5,76 +5,63 @@
 // the experts that got tokens. The kernel is chosen on the host from the total row count (the
 // per-group counts live on the device): KernelPtrArrayTmaWarpSpecializedPingpong with 64x128x64
 // tiles for few rows, the Cooperative kernel with 128x256x64 tiles (MMA 64x256x16) for many.
-// Shapes from the Mixtral rows of validation/data/hf_models_h100.json: 32 to 512 rows ran the
-// pingpong kernel, 4096 rows the cooperative one (seen in a held-out case, after the held-out
-// evaluation; the threshold between 512 and 4096 is not measured).
+// The choice is GroupMM.cu's (PyTorch 2.11): Pingpong when M <= 128 or N <= 128, M being the
+// mean rows a group for the forward's 2d x 3d product (the Mixtral rows of
+// validation/data/hf_models_h100.json: 32 to 512 rows over 8 experts ran the pingpong kernel,
+// 4096 rows the cooperative one; Qwen3-MoE's 16,384 rows over 128 experts in
+// hf_train3_h100.json the pingpong one). The weight gradient (grouped_gemm_backward.cpp) uses
+// the same kernels.
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "models/common.h"
 #include "models/families.h"
+#include "models/grouped_gemm.h"
 #include "sim/error.h"
 
 namespace gpusim::models {
 
-std::vector<Launch> lower_grouped_gemm(const std::vector<std::int64_t>& rows_per_expert,
-                                       std::int64_t N, std::int64_t K, hw::DType dtype,
-                                       const TensorUse& in, const TensorUse& weights,
-                                       const TensorUse& out, const hw::HardwareSpec& hw) {
-  using detail::ceil_div;
-  constexpr double kInflightBytes = 8 * 1024;
-  constexpr std::int64_t kCooperativeRows = 1024;
-  const double e = detail::elt_bytes(dtype);
+namespace detail {
 
-  detail::StreamingKernel prep;
+bool grouped_gemm_small(std::int64_t M, std::int64_t N) { return M <= 128 || N <= 128; }
+
+std::vector<Launch> grouped_gemm_launches(const GroupedGemmWork& g, hw::DType dtype, const TensorUse& a,
+                                          const TensorUse& b, const TensorUse& out, const hw::HardwareSpec& hw) {
+  constexpr double kInflightBytes = 8 * 1024;
+  const double e = elt_bytes(dtype);
+  StreamingKernel prep;
   prep.name = "void at::cuda::detail::prepare_grouped_gemm_data<cutlass::bfloat16_t, cutlass::bfloat16_t, float>";
   prep.family = "grouped_gemm";
-  prep.threads = std::max<std::int64_t>(1, static_cast<std::int64_t>(rows_per_expert.size()));
+  prep.threads = std::max<std::int64_t>(1, g.groups);
   prep.regs = 38;
-  prep.read_bytes = static_cast<double>(rows_per_expert.size()) * 4;
-  prep.write_bytes = static_cast<double>(rows_per_expert.size()) * 64;
+  prep.read_bytes = static_cast<double>(g.groups) * 4;
+  prep.write_bytes = static_cast<double>(g.groups) * 64;
   prep.round_trips = 2;
 
-  std::int64_t total_rows = 0;
-  for (const std::int64_t m : rows_per_expert) total_rows += std::max<std::int64_t>(0, m);
-  const bool hopper = detail::is_hopper(hw);
-  const bool cooperative = hopper && total_rows >= kCooperativeRows;
+  const bool hopper = is_hopper(hw);
+  const bool cooperative = hopper && !g.small;
   // Elsewhere (sm_80, sm_120) an mma.sync grouped kernel with 128x128 tiles, 256 threads and a
   // 3-stage 32-deep pipeline: an estimate, not measured (no such GPU here).
-  const std::int64_t kTileM = cooperative || !hopper ? 128 : 64, kTileN = cooperative ? 256 : 128;
-  std::int64_t tiles = 0, rows = 0, hit = 0;
-  for (const std::int64_t m : rows_per_expert) {
-    if (m <= 0) continue;
-    tiles += ceil_div(m, kTileM) * ceil_div(N, kTileN);
-    rows += m;
-    ++hit;
-  }
+  const std::int64_t tm = g.tile_m(hw), tn = g.tile_n(hw);
   Launch l;
   l.name = !hopper ? std::string("void cutlass::Kernel2<cutlass::gemm::kernel::GemmGrouped<sm80 128x128x32, 3 stages> >") : fmt::format(
       "void cutlass::device_kernel<at::cuda::detail::enable_3x_kernel_for_sm9x<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GroupProblemShape<cute::tuple<int, int, int> >, MainloopSm90ArrayTmaGmmaWarpSpecialized<Shape<2, 1, 1>, KernelPtrArrayTmaWarpSpecialized{}>, Shape<{}, {}, 64> > > >",
-      cooperative ? "Cooperative" : "Pingpong", kTileM, kTileN);
+      cooperative ? "Cooperative" : "Pingpong", tm, tn);
   l.family = "grouped_gemm";
   l.grid = {hw.sm_count, 1, 1};
   l.block = {hopper ? 384 : 256, 1, 1};
   l.regs_per_thread = hopper ? 168 : 232;
-  l.smem_per_cta = !hopper ? 3 * (kTileM + kTileN) * 32 * static_cast<std::int64_t>(e) : cooperative ? 215040 : 206848;
-  if (tiles > 0) {
-    // Work of the average tile: a 64-row slab of A (only the valid rows are fetched) and a
-    // 128-row slab of the expert's weights over all of K; weights come from DRAM once per
-    // expert (re-reads by further M tiles of the same expert hit L2).
-    const double t = static_cast<double>(tiles);
-    const double weight_bytes = static_cast<double>(hit * N * K) * e;
-    const double a_bytes = static_cast<double>(rows * K) * e;
-    const double c_bytes = static_cast<double>(rows * N) * e;
+  l.smem_per_cta = !hopper ? 3 * (tm + tn) * 32 * static_cast<std::int64_t>(e) : cooperative ? 215040 : 206848;
+  if (g.tiles > 0) {
+    const double t = static_cast<double>(g.tiles);
     hw::CtaWork per_tile;
-    per_tile.tensor_flops = 2.0 * kTileM * kTileN * static_cast<double>(K);
+    per_tile.tensor_flops = g.flops / t;
     per_tile.tensor_dtype = dtype;
-    per_tile.l2_bytes = (static_cast<double>(kTileN * K) * e) +
-                        a_bytes * static_cast<double>(ceil_div(N, kTileN)) / t + c_bytes / t;
-    per_tile.dram_read_bytes = (weight_bytes + a_bytes) / t;
-    per_tile.dram_write_bytes = c_bytes / t;
-    for (const auto& share : detail::split_evenly(tiles, hw.sm_count)) {
+    per_tile.l2_bytes = g.l2_bytes / t;
+    per_tile.dram_read_bytes = g.dram_read_bytes / t;
+    per_tile.dram_write_bytes = g.dram_write_bytes / t;
+    for (const auto& share : split_evenly(g.tiles, hw.sm_count)) {
       hw::CtaWork w;
       const double n = static_cast<double>(share.items);
       w.tensor_flops = per_tile.tensor_flops * n;
@@ -87,14 +74,50 @@ std::vector<Launch> lower_grouped_gemm(const std::vector<std::int64_t>& rows_per
       w.max_inflight_bytes = kInflightBytes;
       // Each tile fills the TMA pipeline and drains its epilogue: a DRAM round trip apiece.
       w.fixed = sim::Time::from_seconds(n * hw.dram.latency.seconds());
-      detail::add_class(l, share.ctas, w);
+      add_class(l, share.ctas, w);
     }
   } else {
-    detail::add_class(l, hw.sm_count, hw::CtaWork{});
+    add_class(l, hw.sm_count, hw::CtaWork{});
   }
-  l.reads = {in, weights};
+  l.reads = {a, b};
   l.writes = {out};
-  return {detail::streaming_launch(prep, hw), l};
+  return {streaming_launch(prep, hw), l};
+}
+
+}  // namespace detail
+
+std::vector<Launch> lower_grouped_gemm(const std::vector<std::int64_t>& rows_per_expert,
+                                       std::int64_t N, std::int64_t K, hw::DType dtype,
+                                       const TensorUse& in, const TensorUse& weights,
+                                       const TensorUse& out, const hw::HardwareSpec& hw) {
+  using detail::ceil_div;
+  const double e = detail::elt_bytes(dtype);
+  detail::GroupedGemmWork g;
+  g.groups = static_cast<std::int64_t>(rows_per_expert.size());
+  std::int64_t total_rows = 0;
+  for (const std::int64_t m : rows_per_expert) total_rows += std::max<std::int64_t>(0, m);
+  // GroupMM.cu's choice (2d x 3d: M is the mean rows a group, over every group).
+  g.small = detail::grouped_gemm_small(g.groups > 0 ? total_rows / g.groups : 0, N);
+  const std::int64_t tm = g.tile_m(hw), tn = g.tile_n(hw);
+  std::int64_t rows = 0, hit = 0;
+  for (const std::int64_t m : rows_per_expert) {
+    if (m <= 0) continue;
+    g.tiles += ceil_div(m, tm) * ceil_div(N, tn);
+    rows += m;
+    ++hit;
+  }
+  // Work of the average tile: a tile_m-row slab of A (only the valid rows are fetched) and a
+  // tile_n-row slab of the expert's weights over all of K; weights come from DRAM once per
+  // expert (re-reads by further M tiles of the same expert hit L2).
+  const double t = static_cast<double>(g.tiles);
+  const double weight_bytes = static_cast<double>(hit * N * K) * e;
+  const double a_bytes = static_cast<double>(rows * K) * e;
+  const double c_bytes = static_cast<double>(rows * N) * e;
+  g.flops = 2.0 * static_cast<double>(tm * tn * K) * t;
+  g.l2_bytes = static_cast<double>(tn * K) * e * t + a_bytes * static_cast<double>(ceil_div(N, tn)) + c_bytes;
+  g.dram_read_bytes = weight_bytes + a_bytes;
+  g.dram_write_bytes = c_bytes;
+  return detail::grouped_gemm_launches(g, dtype, in, weights, out, hw);
 }
 
 }  // namespace gpusim::models

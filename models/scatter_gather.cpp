@@ -95,6 +95,7 @@ Launch lower_scatter_gather(ScatterGather op, std::int64_t n, hw::DType dtype, c
                             const TensorUse& src, const TensorUse& out, const hw::HardwareSpec& hw) {
   if (n <= 0) throw ModelError("scatter/gather: the element count must be positive");
   const bool add = op == ScatterGather::kScatterAdd;
+  const bool scatter_like = op != ScatterGather::kGather;
   const double e = detail::elt_bytes(dtype);
   // An assignment moves opaque elements of the type's size; scatter_add adds in the type.
   const std::string t = add ? detail::aten_type_name(dtype)
@@ -105,7 +106,7 @@ Launch lower_scatter_gather(ScatterGather op, std::int64_t n, hw::DType dtype, c
   k.name = fmt::format("void at::native::_scatter_gather_elementwise_kernel<128, 8, "
                        "at::native::_cuda_scatter_gather_internal_kernel<{}, {}, long>::operator()<{}>"
                        "(at::TensorIterator&, long, long, long, {} const&)::{{lambda(int)#1}}>",
-                       add, t, reduce, reduce);
+                       scatter_like, t, reduce, reduce);
   k.family = "index";
   k.ctas = std::max<std::int64_t>(1, ceil_div(n, 1024));
   k.regs = 40;
@@ -152,8 +153,11 @@ std::vector<Launch> lower_index_put_accumulate(std::int64_t T, std::int64_t V, s
   // its table row (a read-modify-write). Token ids drawn from the vocabulary rarely repeat:
   // about min(T, V) rows are touched.
   Launch l;
-  l.name = fmt::format("void at::native::(anonymous namespace)::indexing_backward_kernel<{}, 4>",
-                       detail::aten_type_name(dtype));
+  // One feature a row (a gathered vector of scalars): the stride-1 variant, same grid.
+  l.name = d == 1 ? fmt::format("void at::native::(anonymous namespace)::indexing_backward_kernel_stride_1<{}>",
+                                detail::aten_type_name(dtype))
+                  : fmt::format("void at::native::(anonymous namespace)::indexing_backward_kernel<{}, 4>",
+                                detail::aten_type_name(dtype));
   l.family = "index";
   const std::int64_t gx = ceil_div(T, 4), gy = ceil_div(d, 32 * 4);
   l.grid = {gx, gy, 1};

@@ -87,10 +87,10 @@ std::vector<Launch> lower_amax_backward(std::int64_t rows, std::int64_t cols, hw
                                         const TensorUse& result, const TensorUse& grad_rows,
                                         const TensorUse& grad_in, const hw::HardwareSpec& hw);
 
-// torch.gather / scatter_add of `n` elements along the last dimension, one index per row
-// (_scatter_gather_elementwise_kernel, 1024 elements a CTA): `index` and `src` read, `out`
-// written (models/scatter_gather.cpp).
-enum class ScatterGather { kGather, kScatterAdd };
+// torch.gather / scatter_add / scatter of `n` elements along the last dimension, one index per
+// row (_scatter_gather_elementwise_kernel, 1024 elements a CTA): `index` and `src` read, `out`
+// written (models/scatter_gather.cpp). kScatter assigns (topk's backward).
+enum class ScatterGather { kGather, kScatterAdd, kScatter };
 Launch lower_scatter_gather(ScatterGather op, std::int64_t n, hw::DType dtype, const TensorUse& index,
                             const TensorUse& src, const TensorUse& out, const hw::HardwareSpec& hw);
 
@@ -106,6 +106,15 @@ std::vector<Launch> lower_index_put_accumulate(std::int64_t T, std::int64_t V, s
 // Gemma's GeGLU), dY and the saved input read, dX written (models/gelu_backward.cpp).
 std::vector<Launch> lower_gelu_tanh_backward(std::int64_t n, hw::DType dtype, bool strided, const TensorUse& dy,
                                              const TensorUse& x, const TensorUse& dx, const hw::HardwareSpec& hw);
+
+// torch._grouped_mm's weight gradient for y[rows of e] = x[rows of e] @ W[e]^T, W[e] being M x N:
+// dW[e] = dY[rows of e]^T @ x[rows of e], one ragged-K grouped GEMM (the prepare kernel and the
+// persistent CUTLASS kernel, chosen as GroupMM.cu does) (models/grouped_gemm_backward.cpp). The
+// input's gradient is a plain lower_grouped_gemm (models/families.h) with N and K swapped.
+std::vector<Launch> lower_grouped_gemm_weight_grad(const std::vector<std::int64_t>& rows_per_expert, std::int64_t M,
+                                                   std::int64_t N, hw::DType dtype, const TensorUse& dy,
+                                                   const TensorUse& x, const TensorUse& dw,
+                                                   const hw::HardwareSpec& hw);
 
 // torch._fused_adamw_: one multi_tensor_apply kernel family reading params, grads and both
 // moments and writing params and moments, per launch of the same chunking (4 lists).

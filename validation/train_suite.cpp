@@ -28,8 +28,6 @@ Comparison row(const std::string& label, const std::string& family, bool held_ou
 
 // Families the train lowering refuses so far, by the cases' model_type.
 const std::set<std::string> kNotLowered{
-    "qwen3_moe",    // mixture of experts
-    "mixtral",      // mixture of experts
     "deepseek_v2",  // multi-head latent attention, mixture of experts
 };
 

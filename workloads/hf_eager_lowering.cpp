@@ -580,9 +580,13 @@ TensorUse moe_loop(StepEmitter& e, const std::string& label, const TensorUse& h,
   return with_shared_experts(e, label, h, e.cast(label + ".moe_infer.to_act", T * d, kF32, a, summed));
 }
 
-// MixtralSparseMoeBlock / DeepseekV2Moe with transformers' grouped_mm experts path.
+// MixtralSparseMoeBlock / DeepseekV2Moe with transformers' grouped_mm experts path. With a
+// `tape` (a training step), as hf_train3_h100.json shows it under autograd: the top-k values
+// are normalized in place (a clone first), and Qwen3-MoE's router casts its weights to the
+// hidden states' type, so the experts' weighting, the scatter back and the sum over the k slots
+// stay in it; the tape gets what the backward reads.
 TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
-              const std::vector<double>& expert_weights) {
+              const std::vector<double>& expert_weights, detail::MoeTape* tape = nullptr) {
   if (e.workload().moe == MoePath::kLoop) return moe_loop(e, label, h, expert_weights);
   const auto& m = e.m();
   const auto& cfg = *m.moe;
@@ -608,7 +612,18 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
       e.emit(label + ".router.sum", {models::lower_reduce(T, k, kF32, kF32, true,
                                                           "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> >",
                                                           top, sum, hw)});
+      if (tape) {
+        // router_top_value /= sum: autograd keeps the top-k output, the division runs on a clone.
+        e.emit(label + ".router.clone", {models::detail::memcpy_launch(false, static_cast<double>(S) * 4, top, top, hw)});
+        tape->sum = sum;
+      }
       weights = e.pointwise(label + ".router.div", EwFunc::kDiv, S, kF32, kF32, {top, sum}, true);
+    }
+    if (tape) {
+      tape->probs = probs;
+      tape->top = top;
+      tape->weights_cast = cfg.weights_in_dtype;
+      if (cfg.weights_in_dtype) weights = e.cast(label + ".router.to_act", S, kF32, a, weights);
     }
   } else {
     weights = top = deepseek_router(e, label, h, w_router, logits);
@@ -626,7 +641,9 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
   e.pointwise(label + ".experts.token_index", EwFunc::kFloorDivide, S, kF32, kF32, {ids}, false);
   const TensorUse xg = e.new_act(label + ".experts.gathered", static_cast<double>(S * d));
   e.emit(label + ".experts.gather", {models::lower_row_gather(S, static_cast<double>(d) * e.act_bytes(), h, xg, hw)});
-  const TensorUse wg = e.new_act(label + ".experts.weights", static_cast<double>(S), kF32);
+  const bool wcast = tape && tape->weights_cast;
+  const DType wt = wcast ? a : kF32;  // the routing weights' type, and the weighting's
+  const TensorUse wg = e.new_act(label + ".experts.weights", static_cast<double>(S), wt);
   e.emit(label + ".experts.weight_gather", {models::lower_index_scalars(S, false, weights, wg, hw)});
   const TensorUse ids32 = e.pointwise(label + ".experts.ids_int", EwFunc::kCast, S, DType::kBf16, kF32, {ids}, false);
   const TensorUse counts = e.pointwise(label + ".experts.histc_zero", EwFunc::kFill, E, kF32, kF32, {}, false);
@@ -652,21 +669,37 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
   const TensorUse dc = e.new_act(label + ".experts.down_clone", static_cast<double>(S * d));
   e.emit(label + ".experts.down_mask", {models::detail::memcpy_launch(false, static_cast<double>(S * d) * e.act_bytes(), down, dc, hw)});
   const TensorUse dm = e.pointwise(label + ".experts.down_mask", EwFunc::kMaskedFill, S * d, a, a, {dc}, true);
-  // proj_out * weights[:, None] promotes to fp32.
-  const TensorUse weighted = e.pointwise(label + ".experts.weighted", EwFunc::kMul, S * d, a, kF32, {dm, wg}, true);
+  // proj_out * weights[:, None] promotes to fp32 (unless the weights were cast to a).
+  const TensorUse weighted = e.pointwise(label + ".experts.weighted", EwFunc::kMul, S * d, a, wt, {dm, wg}, true);
   const TensorUse order = e.new_bytes(label + ".experts.order", static_cast<double>(S) * 8);
   e.emit(label + ".experts.unsort", {models::lower_arange(S, order, hw), models::lower_index_scalars(S, true, ids, order, hw)});
-  const TensorUse back = e.new_act(label + ".experts.restored", static_cast<double>(S * d), kF32);
-  e.emit(label + ".experts.restore", {models::lower_row_gather(S, static_cast<double>(d) * 4, weighted, back, hw)});
-  const TensorUse summed = e.new_act(label + ".experts.sum", static_cast<double>(T * d), kF32);
-  e.emit(label + ".experts.sum", {models::lower_reduce(T * d, k, kF32, kF32, false,
-                                                       "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> >",
+  const TensorUse back = e.new_act(label + ".experts.restored", static_cast<double>(S * d), wt);
+  e.emit(label + ".experts.restore", {models::lower_row_gather(S, static_cast<double>(d) * hw::bytes_per_element(wt), weighted, back, hw)});
+  const TensorUse summed = e.new_act(label + ".experts.sum", static_cast<double>(T * d), wt);
+  e.emit(label + ".experts.sum", {models::lower_reduce(T * d, k, wt, wt, false,
+                                                       fmt::format("at::native::func_wrapper_t<{0}, at::native::sum_functor<{0}, float, {0}> >",
+                                                                   models::detail::aten_type_name(wt)),
                                                        back, summed, hw)},
          // The routed experts as one function of the block's input and router logits (its
          // kernels sort, gather and scatter rows): see the interpreter's "moe_experts".
          Sem{"moe_experts", {h.tensor, logits.tensor, w_gate_up.tensor, w_down.tensor}, summed.tensor,
              {T, d, E, k, F}, cfg.norm_topk_prob.value_or(false) ? 1.0 : 0.0});
-  return with_shared_experts(e, label, h, e.cast(label + ".experts.to_act", T * d, kF32, a, summed));
+  if (tape) {
+    tape->h = h;
+    tape->w_router = w_router;
+    tape->w_gate_up = w_gate_up;
+    tape->w_down = w_down;
+    tape->ids = ids;
+    tape->order = order;
+    tape->wg = wg;
+    tape->xm = xm;
+    tape->upm = upm;
+    tape->act = act;
+    tape->gated = gated;
+    tape->dm = dm;
+    tape->rows = rows;
+  }
+  return with_shared_experts(e, label, h, e.cast(label + ".experts.to_act", T * d, wt, a, summed));
 }
 
 // What a layer's attention sees of the cache: the tokens it holds before this step, whether a
@@ -860,7 +893,9 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
   if (tape) tape->x_mid = x;
   const TensorUse h2 = norm(e, L + (m.sandwich_norms ? ".pre_feedforward_norm" : ".post_attention_norm"), x,
                             tape ? &tape->post_norm : nullptr);
-  TensorUse f = m.moe_layer(i) ? moe(e, L + ".moe", h2, expert_weights) : mlp(e, L + ".mlp", h2, m.d_ff, tape);
+  if (tape) tape->sparse = m.moe_layer(i);
+  TensorUse f = m.moe_layer(i) ? moe(e, L + ".moe", h2, expert_weights, tape ? &tape->moe : nullptr)
+                               : mlp(e, L + ".mlp", h2, m.d_ff, tape);
   if (gpt2_dropout(e)) f = dropout(e, L + ".mlp.dropout", f, T * d, tape ? &tape->gpt2.mlp_drop_mask : nullptr);
   if (m.sandwich_norms) f = norm(e, L + ".post_feedforward_norm", f, tape ? &tape->mlp_out_norm : nullptr);
   x = residual_add(e, L + ".residual_mlp", x, f);

@@ -28,6 +28,19 @@ std::int64_t rotary_dim(const ModelConfig& m);
 TensorUse rms_norm_rows(StepEmitter& e, const std::string& label, const TensorUse& x, std::int64_t rows,
                         std::int64_t width, bool strided_input, RmsNormTape* tape = nullptr);
 
+// What a training step's backward reads of a MoE block's forward (transformers 5's grouped_mm
+// experts path; its backward is workloads/hf_train_moe.cpp).
+struct MoeTape {
+  TensorUse h;                            // the block's (normed) input
+  TensorUse w_router, w_gate_up, w_down;  // the router's weight and the stacked expert weights
+  TensorUse probs, top, sum;              // softmax's fp32 output, the top-k values, their sum
+  TensorUse ids, order;                   // the sorted pairs' ids, the inverse permutation
+  TensorUse wg;                           // the gathered routing weights the experts scale by
+  TensorUse xm, upm, act, gated, dm;      // the grouped GEMMs' inputs, SwiGLU's operands, the masked output
+  std::vector<std::int64_t> rows;         // rows (token-expert pairs) per expert
+  bool weights_cast = false;              // MoeConfig::weights_in_dtype
+};
+
 // What a training step's backward reads of a GPT2Block beyond LayerTape's common fields: the
 // Conv1D weights, gelu_new's saved intermediates and the dropout masks (GPT-2 trains with
 // dropout: embd_pdrop, attn_pdrop and resid_pdrop, 0.1 by default).
@@ -53,6 +66,8 @@ struct LayerTape {
   TensorUse h2, gate, gate_act, up, prod;    // the MLP's normed input and SwiGLU's intermediates
   TensorUse wg, wu, wd;
   Gpt2LayerTape gpt2;
+  bool sparse = false;  // a MoE layer: `moe` instead of the MLP's tensors
+  MoeTape moe;
 };
 
 // What a training step's backward reads of the forward: every layer's tape, the rotary table,

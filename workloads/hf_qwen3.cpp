@@ -90,6 +90,7 @@ ModelConfig read_qwen3_moe(const Fields& c) {
                         .value_or(kQwen3MoeIntermediateSize);
   moe.shared_expert_d_ff = moe.expert_d_ff;  // no shared experts
   moe.norm_topk_prob = c.boolean("norm_topk_prob", kQwen3MoeNormTopkProb);
+  moe.weights_in_dtype = true;  // Qwen3MoeTopKRouter: router_top_value.to(router_logits.dtype)
   // Qwen3MoeDecoderLayer: MoE when layer i is not in mlp_only_layers and
   // (i + 1) % decoder_sparse_step == 0, i.e. every s layers from layer s - 1.
   const std::int64_t step = c.optional_integer("decoder_sparse_step", 1, limits::kMaxLayers)

@@ -12,8 +12,10 @@
 //   optimizer: torch.optim's foreach AdamW (8 multi_tensor_apply ops), fused AdamW or foreach
 //     SGD with momentum over the parameters in model.parameters() order.
 // Llama-style decoders (llama, mistral, qwen2 with its q/k/v biases, qwen3 with its q/k norms)
-// here; GPT-2's backward in hf_train_gpt2.cpp, Phi-3's and Gemma 3's layer backward in
-// hf_train_phi3.cpp and hf_train_gemma.cpp, with the helpers they share in hf_train_pieces.h.
+// and their mixture-of-experts kin (qwen3_moe, mixtral) here; GPT-2's backward in
+// hf_train_gpt2.cpp, Phi-3's and Gemma 3's layer backward in hf_train_phi3.cpp and
+// hf_train_gemma.cpp, the MoE block's in hf_train_moe.cpp, with the helpers they share in
+// hf_train_pieces.h.
 #include <fmt/format.h>
 
 #include <map>
@@ -245,15 +247,20 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const TensorUse& 
   const DType a = e.lin();  // the projections' (and attention's) type
   const DType r = e.act();  // the residual stream's, the norms' and the summed input gradients'
   // MLP: down, SwiGLU's product, up, SiLU, gate; the two input gradients summed. Under autocast
-  // the residual add's gradient reaches the bf16 branch cast.
+  // the residual add's gradient reaches the bf16 branch cast. A MoE layer: the block's backward.
   const TensorUse dmlp = e.cast(L + ".mlp.grad_output_cast", T * d, r, a, dx);
-  const TensorUse dp = linear_backward(e, L + ".mlp.down_proj", d, F, dmlp, t.prod, t.wd, nullptr, g);
-  const TensorUse dsg = e.pointwise(L + ".mlp.grad_mul_act", EwFunc::kMul, T * F, a, a, {dp, t.up}, false);
-  const TensorUse du = e.pointwise(L + ".mlp.grad_mul_up", EwFunc::kMul, T * F, a, a, {dp, t.gate_act}, false);
-  const TensorUse dh_up = linear_backward(e, L + ".mlp.up_proj", F, d, du, t.h2, t.wu, nullptr, g);
-  const TensorUse dgate = e.pointwise(L + ".mlp.grad_act", EwFunc::kSiluBackward, T * F, a, a, {dsg, t.gate}, false);
-  const TensorUse dh_gate = linear_backward(e, L + ".mlp.gate_proj", F, d, dgate, t.h2, t.wg, nullptr, g);
-  const TensorUse dh2 = e.pointwise(L + ".mlp.grad_input_sum", EwFunc::kAdd, T * d, r, r, {dh_up, dh_gate}, false);
+  TensorUse dh2;
+  if (t.sparse) {
+    dh2 = detail::moe_backward(e, L + ".moe", t.moe, dmlp, g);
+  } else {
+    const TensorUse dp = linear_backward(e, L + ".mlp.down_proj", d, F, dmlp, t.prod, t.wd, nullptr, g);
+    const TensorUse dsg = e.pointwise(L + ".mlp.grad_mul_act", EwFunc::kMul, T * F, a, a, {dp, t.up}, false);
+    const TensorUse du = e.pointwise(L + ".mlp.grad_mul_up", EwFunc::kMul, T * F, a, a, {dp, t.gate_act}, false);
+    const TensorUse dh_up = linear_backward(e, L + ".mlp.up_proj", F, d, du, t.h2, t.wu, nullptr, g);
+    const TensorUse dgate = e.pointwise(L + ".mlp.grad_act", EwFunc::kSiluBackward, T * F, a, a, {dsg, t.gate}, false);
+    const TensorUse dh_gate = linear_backward(e, L + ".mlp.gate_proj", F, d, dgate, t.h2, t.wg, nullptr, g);
+    dh2 = e.pointwise(L + ".mlp.grad_input_sum", EwFunc::kAdd, T * d, r, r, {dh_up, dh_gate}, false);
+  }
   const TensorUse dmid = rms_norm_backward(e, L + ".post_attention_norm", t.post_norm, dh2, g);
   dx = e.pointwise(L + ".grad_residual_mlp", EwFunc::kAdd, T * d, r, r, {dx, dmid}, false);
 
@@ -318,9 +325,16 @@ std::vector<Param> parameters(StepEmitter& e, const detail::ForwardTape& tape) {
       add(t.q_norm.weight);
       add(t.k_norm.weight);
     }
-    add(t.wg);
-    add(t.wu);
-    add(t.wd);
+    if (t.sparse) {
+      // The sparse block's experts (stacked gate_up_proj, down_proj), then its router.
+      add(t.moe.w_gate_up);
+      add(t.moe.w_down);
+      add(t.moe.w_router);
+    } else {
+      add(t.wg);
+      add(t.wu);
+      add(t.wd);
+    }
     add(t.input_norm.weight);
     if (m.sandwich_norms) add(t.attn_out_norm.weight);  // Gemma: post_attention_layernorm,
     add(t.post_norm.weight);                             // pre_feedforward_layernorm,

@@ -1,7 +1,7 @@
 // Pieces of the hf-eager training step shared by its files (workloads/hf_train_lowering.cpp, the
 // step and the llama-style layers' backward; workloads/hf_train_gpt2.cpp, GPT-2's backward;
 // workloads/hf_train_phi3.cpp, Phi-3's fused projections; workloads/hf_train_gemma.cpp, Gemma 3's
-// norms, GeGLU and local layers).
+// norms, GeGLU and local layers; workloads/hf_train_moe.cpp, the MoE block's backward).
 // Internal to workloads/.
 #pragma once
 
@@ -101,5 +101,10 @@ hw::TensorUse gpt2_backward(StepEmitter& e, ForwardTape& tape, const hw::TensorU
 // GPT-2's parameters in model.parameters() order (wte, wpe, per block ln_1, c_attn, c_proj,
 // ln_2, c_fc, mlp.c_proj, each weight then bias, then ln_f).
 std::vector<TrainParam> gpt2_parameters(StepEmitter& e, const ForwardTape& tape);
+
+// The backward of a MoE block (workloads/hf_train_moe.cpp) from its output's gradient `dy`:
+// returns the gradient of its input.
+hw::TensorUse moe_backward(StepEmitter& e, const std::string& label, const MoeTape& t, const hw::TensorUse& dy,
+                           Grads& g);
 
 }  // namespace gpusim::workloads::detail

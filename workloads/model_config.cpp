@@ -46,7 +46,8 @@ MoeConfig read_moe(const hw::YamlDocument& doc, const YAML::Node& node, const st
   hw::MappingReader r(doc, node, path);
   declare_keys(r, {"experts", "top_k", "expert_d_ff", "shared_experts", "shared_expert_d_ff",
                    "dense_layers", "norm_topk_prob", "every", "phase", "dense_list", "scoring",
-                   "topk_method", "groups", "topk_groups", "routed_scaling", "router_fp32"});
+                   "topk_method", "groups", "topk_groups", "routed_scaling", "router_fp32",
+                   "weights_in_dtype"});
   MoeConfig moe;
   moe.experts = r.integer("experts", 1, kMaxExperts);
   moe.top_k = r.integer("top_k", 1, kMaxExperts);
@@ -128,6 +129,7 @@ MoeConfig read_moe(const hw::YamlDocument& doc, const YAML::Node& node, const st
   }
   moe.routed_scaling = optional_positive(r, "routed_scaling", 1e6).value_or(1.0);
   moe.router_fp32 = r.optional_boolean("router_fp32").value_or(false);
+  moe.weights_in_dtype = r.optional_boolean("weights_in_dtype").value_or(false);
   return moe;
 }
 

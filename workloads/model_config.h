@@ -39,6 +39,7 @@
 //       topk_groups: 1
 //       routed_scaling: 1.0    # routed_scaling_factor
 //       router_fp32: false     # the gate GEMM in fp32 (DeepSeek)
+//       weights_in_dtype: false # top-k weights cast to the model dtype (Qwen3-MoE; training)
 //     # This year's families (issue 13); all optional, off by default:
 //     qk_norm: false           # RMSNorm over head_dim on q and k before RoPE (Qwen3, Gemma 3)
 //     fused_qkv: false         # one qkv_proj (Phi-3)
@@ -122,6 +123,9 @@ struct MoeConfig {
   // DeepSeek's router: the gate GEMM in fp32 (hidden state and weight cast up), its scores
   // scaled by routed_scaling; others run the gate in the model dtype and softmax in fp32.
   bool router_fp32 = false;
+  // Qwen3-MoE's router casts its top-k weights to the hidden states' type (the experts weight
+  // and sum in it); Mixtral's stay fp32 (the weighting promotes). Used by the training lowering.
+  bool weights_in_dtype = false;
 
   bool moe_layer(std::int64_t i) const {
     if (i < dense_layers || i % every != phase) return false;

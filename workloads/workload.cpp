@@ -180,8 +180,9 @@ void check_cs336_training(hw::MappingReader& root, const ModelWorkload& w) {
 }
 
 // Training steps: the optimizer (phase train only), and what the train lowering covers so far
-// (hf-eager, dense llama-style decoders with RMSNorm, RoPE and SwiGLU, and GPT-2; sdpa attention;
-// 16-bit weights). Everything else is refused by name rather than simulated wrongly.
+// (hf-eager: llama-style decoders with RMSNorm, RoPE and SwiGLU, dense or with grouped_mm MoE
+// blocks, GPT-2, Phi-3 and Gemma 3; sdpa attention; 16-bit weights, or fp32 under autocast for the
+// dense llama-style ones). Everything else is refused by name rather than simulated wrongly.
 void read_training(hw::MappingReader& root, ModelWorkload& w) {
   const bool train = w.phase == Phase::kTrain;
   for (const char* key : {"optimizer", "autocast", "checkpointing", "gradient_accumulation_steps"}) {
@@ -217,6 +218,20 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
                        "autocast: bf16 or fp16 included; fp32 computation needs the memory-efficient "
                        "attention backward)");
   }
+  if (m.moe && !m.mla) {
+    // Mixture of experts: transformers 5's grouped_mm experts path with the router in the model
+    // dtype (qwen3_moe, mixtral), in bf16 or fp16 weights.
+    if (w.moe == MoePath::kLoop) {
+      root.fail("moe", "phase train is lowered for the grouped_mm experts path (transformers 5) only so far; "
+                       "the per-expert loop (moe: loop, framework: transformers-4.46) is not");
+    }
+    if (w.autocast) root.fail("autocast", "phase train with mixture-of-experts layers is lowered without autocast only so far");
+    if (m.moe->router_fp32 || m.moe->shared_experts > 0) {
+      root.fail("phase", fmt::format("phase train is lowered for MoE blocks with the router in the model dtype and no "
+                                     "shared experts so far (qwen3_moe, mixtral); model {} has DeepSeek's",
+                                     m.name));
+    }
+  }
   // Phi-3 (both projections fused, partial RoPE allowed) and Gemma 3 (its norms, embedding scale,
   // sandwich norms and GeGLU together) have their own backward (hf_train_phi3.cpp,
   // hf_train_gemma.cpp).
@@ -230,8 +245,8 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
     root.fail("autocast", "mixed precision is lowered for llama-style models so far; GPT-2 under autocast "
                           "(LayerNorm kept in fp32, Conv1D's addmm cast) is not: use dtype: bf16 or fp16");
   }
-  if (m.moe) unlike = "mixture of experts";
-  else if (m.mla) unlike = "multi-head latent attention";
+  if (m.mla) unlike = "multi-head latent attention";
+  else if (m.moe && (phi3 || gemma || gpt2)) unlike = "mixture of experts outside llama-style layers";
   else if (gpt2) {
     if (m.sliding_window || m.sandwich_norms || m.norm_weight_offset || m.embed_scale || m.attn_softcap ||
         m.final_softcap || m.qk_norm)
@@ -249,7 +264,8 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
     unlike = "some of Gemma's norms and scaling without the others";
   if (!unlike.empty()) {
     root.fail("phase", fmt::format("phase train is lowered for llama-style models (llama, mistral, qwen2, "
-                                   "qwen3), GPT-2, Phi-3 and Gemma 3 so far; model {} has {}",
+                                   "qwen3, and qwen3_moe and mixtral's experts), GPT-2, Phi-3 and Gemma 3 so "
+                                   "far; model {} has {}",
                                    m.name, unlike));
   }
   if (w.autocast && (phi3 || gemma)) {

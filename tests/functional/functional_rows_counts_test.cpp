@@ -138,7 +138,8 @@ TEST(FunctionalRowsCounts, RopeEagerKernels) {
 }
 
 TEST(FunctionalRowsCounts, GroupedGemmBothHopperTiles) {
-  // Pingpong 64 x 128 tiles (74 rows in all) and cooperative 128 x 256 (1103 rows); experts
+  // Pingpong 64 x 128 tiles (74 rows in all, 14 a group) and cooperative 128 x 256 (1103 rows,
+  // 220 a group); experts
   // without rows cost nothing; N and K not multiples of the tiles.
   const std::vector<std::vector<std::int64_t>> cases{{0, 40, 3, 0, 31}, {0, 700, 3, 0, 400}};
   const std::int64_t N = 300, K = 72;
@@ -150,7 +151,7 @@ TEST(FunctionalRowsCounts, GroupedGemmBothHopperTiles) {
     const hw::Launch& l = launches.at(1);
     const OpRun run = grouped_gemm(random_tensor({S, K}, 350),  rows,
                                    random_tensor({static_cast<std::int64_t>(rows.size()), N, K}, 351),
-                                   grouped_gemm_tiling(S, true), kBf16);
+                                   grouped_gemm_tiling(S, static_cast<std::int64_t>(rows.size()), N, true), kBf16);
     const hw::LaunchTotals m = hw::totals(l);
     const CtaCount f = run.total();
     EXPECT_EQ(m.tensor_flops, static_cast<double>(f.math_flops));

@@ -8,9 +8,10 @@ namespace {
 constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-GroupedTiling grouped_gemm_tiling(std::int64_t total_rows, bool hopper) {
+GroupedTiling grouped_gemm_tiling(std::int64_t total_rows, std::int64_t groups, std::int64_t N, bool hopper) {
   if (!hopper) return {128, 128};
-  return total_rows >= 1024 ? GroupedTiling{128, 256} : GroupedTiling{64, 128};
+  const std::int64_t mean_rows = groups > 0 ? total_rows / groups : 0;
+  return mean_rows <= 128 || N <= 128 ? GroupedTiling{64, 128} : GroupedTiling{128, 256};
 }
 
 OpRun grouped_gemm(const Tensor& in, const std::vector<std::int64_t>& rows_per_expert,

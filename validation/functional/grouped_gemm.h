@@ -16,9 +16,10 @@ struct GroupedTiling {
 };
 
 // The tile the model assumes (restated from models/grouped_gemm_model.cpp, whose constants are
-// private): on Hopper 64 x 128 (the pingpong kernel) below 1024 rows in all, 128 x 256 (the
-// cooperative kernel) from 1024; elsewhere 128 x 128.
-GroupedTiling grouped_gemm_tiling(std::int64_t total_rows, bool hopper);
+// private; GroupMM.cu's choice): on Hopper 64 x 128 (the pingpong kernel) when the mean rows a
+// group (total_rows / groups) or N is at most 128, else 128 x 256 (the cooperative kernel);
+// elsewhere 128 x 128.
+GroupedTiling grouped_gemm_tiling(std::int64_t total_rows, std::int64_t groups, std::int64_t N, bool hopper);
 
 // in [S, K] with the rows of expert e at [offset_e, offset_e + rows_per_expert[e]) (offsets
 // the running sum); w [E, N, K]. Unit order: expert by expert, then tile row, then tile

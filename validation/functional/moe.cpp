@@ -64,8 +64,8 @@ MoeRun moe(const Tensor& x, const MoeWeights& w, const MoeConfig& cfg) {
   gather.in_bytes = gather.out_bytes = eb;
   const Tensor xs = append(elementwise(gather));
 
-  const GroupedTiling tile = grouped_gemm_tiling(S, cfg.hopper);
-  const Tensor gu = append(grouped_gemm(xs, out.rows_per_expert, w.gate_up, tile, eb));
+  const Tensor gu = append(grouped_gemm(xs, out.rows_per_expert, w.gate_up,
+                                        grouped_gemm_tiling(S, E, w.gate_up.dim(1), cfg.hopper), eb));
 
   // SiLU(gate) * up over [S, F].
   EwKernel act;
@@ -79,7 +79,8 @@ MoeRun moe(const Tensor& x, const MoeWeights& w, const MoeConfig& cfg) {
   act.flops_per_element = 4;
   const Tensor h = append(elementwise(act));
 
-  const Tensor y = append(grouped_gemm(h, out.rows_per_expert, w.down, tile, eb));
+  const Tensor y = append(grouped_gemm(h, out.rows_per_expert, w.down,
+                                       grouped_gemm_tiling(S, E, w.down.dim(1), cfg.hopper), eb));
 
   // Combine: each token sums its k rows of y, weighted (one CTA per token, slot order).
   std::vector<std::int64_t> where(static_cast<std::size_t>(S));  // pair -> row of y
