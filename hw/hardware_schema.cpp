@@ -66,6 +66,8 @@ const std::array kFields{
     FieldDef{"launch.cta_interval", Quantity::kDuration, 0, 1e-5, kAnyText, "the block scheduler starts at most one CTA per SM per this interval", GPUSIM_REF(launch.cta_interval)},
     FieldDef{"host.model_kernel_issue", Quantity::kDuration, 0, 1e-2, kAnyText, "host time per kernel a model's eager forward launches (Python, dispatcher, allocator)", GPUSIM_REF(host.model_kernel_issue)},
     FieldDef{"host.forward_fixed", Quantity::kDuration, 0, 1, kAnyText, "host time of a model's eager forward before its first launch", GPUSIM_REF(host.forward_fixed)},
+    FieldDef{"host.backward_kernel_issue", Quantity::kDuration, 0, 1e-2, kAnyText, "host time per kernel autograd's engine launches in a training step's backward", GPUSIM_REF(host.backward_kernel_issue)},
+    FieldDef{"host.optimizer_kernel_issue", Quantity::kDuration, 0, 1e-2, kAnyText, "host time per kernel a torch.optim step launches", GPUSIM_REF(host.optimizer_kernel_issue)},
 };
 
 #undef GPUSIM_REF

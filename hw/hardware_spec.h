@@ -101,6 +101,10 @@ struct LaunchSpec {
 struct HostSpec {
   sim::Time model_kernel_issue;  // host time per kernel a model's eager forward launches
   sim::Time forward_fixed;       // host time of a forward before its first launch
+  // A training step's other phases: autograd's engine (C++, no model code) per backward kernel,
+  // and torch.optim's step per optimizer launch (foreach ops launch a kernel per tensor chunk).
+  sim::Time backward_kernel_issue;
+  sim::Time optimizer_kernel_issue;
 
   bool operator==(const HostSpec&) const = default;
 };

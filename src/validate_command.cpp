@@ -46,6 +46,7 @@ struct SuiteSpec {
   bool cs336 = false;  // cs336_basics forwards (validation/cs336_suite.h)
   bool train = false;  // Hugging Face training steps (validation/train_suite.h)
   bool cs336_train = false;  // cs336_basics forward+backward steps (validation/cs336_suite.h)
+  bool train_wall = false;  // eager wall time of training steps; csv lists the files, ", "-separated
 };
 
 // Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
@@ -218,6 +219,15 @@ const std::vector<SuiteSpec>& suites() {
       {"host-h200", "h200", "host_walls_h200.json",
        "the same on the lent H200 machine's host (its own session and fit)",
        false, 0, false, true},
+      {"train-host-h100", "h100", "hf_train_h100.json, hf_train2_h100.json, hf_train3_h100.json",
+       "eager wall time of the Hugging Face training steps of sets 1-3 on the lent H100 machine (CUDA events "
+       "around an unprofiled step, host included; sessions of 2026-11-25 02:37, 05:47 and 20:31 UTC) "
+       "against --mode eager: host.backward_kernel_issue fitted on sets 1 and 2's calibration cases "
+       "(validation/measure/fit_train_host.py), the forward's host costs from the forwards' own sweep",
+       false, 0, false, false, false, false, false, true},
+      {"train-host-h200", "h200", "hf_train_h200.json, hf_train2_h200.json",
+       "the same on the lent H200 machine (sets 1 and 2; its own fit)",
+       false, 0, false, false, false, false, false, true},
       {"ncu-h100", "h100", "ncu_h100.csv",
        "Nsight Compute 2025.3.1 metrics of the kernels of 28 single ops on an H100 SXM5 (cache "
        "flushed before each kernel, clocks as found) against gpusim's kernel metrics: achieved "
@@ -508,6 +518,14 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       rows = validation::compare_measured_models(data / s.csv, spec, models);
     } else if (s.train) {
       rows = validation::compare_train_steps(data / s.csv, spec, models, not_compared);
+    } else if (s.train_wall) {
+      std::vector<std::filesystem::path> files;
+      for (std::size_t at = 0; at < s.csv.size();) {
+        const std::size_t comma = s.csv.find(", ", at);
+        files.push_back(data / s.csv.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+        at = comma == std::string::npos ? s.csv.size() : comma + 2;
+      }
+      rows = validation::compare_train_walls(files, spec, models, not_compared);
     } else if (s.cs336_train) {
       rows = validation::compare_cs336_train_steps(data / s.csv, env.config_dir / "models", spec, models);
     } else if (s.cs336) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -31,6 +32,30 @@ const std::set<std::string> kNotLowered{
     "deepseek_v2",  // multi-head latent attention, mixture of experts
 };
 
+
+// A measured case as a `phase: train` workload of its own config (set 2 adds checkpointing and
+// gradient accumulation; set 1 has neither); nullopt for a case gpusim does not lower.
+std::optional<workloads::ModelWorkload> case_workload(const std::filesystem::path& json, const nlohmann::json& c) {
+  const std::string id = c.at("id").get<std::string>();
+  const std::string precision = c.at("precision").get<std::string>();
+  const std::string type = c.at("model_type").get<std::string>();
+  // GPT-2 under autocast (LayerNorm kept in fp32, Conv1D's addmm cast) is not lowered yet.
+  if (kNotLowered.count(type) > 0 || (type == "gpt2" && precision != "bf16")) return std::nullopt;
+  // bf16 weights, or fp32 weights under bf16 autocast (mixed precision).
+  std::string dtype;
+  if (precision == "bf16") dtype = "dtype: bf16\n";
+  else if (precision == "fp32+autocast-bf16") dtype = "dtype: fp32\nautocast: bf16\n";
+  else throw ConfigError(json.string(), 0, "cases", fmt::format("case {}: unknown precision '{}'", id, precision));
+  const auto config = json.parent_path() / "hf_configs" / fmt::format("train_{}.json", id);
+  const std::string yaml = fmt::format(
+      "hf_config: {}\nphase: train\nbatch: {}\nseq_len: {}\n{}optimizer: {}\ncheckpointing: {}\n"
+      "gradient_accumulation_steps: {}\n",
+      config.string(), c.at("batch").get<std::int64_t>(), c.at("seq_len").get<std::int64_t>(), dtype,
+      c.at("optimizer").get<std::string>(), c.value("checkpointing", std::string("none")),
+      c.value("accumulation_steps", 1));
+  return std::get<workloads::ModelWorkload>(workloads::parse_workload(yaml, json.filename().string() + ": " + id, {}, {}));
+}
+
 }  // namespace
 
 std::vector<Comparison> compare_train_steps(const std::filesystem::path& json, const hw::HardwareSpec& hw,
@@ -40,31 +65,14 @@ std::vector<Comparison> compare_train_steps(const std::filesystem::path& json, c
   not_modeled = 0;
   try {
     for (const auto& c : doc.at("cases")) {
-      const std::string id = c.at("id").get<std::string>();
-      const std::string precision = c.at("precision").get<std::string>();
-      const std::string type = c.at("model_type").get<std::string>();
-      // GPT-2 under autocast (LayerNorm kept in fp32, Conv1D's addmm cast) is not lowered yet.
-      if (kNotLowered.count(type) > 0 || (type == "gpt2" && precision != "bf16")) {
+      const auto w = case_workload(json, c);
+      if (!w) {
         ++not_modeled;
         continue;
       }
-      // bf16 weights, or fp32 weights under bf16 autocast (mixed precision).
-      std::string dtype;
-      if (precision == "bf16") dtype = "dtype: bf16\n";
-      else if (precision == "fp32+autocast-bf16") dtype = "dtype: fp32\nautocast: bf16\n";
-      else throw ConfigError(json.string(), 0, "cases", fmt::format("case {}: unknown precision '{}'", id, precision));
+      const std::string id = c.at("id").get<std::string>();
       const bool held_out = c.at("split").get<std::string>() == "holdout";
-      const auto config = json.parent_path() / "hf_configs" / fmt::format("train_{}.json", id);
-      // Set 2 (hf_train2.py) adds checkpointing and gradient accumulation; set 1 has neither.
-      const std::string yaml = fmt::format(
-          "hf_config: {}\nphase: train\nbatch: {}\nseq_len: {}\n{}optimizer: {}\ncheckpointing: {}\n"
-          "gradient_accumulation_steps: {}\n",
-          config.string(), c.at("batch").get<std::int64_t>(), c.at("seq_len").get<std::int64_t>(), dtype,
-          c.at("optimizer").get<std::string>(), c.value("checkpointing", std::string("none")),
-          c.value("accumulation_steps", 1));
-      const auto parsed = workloads::parse_workload(yaml, json.filename().string() + ": " + id, {}, {});
-      const auto run = workloads::simulate_model(std::get<workloads::ModelWorkload>(parsed), hw,
-                                                 hw::LaunchMode::kGraph, models);
+      const auto run = workloads::simulate_model(*w, hw, hw::LaunchMode::kGraph, models);
       if (run.steps.size() != 1) throw ModelError("train suite: expected one training step");
       const auto& step = run.steps.front();
       for (const auto& split : step.phase_splits) {
@@ -82,6 +90,32 @@ std::vector<Comparison> compare_train_steps(const std::filesystem::path& json, c
     }
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(json.string(), 0, "cases", std::string("malformed case: ") + e.what());
+  }
+  return out;
+}
+
+std::vector<Comparison> compare_train_walls(const std::vector<std::filesystem::path>& files,
+                                            const hw::HardwareSpec& hw, const models::KernelModelRegistry& models,
+                                            int& not_modeled) {
+  std::vector<Comparison> out;
+  not_modeled = 0;
+  for (const auto& json : files) {
+    const nlohmann::json doc = read_json_file(json);
+    try {
+      for (const auto& c : doc.at("cases")) {
+        const auto w = case_workload(json, c);
+        if (!w) {
+          ++not_modeled;
+          continue;
+        }
+        const auto run = workloads::simulate_model(*w, hw, hw::LaunchMode::kEager, models);
+        out.push_back(row(fmt::format("{} step wall time (eager)", c.at("id").get<std::string>()), "train-wall",
+                          c.at("split").get<std::string>() == "holdout", c.at("wall_us_median").get<double>(),
+                          run.steps.front().total_us));
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw ConfigError(json.string(), 0, "cases", std::string("malformed case: ") + e.what());
+    }
   }
   return out;
 }

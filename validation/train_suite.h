@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "hw/hardware_spec.h"
@@ -19,5 +20,12 @@ namespace gpusim::validation {
 // `not_modeled`, not compared. ConfigError on a malformed file.
 std::vector<Comparison> compare_train_steps(const std::filesystem::path& json, const hw::HardwareSpec& hw,
                                             const models::KernelModelRegistry& models, int& not_modeled);
+
+// Eager wall time of the same steps (`--mode eager`: the host section's forward, backward and
+// optimizer costs beside the GPU) against each case's measured wall time (CUDA events around an
+// unprofiled step, host included), over one GPU's measurement files.
+std::vector<Comparison> compare_train_walls(const std::vector<std::filesystem::path>& files,
+                                            const hw::HardwareSpec& hw, const models::KernelModelRegistry& models,
+                                            int& not_modeled);
 
 }  // namespace gpusim::validation

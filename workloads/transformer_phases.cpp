@@ -52,7 +52,7 @@ StepProgram build_step(const ModelWorkload& w, const std::string& phase, const S
   KernelDag dag = b.take_dag();
   // Eager model code spends host time between launches; the fused lowering stands for serving
   // engines that replay CUDA graphs (their eager launches are single ops: launch.eager_gap).
-  if (w.lowering != Lowering::kFused) set_model_host_issue(dag, lowering.hw());
+  if (w.lowering != Lowering::kFused) set_model_host_issue(dag, lowering.hw(), b.phase_starts());
   return {phase,           shape,          std::move(dag), peak, std::move(profile), w.model.layers,
           b.layer_starts(), b.layers_end(), b.phase_starts()};
 }

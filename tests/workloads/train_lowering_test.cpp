@@ -290,6 +290,39 @@ TEST(TrainLowering, Fp16AutocastStepsThroughGradScaler) {
   EXPECT_EQ(count_suffix(bf16.dag, 0, bf16.dag.size(), "grad_scaler.unscale"), 0u);
 }
 
+// Eager host time of a training step by phase: the forward's model code (forward_fixed before
+// its first launch, model_kernel_issue a kernel), autograd's engine a backward kernel, torch.optim
+// an optimizer launch; a what-if on the backward's cost moves the eager wall, not graph mode.
+TEST(TrainLowering, HostCostsFollowTheStepsPhases) {
+  const auto models = models::default_kernel_models();
+  auto hw = h100();
+  OpLoweringCache lowering(hw, models);
+  const StepProgram step = build_step(workload(kLlama), "train", {2, 256, 0}, lowering);
+  const auto& h = hw.host;
+  ASSERT_EQ(step.phase_starts.size(), 3u);
+  const std::size_t bwd = step.phase_starts[1].second, opt = step.phase_starts[2].second;
+  const auto gap = [&](std::size_t v) { return *step.dag[static_cast<KernelDag::Vertex>(v)].host_gap; };
+  EXPECT_EQ(gap(0), h.forward_fixed + h.model_kernel_issue);
+  EXPECT_EQ(gap(1), h.model_kernel_issue);
+  EXPECT_EQ(gap(bwd - 1), h.model_kernel_issue);
+  EXPECT_EQ(gap(bwd), h.backward_kernel_issue);
+  EXPECT_EQ(gap(opt - 1), h.backward_kernel_issue);
+  EXPECT_EQ(gap(opt), h.optimizer_kernel_issue);
+  EXPECT_EQ(gap(step.dag.size() - 1), h.optimizer_kernel_issue);
+  // Accumulation: each micro-batch's forward starts with forward_fixed again.
+  const StepProgram acc = build_step(workload(std::string(kLlama) + "gradient_accumulation_steps: 2\n"), "train",
+                                     {2, 256, 0}, lowering);
+  ASSERT_EQ(acc.phase_starts[2].first, "forward");
+  EXPECT_EQ(*acc.dag[static_cast<KernelDag::Vertex>(acc.phase_starts[2].second)].host_gap,
+            h.forward_fixed + h.model_kernel_issue);
+  const auto w = workload(kLlama);
+  const double eager = simulate_model(w, hw, hw::LaunchMode::kEager, models).steps.front().total_us;
+  const double graph = simulate_model(w, hw, hw::LaunchMode::kGraph, models).steps.front().total_us;
+  hw.host.backward_kernel_issue = hw.host.backward_kernel_issue + sim::Time::from_seconds(20e-6);
+  EXPECT_GT(simulate_model(w, hw, hw::LaunchMode::kEager, models).steps.front().total_us, eager + 1000.0);
+  EXPECT_EQ(simulate_model(w, hw, hw::LaunchMode::kGraph, models).steps.front().total_us, graph);
+}
+
 TEST(TrainLowering, RefusesWhatItDoesNotLowerByKey) {
   EXPECT_EQ(expect_config_error([] { workload(std::string(kLlama) + "optimizer: lion\n"); }).key(), "optimizer");
   EXPECT_EQ(expect_config_error([] { workload(std::string(kLlama) + "autocast: bf16\n"); }).key(), "autocast");
