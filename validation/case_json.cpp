@@ -39,4 +39,16 @@ Comparison compare_run(MeasuredOp ref, const workloads::ModelRun& run, bool wall
   return c;
 }
 
+Comparison figure_row(const std::string& label, const std::string& family, bool held_out, double measured,
+                      double simulated) {
+  Comparison c;
+  c.reference.label = label;
+  c.reference.family = family;
+  c.reference.held_out = held_out;
+  c.reference.measured_us = measured;
+  c.simulated_us = simulated;
+  c.error_pct = measured > 0 ? 100.0 * (simulated - measured) / measured : 0.0;
+  return c;
+}
+
 }  // namespace gpusim::validation

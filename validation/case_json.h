@@ -23,4 +23,9 @@ workloads::Phase case_phase(const std::string& s, const std::filesystem::path& f
 // steps' kernel names, and the error against `ref`.
 Comparison compare_run(MeasuredOp ref, const workloads::ModelRun& run, bool wall);
 
+// One figure of a measured case (a phase's kernel time, a memory peak) beside gpusim's: the
+// relative error, 0 for a measured 0.
+Comparison figure_row(const std::string& label, const std::string& family, bool held_out, double measured,
+                      double simulated);
+
 }  // namespace gpusim::validation

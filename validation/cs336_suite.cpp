@@ -38,22 +38,6 @@ std::vector<Comparison> compare_cs336_forwards(const std::filesystem::path& json
   return out;
 }
 
-namespace {
-
-Comparison train_row(const std::string& label, const std::string& family, bool held_out, double measured,
-                     double simulated) {
-  Comparison c;
-  c.reference.label = label;
-  c.reference.family = family;
-  c.reference.held_out = held_out;
-  c.reference.measured_us = measured;
-  c.simulated_us = simulated;
-  c.error_pct = 100.0 * (simulated - measured) / measured;
-  return c;
-}
-
-}  // namespace
-
 std::vector<Comparison> compare_cs336_train_steps(const std::filesystem::path& json,
                                                   const std::filesystem::path& models_dir, const hw::HardwareSpec& hw,
                                                   const models::KernelModelRegistry& models) {
@@ -73,10 +57,10 @@ std::vector<Comparison> compare_cs336_train_steps(const std::filesystem::path& j
       const auto& step = run.steps.front();
       for (const auto& split : step.phase_splits) {
         const double measured = c.at("phases").at(split.name).at("kernel_time_us").get<double>();
-        out.push_back(train_row(fmt::format("{} {} kernel time", id, split.name), "cs336-train-" + split.name,
+        out.push_back(figure_row(fmt::format("{} {} kernel time", id, split.name), "cs336-train-" + split.name,
                                 held_out, measured, split.kernel_time_us));
       }
-      out.push_back(train_row(fmt::format("{} step kernel time", id), "cs336-train-step", held_out,
+      out.push_back(figure_row(fmt::format("{} step kernel time", id), "cs336-train-step", held_out,
                               c.at("kernel_time_us_median").get<double>(), step.kernel_time_us));
       // Memory in MiB above the weights (and the script's buffers): the step's peak, and what the
       // forward leaves allocated for the backward.
@@ -84,10 +68,10 @@ std::vector<Comparison> compare_cs336_train_steps(const std::filesystem::path& j
       const auto& p = steps.front();
       const double before_backward = p.activation_profile.at(p.phase_starts.at(1).second - 1);
       constexpr double kMiB = 1048576.0;
-      out.push_back(train_row(fmt::format("{} peak above persistent (MiB)", id), "cs336-train-memory", held_out,
+      out.push_back(figure_row(fmt::format("{} peak above persistent (MiB)", id), "cs336-train-memory", held_out,
                               c.at("peak_above_persistent_bytes").get<double>() / kMiB,
                               static_cast<double>(run.memory.activation_peak_bytes) / kMiB));
-      out.push_back(train_row(fmt::format("{} allocated before backward (MiB)", id), "cs336-train-memory", held_out,
+      out.push_back(figure_row(fmt::format("{} allocated before backward (MiB)", id), "cs336-train-memory", held_out,
                               c.at("allocated_before_backward_bytes").get<double>() / kMiB, before_backward / kMiB));
     }
   } catch (const nlohmann::json::exception& e) {

@@ -15,18 +15,6 @@
 namespace gpusim::validation {
 namespace {
 
-Comparison row(const std::string& label, const std::string& family, bool held_out, double measured,
-               double simulated) {
-  Comparison c;
-  c.reference.label = label;
-  c.reference.family = family;
-  c.reference.held_out = held_out;
-  c.reference.measured_us = measured;
-  c.simulated_us = simulated;
-  c.error_pct = measured > 0 ? 100.0 * (simulated - measured) / measured : 0.0;
-  return c;
-}
-
 // Families the train lowering refuses so far, by the cases' model_type.
 const std::set<std::string> kNotLowered{
     "deepseek_v2",  // multi-head latent attention, mixture of experts
@@ -56,13 +44,12 @@ std::optional<workloads::ModelWorkload> case_workload(const std::filesystem::pat
   return std::get<workloads::ModelWorkload>(workloads::parse_workload(yaml, json.filename().string() + ": " + id, {}, {}));
 }
 
-}  // namespace
 
-std::vector<Comparison> compare_train_steps(const std::filesystem::path& json, const hw::HardwareSpec& hw,
-                                            const models::KernelModelRegistry& models, int& not_modeled) {
+// Calls fn(case, its workload) for every case of `json` gpusim lowers, counting the others in
+// `not_modeled`; a malformed case is a ConfigError naming the file.
+template <typename Fn>
+void for_each_lowered_case(const std::filesystem::path& json, int& not_modeled, Fn fn) {
   const nlohmann::json doc = read_json_file(json);
-  std::vector<Comparison> out;
-  not_modeled = 0;
   try {
     for (const auto& c : doc.at("cases")) {
       const auto w = case_workload(json, c);
@@ -70,27 +57,38 @@ std::vector<Comparison> compare_train_steps(const std::filesystem::path& json, c
         ++not_modeled;
         continue;
       }
-      const std::string id = c.at("id").get<std::string>();
-      const bool held_out = c.at("split").get<std::string>() == "holdout";
-      const auto run = workloads::simulate_model(*w, hw, hw::LaunchMode::kGraph, models);
-      if (run.steps.size() != 1) throw ModelError("train suite: expected one training step");
-      const auto& step = run.steps.front();
-      for (const auto& split : step.phase_splits) {
-        if (c.at("phases").at(split.name).at("n_kernels").get<int>() == 0) continue;
-        const double measured = c.at("phases").at(split.name).at("kernel_time_us").get<double>();
-        out.push_back(row(fmt::format("{} {} kernel time", id, split.name), "train-" + split.name, held_out,
-                          measured, split.kernel_time_us));
-      }
-      out.push_back(row(fmt::format("{} step kernel time", id), "train-step", held_out,
-                        c.at("kernel_time_us_median").get<double>(), step.kernel_time_us));
-      // Memory in MiB: the step's allocation peak above weights and optimizer state.
-      out.push_back(row(fmt::format("{} peak above persistent (MiB)", id), "train-memory", held_out,
-                        c.at("peak_above_persistent_bytes").get<double>() / 1048576.0,
-                        static_cast<double>(run.memory.activation_peak_bytes) / 1048576.0));
+      fn(c, *w);
     }
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(json.string(), 0, "cases", std::string("malformed case: ") + e.what());
   }
+}
+
+}  // namespace
+
+std::vector<Comparison> compare_train_steps(const std::filesystem::path& json, const hw::HardwareSpec& hw,
+                                            const models::KernelModelRegistry& models, int& not_modeled) {
+  std::vector<Comparison> out;
+  not_modeled = 0;
+  for_each_lowered_case(json, not_modeled, [&](const nlohmann::json& c, const workloads::ModelWorkload& w) {
+    const std::string id = c.at("id").get<std::string>();
+    const bool held_out = c.at("split").get<std::string>() == "holdout";
+    const auto run = workloads::simulate_model(w, hw, hw::LaunchMode::kGraph, models);
+    if (run.steps.size() != 1) throw ModelError("train suite: expected one training step");
+    const auto& step = run.steps.front();
+    for (const auto& split : step.phase_splits) {
+      if (c.at("phases").at(split.name).at("n_kernels").get<int>() == 0) continue;
+      const double measured = c.at("phases").at(split.name).at("kernel_time_us").get<double>();
+      out.push_back(figure_row(fmt::format("{} {} kernel time", id, split.name), "train-" + split.name, held_out,
+                               measured, split.kernel_time_us));
+    }
+    out.push_back(figure_row(fmt::format("{} step kernel time", id), "train-step", held_out,
+                             c.at("kernel_time_us_median").get<double>(), step.kernel_time_us));
+    // Memory in MiB: the step's allocation peak above weights and optimizer state.
+    out.push_back(figure_row(fmt::format("{} peak above persistent (MiB)", id), "train-memory", held_out,
+                             c.at("peak_above_persistent_bytes").get<double>() / 1048576.0,
+                             static_cast<double>(run.memory.activation_peak_bytes) / 1048576.0));
+  });
   return out;
 }
 
@@ -100,22 +98,12 @@ std::vector<Comparison> compare_train_walls(const std::vector<std::filesystem::p
   std::vector<Comparison> out;
   not_modeled = 0;
   for (const auto& json : files) {
-    const nlohmann::json doc = read_json_file(json);
-    try {
-      for (const auto& c : doc.at("cases")) {
-        const auto w = case_workload(json, c);
-        if (!w) {
-          ++not_modeled;
-          continue;
-        }
-        const auto run = workloads::simulate_model(*w, hw, hw::LaunchMode::kEager, models);
-        out.push_back(row(fmt::format("{} step wall time (eager)", c.at("id").get<std::string>()), "train-wall",
-                          c.at("split").get<std::string>() == "holdout", c.at("wall_us_median").get<double>(),
-                          run.steps.front().total_us));
-      }
-    } catch (const nlohmann::json::exception& e) {
-      throw ConfigError(json.string(), 0, "cases", std::string("malformed case: ") + e.what());
-    }
+    for_each_lowered_case(json, not_modeled, [&](const nlohmann::json& c, const workloads::ModelWorkload& w) {
+      const auto run = workloads::simulate_model(w, hw, hw::LaunchMode::kEager, models);
+      out.push_back(figure_row(fmt::format("{} step wall time (eager)", c.at("id").get<std::string>()), "train-wall",
+                               c.at("split").get<std::string>() == "holdout", c.at("wall_us_median").get<double>(),
+                               run.steps.front().total_us));
+    });
   }
   return out;
 }

@@ -175,7 +175,7 @@ TensorUse layer_norm(StepEmitter& e, const std::string& label, const TensorUse& 
   const TensorUse w = e.weight(label + ".weight", 2.0 * static_cast<double>(d));
   e.b().emit_op(label, models::Op(models::OpKind::kLayerNorm, e.act(), models::RowShape{T, d}),
                 {{"x", x}, {"y", y}, {"weight", w}});
-  if (tape) *tape = detail::RmsNormTape{x, {}, {}, {}, w, T, d};
+  if (tape) *tape = detail::RmsNormTape{x, {}, {}, {}, w, T, d, {}};
   return y;
 }
 

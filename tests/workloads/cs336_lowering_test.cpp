@@ -8,6 +8,7 @@
 #include "hw/hardware_loader.h"
 #include "models/kernel_model.h"
 #include "sim/error.h"
+#include "tests/support/model_workloads.h"
 #include "tests/support/temp_files.h"
 #include "workloads/memory_footprint.h"
 #include "workloads/model_run.h"
@@ -19,9 +20,7 @@ namespace {
 
 using gpusim::testing::config_dir;
 
-ModelWorkload workload(const std::string& yaml) {
-  return std::get<ModelWorkload>(parse_workload(yaml, "test.yaml", {}, config_dir() / "models"));
-}
+ModelWorkload workload(const std::string& yaml) { return gpusim::testing::model_workload(yaml, "test.yaml"); }
 
 hw::HardwareSpec rtx5090() { return hw::load_hardware("rtx5090", hw::PresetCatalog(config_dir() / "hw"), {}); }
 

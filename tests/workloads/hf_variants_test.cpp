@@ -7,6 +7,7 @@
 #include "hw/hardware_loader.h"
 #include "models/kernel_model.h"
 #include "sim/error.h"
+#include "tests/support/model_workloads.h"
 #include "tests/support/temp_files.h"
 #include "workloads/model_run.h"
 #include "workloads/transformer_phases.h"
@@ -17,9 +18,7 @@ namespace {
 
 using gpusim::testing::config_dir;
 
-ModelWorkload workload(const std::string& yaml) {
-  return std::get<ModelWorkload>(parse_workload(yaml, "test.yaml", {}, config_dir() / "models"));
-}
+ModelWorkload workload(const std::string& yaml) { return gpusim::testing::model_workload(yaml, "test.yaml"); }
 
 // Framework ops whose label contains `part` (an op's several launches count once).
 int count_ops(const KernelDag& dag, const std::string& part) {

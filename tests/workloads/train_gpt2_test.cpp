@@ -11,6 +11,7 @@
 #include "hw/hardware_loader.h"
 #include "models/kernel_model.h"
 #include "sim/error.h"
+#include "tests/support/model_workloads.h"
 #include "tests/support/temp_files.h"
 #include "tests/workloads/config_error_matchers.h"
 #include "workloads/model_run.h"
@@ -23,11 +24,9 @@ namespace {
 using gpusim::testing::config_dir;
 using gpusim::testing::expect_config_error;
 
-ModelWorkload workload(const std::string& yaml) {
-  return std::get<ModelWorkload>(parse_workload(yaml, "train.yaml", {}, config_dir() / "models"));
-}
+ModelWorkload workload(const std::string& yaml) { return gpusim::testing::model_workload(yaml); }
 
-hw::HardwareSpec h100() { return hw::load_hardware("h100", hw::PresetCatalog(config_dir() / "hw"), {}); }
+hw::HardwareSpec h100() { return gpusim::testing::preset("h100"); }
 
 const char* kGpt2 = "model: gpt2-small\nphase: train\nbatch: 2\nseq_len: 128\ndtype: bf16\n";
 
