@@ -24,6 +24,9 @@ class OpLoweringCache {
  public:
   OpLoweringCache(const hw::HardwareSpec& hw, const models::KernelModelRegistry& models)
       : hw_(hw), models_(models) {}
+  // The cache keeps references: a temporary chip or registry would dangle.
+  OpLoweringCache(hw::HardwareSpec&&, const models::KernelModelRegistry&) = delete;
+  OpLoweringCache(const hw::HardwareSpec&, models::KernelModelRegistry&&) = delete;
   const hw::HardwareSpec& hw() const { return hw_; }
   const std::vector<hw::Launch>& lower(const models::Op& op);
   // models::lower_elementwise(p, hw, ""), lowered once per shape (its tensors stand in as

@@ -82,7 +82,8 @@ struct Backward {
 
 Backward backward_of(const ModelWorkload& w) {
   const auto models = models::default_kernel_models();
-  OpLoweringCache lowering(h100(), models);
+  const auto hw = h100();  // the cache keeps a reference: not a temporary
+  OpLoweringCache lowering(hw, models);
   Backward b{build_step(w, "train", {w.batch, w.seq_len, 0}, lowering)};
   EXPECT_EQ(b.step.phase_starts.size(), 3u);
   b.from = b.step.phase_starts[1].second;
