@@ -60,7 +60,7 @@ void write_model_summary(const RunReport& r, std::ostream& out) {
                        gigabytes(m.weights_bytes), gigabytes(m.kv_cache_bytes), m.kv_cache_tokens,
                        gigabytes(m.activation_peak_bytes), gigabytes(m.total_bytes),
                        gigabytes(m.capacity_bytes), m.fits ? "fits" : "DOES NOT FIT");
-    if (m.optimizer_state_bytes > 0) {
+    if (m.gradients_bytes > 0) {
       out << fmt::format("training: gradients {} (within the activations)  optimizer state {}\n",
                          gigabytes(m.gradients_bytes), gigabytes(m.optimizer_state_bytes));
     }
@@ -228,8 +228,9 @@ void write_json(const RunReport& r, std::ostream& out) {
     j["memory"] = {{"weights_bytes", m.weights_bytes}, {"kv_cache_bytes", m.kv_cache_bytes},
                    {"kv_cache_tokens", m.kv_cache_tokens}, {"activation_peak_bytes", m.activation_peak_bytes},
                    {"total_bytes", m.total_bytes}, {"capacity_bytes", m.capacity_bytes}, {"fits", m.fits}};
-    if (m.optimizer_state_bytes > 0) {
-      // A training step: its gradients and optimizer state, and its peak (= total_bytes).
+    if (m.gradients_bytes > 0) {
+      // A training step: its gradients and optimizer state (0 with optimizer: none), and its
+      // peak (= total_bytes).
       j["memory"]["gradients_bytes"] = m.gradients_bytes;
       j["memory"]["optimizer_state_bytes"] = m.optimizer_state_bytes;
       j["memory"]["peak_bytes"] = m.total_bytes;

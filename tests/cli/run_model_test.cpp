@@ -108,6 +108,11 @@ TEST(RunModel, Fp32TrainMfuIsAgainstTheFp32Peak) {
   const auto w = dir.write("train.yaml",
                            "model: cs336-small\nphase: train\nbatch: 1\nseq_len: 128\ndtype: fp32\n"
                            "lowering: cs336-basics\noptimizer: none\n");
+  // optimizer: none keeps the memory contract: gradients, no optimizer state, the peak.
+  const auto m = run_json(w.string(), "h100")["memory"];
+  EXPECT_EQ(m["gradients_bytes"], m["weights_bytes"]);
+  EXPECT_EQ(m["optimizer_state_bytes"], 0);
+  EXPECT_EQ(m["peak_bytes"], m["total_bytes"]);
   for (const std::string hw : {"rtx5090", "h100"}) {
     const auto t = run_json(w.string(), hw)["training"];
     EXPECT_TRUE(std::isfinite(t["mfu_pct"].get<double>())) << hw;
