@@ -71,9 +71,10 @@ QWEN3_06B_4L = dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=
 
 
 def case(cid, mtype, cfg, batch, seq_len, precision="bf16", optimizer="adamw", checkpointing="none",
-         accumulation_steps=1):
+         accumulation_steps=1, trainer="eager"):
     return dict(id=cid, model_type=mtype, cfg=cfg, batch=batch, seq_len=seq_len, precision=precision,
-                optimizer=optimizer, checkpointing=checkpointing, accumulation_steps=accumulation_steps)
+                optimizer=optimizer, checkpointing=checkpointing, accumulation_steps=accumulation_steps,
+                trainer=trainer)
 
 
 CASES = [
@@ -121,6 +122,10 @@ def build(c):
     model.train()
     model.config.architectures = [model.__class__.__name__]
     params = [p for p in model.parameters() if p.requires_grad]
+    if c.get("trainer", "eager") == "compiled":
+        # A tuned trainer's step: the model (forward with its loss, hence the backward too)
+        # compiled by TorchInductor with its defaults; the optimizer is not compiled.
+        model = torch.compile(model)
     if c["optimizer"] == "adamw":
         opt = torch.optim.AdamW(params, lr=1e-5)
     elif c["optimizer"] == "adamw-fused":
@@ -142,7 +147,7 @@ def measure_case(c, reps, names):
     n_params = sum(p.numel() for p in model.parameters())
     weights_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     x = torch.randint(0, model.config.vocab_size, (c["batch"], c["seq_len"]), device="cuda")
-    amp = c["precision"] != "bf16"
+    amp = "autocast" in c["precision"]
 
     micro = c["accumulation_steps"]
 
@@ -220,6 +225,7 @@ def measure_case(c, reps, names):
                wall_us_median=statistics.median(walls), wall_us_all=walls,
                hf_config_json=model.config.to_json_string(use_diff=True))
     del model, opt, flush, x
+    torch._dynamo.reset()
     torch.cuda.empty_cache()
     return res
 
@@ -298,6 +304,7 @@ def main(cases=None, prefix="hf_train"):
             r = measure_case(c, a.reps, names)
             r.update({k: c[k] for k in ("id", "split", "model_type", "batch", "seq_len", "precision", "optimizer",
                                         "checkpointing", "accumulation_steps")})
+            r["trainer"] = c.get("trainer", "eager")
             result["cases"].append(r)
             ph = r["phases"]
             if c["split"] == "holdout":  # held-out figures stay unseen until they are compared
