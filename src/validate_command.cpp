@@ -210,6 +210,12 @@ const std::vector<SuiteSpec>& suites() {
        "Mixtral, DeepSeek-V2-Lite with MLA), Phi-3-mini and Gemma 3, bf16, AdamW; measured before these "
        "families were lowered for training, each family's held-out cases compared once",
        false, 0, false, false, false, true},
+      {"train4-h100", "h100", "hf_train4_h100.json",
+       "training steps, set 4, on an H100 SXM5, 2026-11-25 22:54 UTC: a tuned trainer's step (the model "
+       "compiled by TorchInductor, fused AdamW) against the fused lowering's training step, and fp32 eager "
+       "steps (no autocast, no TF32) against hf-eager; Llama, Qwen2 and Qwen3 shapes; measured before either "
+       "was lowered, each kind's held-out cases compared once",
+       false, 0, false, false, false, true},
       {"host-h100", "h100", "host_walls_h100.json",
        "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "
        "H100 machine's host, one session (2026-11-24 23:41 UTC): the layer sweep the preset's host "

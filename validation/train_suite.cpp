@@ -32,15 +32,21 @@ std::optional<workloads::ModelWorkload> case_workload(const std::filesystem::pat
   // bf16 weights, or fp32 weights under bf16 autocast (mixed precision).
   std::string dtype;
   if (precision == "bf16") dtype = "dtype: bf16\n";
+  else if (precision == "fp32") dtype = "dtype: fp32\n";
   else if (precision == "fp32+autocast-bf16") dtype = "dtype: fp32\nautocast: bf16\n";
   else throw ConfigError(json.string(), 0, "cases", fmt::format("case {}: unknown precision '{}'", id, precision));
+  // Set 4's tuned trainer (a TorchInductor-compiled model) is the fused lowering's training step.
+  const std::string trainer = c.value("trainer", std::string("eager"));
+  std::string lowering;
+  if (trainer == "compiled") lowering = "lowering: fused\n";
+  else if (trainer != "eager") throw ConfigError(json.string(), 0, "cases", fmt::format("case {}: unknown trainer '{}'", id, trainer));
   const auto config = json.parent_path() / "hf_configs" / fmt::format("train_{}.json", id);
   const std::string yaml = fmt::format(
       "hf_config: {}\nphase: train\nbatch: {}\nseq_len: {}\n{}optimizer: {}\ncheckpointing: {}\n"
-      "gradient_accumulation_steps: {}\n",
+      "gradient_accumulation_steps: {}\n{}",
       config.string(), c.at("batch").get<std::int64_t>(), c.at("seq_len").get<std::int64_t>(), dtype,
       c.at("optimizer").get<std::string>(), c.value("checkpointing", std::string("none")),
-      c.value("accumulation_steps", 1));
+      c.value("accumulation_steps", 1), lowering);
   return std::get<workloads::ModelWorkload>(workloads::parse_workload(yaml, json.filename().string() + ": " + id, {}, {}));
 }
 
