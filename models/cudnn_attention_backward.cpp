@@ -36,6 +36,12 @@ constexpr int kCudnnRowKernelRegs = 128;
 constexpr double kDotRoundTrips = 2.0;
 constexpr double kConvertDqRoundTrips = 4.5;
 constexpr double kReduceHeadRoundTripsPerHead = 1.0;
+// With an explicit mask (a compiled model hands sdpa its causal mask as a tensor) each tile pair
+// loads and applies the mask's tile before the softmax's recomputation: the pair takes about this
+// many times its tensor-core time, as the forward's masked tiles do (models/cudnn_attention.cpp).
+// Fitted on the compiled calibration cases of validation/data/hf_train4_h100.json (Qwen3 0.6B at
+// 4 x 1024: 312 us; Llama 3.2 1B at 4 x 512: 98 us).
+constexpr double kMaskedPairSlowdown = 2.0;
 
 }  // namespace
 
@@ -75,7 +81,8 @@ std::vector<Launch> lower_sdpa_backward(std::int64_t B, std::int64_t Hq, std::in
                                         std::int64_t D, bool causal, hw::DType dtype, const TensorUse& q,
                                         const TensorUse& k, const TensorUse& v, const TensorUse& o,
                                         const TensorUse& grad_o, const TensorUse& grad_q, const TensorUse& grad_k,
-                                        const TensorUse& grad_v, const hw::HardwareSpec& hw, bool dropout) {
+                                        const TensorUse& grad_v, const hw::HardwareSpec& hw, bool dropout,
+                                        bool masked) {
   if (B <= 0 || Hq <= 0 || Hkv <= 0 || S <= 0 || D <= 0) throw ModelError("sdpa backward: sizes must be positive");
   if (Hq % Hkv != 0) throw ModelError("sdpa backward: query heads must be a multiple of KV heads");
   if (D % 8 != 0 || D > 256) throw ModelError("sdpa backward: cuDNN needs a head dimension multiple of 8, at most 256");
@@ -120,7 +127,8 @@ std::vector<Launch> lower_sdpa_backward(std::int64_t B, std::int64_t Hq, std::in
   const std::int64_t ctas = std::min<std::int64_t>(units, hw.sm_count);
   l.grid = {ctas, 1, 1};
   const double pair_flops = 10.0 * kBpropTile * kBpropTile * static_cast<double>(dt);
-  const double pair_seconds = pair_flops / (hw.tensor_flops_per_cycle(dtype) * hw.clocks.sustained_tensor_hz);
+  const double pair_seconds = pair_flops / (hw.tensor_flops_per_cycle(dtype) * hw.clocks.sustained_tensor_hz) *
+                              (masked ? kMaskedPairSlowdown : 1.0);
   const double unit_seconds = kBpropUnitRoundTrips * hw.dram.latency.seconds();
   // Heaviest units first (the longest causal key blocks), each to the CTA free first: the
   // dynamic scheduler the memset resets.
@@ -151,13 +159,16 @@ std::vector<Launch> lower_sdpa_backward(std::int64_t B, std::int64_t Hq, std::in
     hw::CtaWork w;
     w.tensor_dtype = dtype;
     w.tensor_flops = p * pair_flops;
+    // A masked pair's matmuls wait on the mask tile's load and add (the same FLOPs, slower).
+    if (masked) w.tensor_efficiency = 1.0 / kMaskedPairSlowdown;
     // Per score: P = exp2(S - LSE), dS = P (dP - D), both rounded to 16 bits for their matmuls.
     const double scores = p * kBpropTile * kBpropTile;
     w.fp32_flops = 6.0 * scores + (dropout ? kDropoutOpsPerScore * scores : 0.0);
     w.sfu_ops = scores;
     // K and V in and dK and dV out per unit; per tile pair Q and dO in, their LSE and D rows,
     // and dQ's 64 x D fp32 atomic adds.
-    w.l2_bytes = u * 4.0 * tile + p * (2.0 * tile + 2.0 * kBpropTile * 4 + kBpropTile * D * 4.0);
+    w.l2_bytes = u * 4.0 * tile + p * (2.0 * tile + 2.0 * kBpropTile * 4 + kBpropTile * D * 4.0) +
+                 (masked ? p * kBpropTile * kBpropTile : 0.0);  // the bool mask's tile
     w.dram_read_bytes = unique_in / static_cast<double>(ctas);
     w.dram_write_bytes = outputs / static_cast<double>(ctas);
     w.max_inflight_bytes = 2.0 * 2.0 * tile;  // two stages of Q and dO by TMA

@@ -61,13 +61,14 @@ std::vector<Launch> lower_embedding_backward(std::int64_t T, std::int64_t V, std
 // mask regenerated from the Philox state in the fused kernel):
 // a memset, dot(dO, O) per row, the fused flash backward (dQ accumulated in fp32), dQ's
 // conversion to 16 bits and, with grouped-query attention (Hq > Hkv), the reductions of dK and dV
-// over each group's heads. Shapes as the forward's: B sequences of S tokens, head dim D.
+// over each group's heads. Shapes as the forward's: B sequences of S tokens, head dim D. `masked`:
+// the mask is a tensor (not causal skipping): every tile pair runs and applies its mask tile.
 std::vector<Launch> lower_sdpa_backward(std::int64_t B, std::int64_t Hq, std::int64_t Hkv, std::int64_t S,
                                         std::int64_t D, bool causal, hw::DType dtype, const TensorUse& q,
                                         const TensorUse& k, const TensorUse& v, const TensorUse& o,
                                         const TensorUse& grad_o, const TensorUse& grad_q, const TensorUse& grad_k,
                                         const TensorUse& grad_v, const hw::HardwareSpec& hw,
-                                        bool dropout = false);
+                                        bool dropout = false, bool masked = false);
 
 // One torch._foreach_* op over tensor lists as multi_tensor_apply launches it: chunks of 65536
 // elements, at most 320 CTAs (chunks) and depth-dependent tensor counts per launch ({110, 64,

@@ -496,6 +496,11 @@ void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
 
 }  // namespace
 
+void detail::train_optimizer_step(StepEmitter& e, const std::vector<TrainParam>& params, const Grads& g,
+                                  Optimizer opt) {
+  optimizer_step(e, params, g, opt);
+}
+
 void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
   StepEmitter e(w, s, b);
   Grads g;

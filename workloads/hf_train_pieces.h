@@ -102,6 +102,10 @@ hw::TensorUse gpt2_backward(StepEmitter& e, ForwardTape& tape, const hw::TensorU
 // ln_2, c_fc, mlp.c_proj, each weight then bias, then ln_f).
 std::vector<TrainParam> gpt2_parameters(StepEmitter& e, const ForwardTape& tape);
 
+// optimizer.step() over `params` (model.parameters() order) and their gradients: foreach AdamW,
+// fused AdamW or foreach SGD (hf_train_lowering.cpp); shared by the fused lowering's step.
+void train_optimizer_step(StepEmitter& e, const std::vector<TrainParam>& params, const Grads& g, Optimizer opt);
+
 // The backward of a MoE block (workloads/hf_train_moe.cpp) from its output's gradient `dy`:
 // returns the gradient of its input.
 hw::TensorUse moe_backward(StepEmitter& e, const std::string& label, const MoeTape& t, const hw::TensorUse& dy,

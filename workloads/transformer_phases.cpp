@@ -33,7 +33,8 @@ StepProgram build_step(const ModelWorkload& w, const std::string& phase, const S
   ProgramBuilder b(lowering);
   if (layer_limit) b.limit_layers(*layer_limit);
   if (w.lowering == Lowering::kFused) {
-    lower_fused_step(w, shape, b);
+    if (w.phase == Phase::kTrain) lower_fused_train_step(w, shape, b);
+    else lower_fused_step(w, shape, b);
   } else if (w.lowering == Lowering::kCs336Basics) {
     if (w.phase == Phase::kTrain) {
       lower_cs336_train_step(w, shape, b);

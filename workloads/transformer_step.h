@@ -36,6 +36,11 @@ void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
 // residual add) and activations, fused RoPE writing into a paged KV cache in place, flash
 // decoding, and a fused MoE (grouped GEMMs over the routed tokens).
 void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
+// The fused lowering's training step: a tuned trainer's (the model compiled by TorchInductor,
+// fused AdamW): Triton kernels that fuse each norm with its residual add, RoPE, SwiGLU, the loss
+// and their backward, around the same cuBLAS GEMMs and cuDNN attention as eager
+// (workloads/fused_train_lowering.cpp).
+void lower_fused_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
 
 // The cs336_basics reference model (seed 002) as its own code launches kernels: hand-written
 // RMSNorm, RoPE, attention (matmul, softmax by hand, matmul) and SwiGLU, lm_head on every
