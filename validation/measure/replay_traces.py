@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""replay_traces.py: PyTorch profiler traces for `gpusim replay` (issue 17).
+
+Records, for each program, the Chrome trace torch.profiler exports (Kineto), with
+record_shapes=True, as users record them: a few iterations after warm-up, CPU and CUDA activity.
+Programs: Hugging Face models built from configs with random weights (sdpa, bf16): a prefill
+forward, a decode step on a contiguous KV cache of the stated length (restored before each step,
+outside the profile, as generation leaves it), a mixture-of-experts prefill, an eager training step;
+and a small convolutional network (a program that is not a transformer). The L2 is flushed before
+each iteration (256 MiB written, inside the trace as its own kernel, named in `meta`).
+
+Usage (GPU machine, repository root):
+  PYTHONUNBUFFERED=1 python3 validation/measure/replay_traces.py --gpu h100 --out $OUT
+Writes $OUT/replay_<gpu>_<program>.json.gz (the trace, with `gpusim_meta` added at the top level:
+provenance, program, iterations) for each program.
+"""
+import argparse
+import gzip
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_models  # noqa: E402
+from hf_models import QWEN3_MOE_4L, build_model, make_phase  # noqa: E402
+from hf_train import LLAMA_1B_4L, QWEN3_06B_4L  # noqa: E402
+
+ITERS = 3
+WARMUP = 2
+FLUSH_BYTES = 256 * 1024 * 1024
+
+PROGRAMS = [
+    dict(id="llama3.2-1b-4l_prefill_b2_s512", model_type="llama", cfg=LLAMA_1B_4L, phase="prefill", batch=2, seq_len=512),
+    dict(id="llama3.2-1b-4l_decode_b4_l512", model_type="llama", cfg=LLAMA_1B_4L, phase="decode", batch=4, seq_len=512),
+    dict(id="qwen3-0.6b-4l_decode_b8_l1024", model_type="qwen3", cfg=QWEN3_06B_4L, phase="decode", batch=8, seq_len=1024),
+    dict(id="qwen3-moe-4l_prefill_b1_s512", model_type="qwen3_moe", cfg=QWEN3_MOE_4L, phase="prefill", batch=1, seq_len=512),
+    dict(id="llama3.2-1b-4l_train_b2_s512", model_type="llama", cfg=LLAMA_1B_4L, phase="train", batch=2, seq_len=512),
+    dict(id="convnet_b32", phase="convnet", batch=32),
+]
+
+
+def program_step(p):
+    """Returns (step, after): step() runs one iteration; after() restores state outside the trace."""
+    import torch
+    if p["phase"] == "convnet":
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 64, 3, padding=1), torch.nn.BatchNorm2d(64), torch.nn.ReLU(),
+            torch.nn.Conv2d(64, 128, 3, padding=1, stride=2), torch.nn.BatchNorm2d(128), torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(128, 1000)).cuda().eval()
+        x = torch.randn(p["batch"], 3, 224, 224, device="cuda")
+
+        def step():
+            with torch.no_grad():
+                return net(x)
+        return step, (lambda: None)
+    if p["phase"] == "train":
+        import hf_train
+        c = hf_train.case(p["id"], p["model_type"], p["cfg"], p["batch"], p["seq_len"])
+        model, opt = hf_train.build(c)
+        ids = torch.randint(0, model.config.vocab_size, (p["batch"], p["seq_len"]), device="cuda")
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+        return step, (lambda: None)
+    model = build_model(dict(p, cfg=p["cfg"]))
+    run, after, _ = make_phase(model, dict(p, output_len=None))
+
+    def step():
+        with torch.no_grad():
+            return run()
+    return step, after
+
+
+def record(p, gpu, out):
+    import torch
+    from torch.profiler import profile, ProfilerActivity, record_function
+    step, after = program_step(p)
+    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
+    for _ in range(WARMUP):
+        step()
+        after()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
+        for _ in range(ITERS):
+            with record_function("gpusim_flush"):
+                flush.zero_()
+            torch.cuda.synchronize()
+            with record_function("gpusim_iteration"):
+                step()
+                torch.cuda.synchronize()
+            prof.step() if hasattr(prof, "step") else None
+            after()
+    tmp = os.path.join(out, f"replay_{gpu}_{p['id']}.json")
+    prof.export_chrome_trace(tmp)
+    with open(tmp) as f:
+        trace = json.load(f)
+    os.remove(tmp)
+    meta = hf_models.provenance(gpu)
+    meta.update(script="validation/measure/replay_traces.py", program={k: v for k, v in p.items() if k != "cfg"},
+                model_config=p.get("cfg"), iterations=ITERS, flush_range="gpusim_flush",
+                iteration_range="gpusim_iteration")
+    trace["gpusim_meta"] = meta
+    path = tmp + ".gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(trace, f)
+    kernels = [e for e in trace.get("traceEvents", []) if e.get("cat") == "kernel"]
+    print(f"{p['id']:36s} {len(kernels):6d} kernels  {os.path.getsize(path) / 1e6:6.2f} MB", flush=True)
+    del step, after, flush
+    torch.cuda.empty_cache()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpu", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--only", default=None)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    t0 = time.time()
+    for p in PROGRAMS:
+        if a.only and a.only not in p["id"]:
+            continue
+        try:
+            record(p, a.gpu, a.out)
+        except Exception as e:  # noqa
+            import traceback
+            traceback.print_exc()
+            print(f"{p['id']}: failed: {e!r}", flush=True)
+    print(f"done in {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
