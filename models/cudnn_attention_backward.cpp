@@ -51,7 +51,8 @@ namespace {
 constexpr std::int64_t kBpropTile = 64;  // "64x64xD": 64 queries x 64 keys per step
 
 // The head dimension the backward kernels are built for (D padded up).
-std::int64_t bprop_d_tile(std::int64_t D) { return D <= 64 ? 64 : (D <= 128 ? 128 : 256); }
+// (192: DeepSeek's MLA query/key heads, "64x64x192" in hf_train3_h100.json.)
+std::int64_t bprop_d_tile(std::int64_t D) { return D <= 64 ? 64 : (D <= 128 ? 128 : (D <= 192 ? 192 : 256)); }
 
 // cuDNN's small row kernels (128 threads): dot(dO, O) and the per-head reductions take
 // 1024 / D rows a CTA (16 at D = 64, 8 at 128); the dQ conversion 2048 / D.

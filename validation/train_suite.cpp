@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <string>
 
 #include "sim/error.h"
@@ -15,10 +14,6 @@
 namespace gpusim::validation {
 namespace {
 
-// Families the train lowering refuses so far, by the cases' model_type.
-const std::set<std::string> kNotLowered{
-    "deepseek_v2",  // multi-head latent attention, mixture of experts
-};
 
 
 // A measured case as a `phase: train` workload of its own config (set 2 adds checkpointing and
@@ -28,7 +23,7 @@ std::optional<workloads::ModelWorkload> case_workload(const std::filesystem::pat
   const std::string precision = c.at("precision").get<std::string>();
   const std::string type = c.at("model_type").get<std::string>();
   // GPT-2 under autocast (LayerNorm kept in fp32, Conv1D's addmm cast) is not lowered yet.
-  if (kNotLowered.count(type) > 0 || (type == "gpt2" && precision != "bf16")) return std::nullopt;
+  if (type == "gpt2" && precision != "bf16") return std::nullopt;
   // bf16 weights, or fp32 weights under bf16 autocast (mixed precision).
   std::string dtype;
   if (precision == "bf16") dtype = "dtype: bf16\n";

@@ -450,7 +450,7 @@ TensorUse mlp(StepEmitter& e, const std::string& label, const TensorUse& h, std:
 // correction bias, groups ranked by their two best scores), optional renormalization, times
 // routed_scaling_factor. Returns the top-k weights; `logits` gets the router's output.
 TensorUse deepseek_router(StepEmitter& e, const std::string& label, const TensorUse& h, const TensorUse& w_router,
-                          TensorUse& logits) {
+                          TensorUse& logits, detail::MoeTape* tape = nullptr) {
   const auto& cfg = *e.m().moe;
   const auto& hw = e.hw();
   const std::int64_t T = e.tokens(), d = e.m().d_model, E = cfg.experts, k = cfg.top_k, S = T * k;
@@ -496,6 +496,12 @@ TensorUse deepseek_router(StepEmitter& e, const std::string& label, const Tensor
     choice = e.pointwise(label + ".router.masked", EwFunc::kMaskedFill, T * E, kF32, kF32, {cl, gm}, false);
   }
   const TensorUse top = e.new_bytes(label + ".router.topk", static_cast<double>(S) * 12);
+  if (tape) {
+    tape->h_fp32 = hf;
+    tape->w_router_fp32 = wf;
+    tape->probs = scores;
+    tape->top = top;
+  }
   auto topk = models::lower_topk(T, E, k, choice, top, hw);
   if (cfg.topk_method == TopkMethod::kNoauxTc) topk.resize(1);  // sorted=False: no sort kernel
   e.emit(label + ".router.topk", std::move(topk));
@@ -516,10 +522,22 @@ TensorUse deepseek_router(StepEmitter& e, const std::string& label, const Tensor
 }
 
 // The routed experts' output plus the shared experts' (one MLP of their summed width), if any.
-TensorUse with_shared_experts(StepEmitter& e, const std::string& label, const TensorUse& h, const TensorUse& routed) {
+TensorUse with_shared_experts(StepEmitter& e, const std::string& label, const TensorUse& h, const TensorUse& routed,
+                              detail::MoeTape* tape = nullptr) {
   const auto& cfg = *e.m().moe;
   if (cfg.shared_experts == 0) return routed;
-  const TensorUse shared = mlp(e, label + ".shared_experts", h, cfg.shared_experts * cfg.shared_expert_d_ff);
+  detail::LayerTape st;
+  const TensorUse shared = mlp(e, label + ".shared_experts", h, cfg.shared_experts * cfg.shared_expert_d_ff,
+                               tape ? &st : nullptr);
+  if (tape) {
+    tape->sh_gate = st.gate;
+    tape->sh_act = st.gate_act;
+    tape->sh_up = st.up;
+    tape->sh_prod = st.prod;
+    tape->sh_wg = st.wg;
+    tape->sh_wu = st.wu;
+    tape->sh_wd = st.wd;
+  }
   return e.pointwise(label + ".shared_add", EwFunc::kAdd, e.tokens() * e.m().d_model, e.act(), e.act(), {routed, shared}, false);
 }
 
@@ -626,7 +644,7 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
       if (cfg.weights_in_dtype) weights = e.cast(label + ".router.to_act", S, kF32, a, weights);
     }
   } else {
-    weights = top = deepseek_router(e, label, h, w_router, logits);
+    weights = top = deepseek_router(e, label, h, w_router, logits, tape);
   }
   // grouped_mm_experts_forward: sort the (token, expert) pairs by expert, gather the tokens,
   // count tokens per expert (histc, cumsum), two grouped GEMMs around the gated activation,
@@ -699,7 +717,7 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
     tape->dm = dm;
     tape->rows = rows;
   }
-  return with_shared_experts(e, label, h, e.cast(label + ".experts.to_act", T * d, wt, a, summed));
+  return with_shared_experts(e, label, h, e.cast(label + ".experts.to_act", T * d, wt, a, summed), tape);
 }
 
 // What a layer's attention sees of the cache: the tokens it holds before this step, whether a
@@ -778,7 +796,7 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
   const TensorUse h = norm(e, L + ".input_norm", x, tape ? &tape->input_norm : nullptr);
   TensorUse proj;
   if (m.mla) {
-    proj = detail::mla_attention(e, L + ".attn", h, rot);
+    proj = detail::mla_attention(e, L + ".attn", h, rot, tape ? &tape->mla : nullptr);
   } else {
     TensorUse q, k, v;
     bool dense_k = true, dense_v = true;

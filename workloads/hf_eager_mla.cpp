@@ -53,7 +53,7 @@ std::pair<TensorUse, TensorUse> mla_rotary_table(StepEmitter& e) {
 }
 
 TensorUse mla_attention(StepEmitter& e, const std::string& label, const TensorUse& h,
-                        const std::pair<TensorUse, TensorUse>& rot) {
+                        const std::pair<TensorUse, TensorUse>& rot, MlaTape* tape) {
   const auto& s = e.s();
   const auto& m = e.m();
   const auto& mla = *m.mla;
@@ -66,15 +66,18 @@ TensorUse mla_attention(StepEmitter& e, const std::string& label, const TensorUs
   };
   TensorUse q;
   if (mla.q_lora_rank == 0) {
-    q = e.linear(label + ".q_proj", T, H * qk, d, false, h, w("q_proj", H * qk, d));
+    const TensorUse wq = w("q_proj", H * qk, d);
+    q = e.linear(label + ".q_proj", T, H * qk, d, false, h, wq);
+    if (tape) tape->wq = wq;
   } else {
     const std::int64_t qr = mla.q_lora_rank;
     TensorUse qa = e.linear(label + ".q_a_proj", T, qr, d, false, h, w("q_a_proj", qr, d));
     qa = rms_norm_rows(e, label + ".q_a_layernorm", qa, T, qr, false);
     q = e.linear(label + ".q_b_proj", T, H * qk, qr, false, qa, w("q_b_proj", H * qk, qr));
   }
-  const TensorUse ckv = e.linear(label + ".kv_a_proj_with_mqa", T, r + rd, d, false, h, w("kv_a_proj_with_mqa", r + rd, d));
-  const TensorUse latent = rms_norm_rows(e, label + ".kv_a_layernorm", ckv, T, r, true);
+  const TensorUse wkva = w("kv_a_proj_with_mqa", r + rd, d);
+  const TensorUse ckv = e.linear(label + ".kv_a_proj_with_mqa", T, r + rd, d, false, h, wkva);
+  const TensorUse latent = rms_norm_rows(e, label + ".kv_a_layernorm", ckv, T, r, true, tape ? &tape->kv_norm : nullptr);
   const std::int64_t nq = T * H * rd, nk = T * rd;
   TensorUse qpe, kpe;
   if (mla.rope_interleave) {
@@ -110,7 +113,8 @@ TensorUse mla_attention(StepEmitter& e, const std::string& label, const TensorUs
   e.emit(label + ".query_cat", {models::lower_cat({T * H * nope, nq}, a, false, {q, qpe}, qs, e.hw())});
   // expand_kv over every cached token: kv_b_proj, then keys assembled by two strided copies.
   const std::int64_t keys = s.past_tokens + s.new_tokens, BL = s.batch * keys;
-  const TensorUse kv = e.linear(label + ".kv_b_proj", BL, H * (nope + vd), r, false, lat, w("kv_b_proj", H * (nope + vd), r));
+  const TensorUse wkvb = w("kv_b_proj", H * (nope + vd), r);
+  const TensorUse kv = e.linear(label + ".kv_b_proj", BL, H * (nope + vd), r, false, lat, wkvb);
   const TensorUse kn = e.pointwise(label + ".key_nope", EwFunc::kCopy, BL * H * nope, a, a, {kv}, true);
   const TensorUse key = e.pointwise(label + ".key_rope", EwFunc::kCopy, BL * H * rd, a, a, {kr, kn}, true);
   const TensorUse o = e.new_act(label + ".sdpa", static_cast<double>(T * H * vd));
@@ -122,7 +126,23 @@ TensorUse mla_attention(StepEmitter& e, const std::string& label, const TensorUs
     e.b().emit_op(label + ".sdpa", models::Op(models::OpKind::kSdpa, a, models::SdpaShape{s.batch, H, s.new_tokens, qk, true}),
                   names);
   }
-  return e.linear(label + ".o_proj", T, d, H * vd, false, o, w("o_proj", d, H * vd));
+  const TensorUse wo = w("o_proj", d, H * vd);
+  if (tape) {
+    tape->h = h;
+    tape->wkva = wkva;
+    tape->wkvb = wkvb;
+    tape->wo = wo;
+    tape->q = q;
+    tape->ckv = ckv;
+    tape->latent = lat;
+    tape->kv = kv;
+    tape->query = qs;
+    tape->key = key;
+    tape->attn = o;
+    tape->out = o;
+    tape->cis = rot.first;
+  }
+  return e.linear(label + ".o_proj", T, d, H * vd, false, o, wo);
 }
 
 }  // namespace gpusim::workloads::detail

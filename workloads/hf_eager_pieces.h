@@ -39,6 +39,21 @@ struct MoeTape {
   TensorUse xm, upm, act, gated, dm;      // the grouped GEMMs' inputs, SwiGLU's operands, the masked output
   std::vector<std::int64_t> rows;         // rows (token-expert pairs) per expert
   bool weights_cast = false;              // MoeConfig::weights_in_dtype
+  // DeepSeek's router (MoeConfig::router_fp32): F.linear of the input and weight cast to fp32.
+  TensorUse h_fp32, w_router_fp32;
+  // Shared experts (DeepSeek): a dense SwiGLU MLP over the block's input.
+  TensorUse sh_gate, sh_act, sh_up, sh_prod, sh_wg, sh_wu, sh_wd;
+};
+
+// What a training step's backward reads of DeepseekV2Attention's forward (workloads/hf_eager_mla.cpp;
+// its backward is workloads/hf_train_mla.cpp).
+struct MlaTape {
+  TensorUse h;                       // the attention's normed input
+  TensorUse wq, wkva, wkvb, wo;      // q_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj
+  TensorUse q, ckv, latent, kv;      // their outputs (latent: kv_a_layernorm's)
+  TensorUse query, key, attn, out;   // sdpa's q and k, its output, o_proj's input
+  TensorUse cis;                     // the complex rotary table
+  RmsNormTape kv_norm;
 };
 
 // What a training step's backward reads of a GPT2Block beyond LayerTape's common fields: the
@@ -68,6 +83,7 @@ struct LayerTape {
   Gpt2LayerTape gpt2;
   bool sparse = false;  // a MoE layer: `moe` instead of the MLP's tensors
   MoeTape moe;
+  MlaTape mla;          // multi-head latent attention (DeepSeek) instead of q, k, v
 };
 
 // What a training step's backward reads of the forward: every layer's tape, the rotary table,
@@ -101,6 +117,6 @@ std::pair<TensorUse, TensorUse> mla_rotary_table(StepEmitter& e);
 // latent and its norm, complex RoPE, the latent cache, keys and values expanded from the whole
 // latent cache each step, sdpa and o_proj. Returns o_proj's output.
 TensorUse mla_attention(StepEmitter& e, const std::string& label, const TensorUse& h,
-                        const std::pair<TensorUse, TensorUse>& rot);
+                        const std::pair<TensorUse, TensorUse>& rot, MlaTape* tape = nullptr);
 
 }  // namespace gpusim::workloads::detail

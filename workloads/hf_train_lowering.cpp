@@ -196,6 +196,21 @@ QkvGrads sdpa_backward(StepEmitter& e, const std::string& label, const LayerTape
   return {dq, dk, dv};
 }
 
+// SwiGLU's MLP backward: down, the product's two gradients, up, SiLU's, gate; the two input
+// gradients summed (into the residual stream's type).
+TensorUse swiglu_mlp_backward(StepEmitter& e, const std::string& label, std::int64_t F, const TensorUse& dy,
+                              const TensorUse& h, const SwigluTape& t, Grads& g) {
+  const std::int64_t T = e.tokens(), d = e.m().d_model;
+  const DType a = e.lin(), r = e.act();
+  const TensorUse dp = linear_backward(e, label + ".down_proj", d, F, dy, t.prod, t.wd, nullptr, g);
+  const TensorUse dsg = e.pointwise(label + ".grad_mul_act", EwFunc::kMul, T * F, a, a, {dp, t.up}, false);
+  const TensorUse du = e.pointwise(label + ".grad_mul_up", EwFunc::kMul, T * F, a, a, {dp, t.gate_act}, false);
+  const TensorUse dh_up = linear_backward(e, label + ".up_proj", F, d, du, h, t.wu, nullptr, g);
+  const TensorUse dgate = e.pointwise(label + ".grad_act", EwFunc::kSiluBackward, T * F, a, a, {dsg, t.gate}, false);
+  const TensorUse dh_gate = linear_backward(e, label + ".gate_proj", F, d, dgate, h, t.wg, nullptr, g);
+  return e.pointwise(label + ".grad_input_sum", EwFunc::kAdd, T * d, r, r, {dh_up, dh_gate}, false);
+}
+
 }  // namespace detail
 
 namespace {
@@ -253,16 +268,17 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const TensorUse& 
   if (t.sparse) {
     dh2 = detail::moe_backward(e, L + ".moe", t.moe, dmlp, g);
   } else {
-    const TensorUse dp = linear_backward(e, L + ".mlp.down_proj", d, F, dmlp, t.prod, t.wd, nullptr, g);
-    const TensorUse dsg = e.pointwise(L + ".mlp.grad_mul_act", EwFunc::kMul, T * F, a, a, {dp, t.up}, false);
-    const TensorUse du = e.pointwise(L + ".mlp.grad_mul_up", EwFunc::kMul, T * F, a, a, {dp, t.gate_act}, false);
-    const TensorUse dh_up = linear_backward(e, L + ".mlp.up_proj", F, d, du, t.h2, t.wu, nullptr, g);
-    const TensorUse dgate = e.pointwise(L + ".mlp.grad_act", EwFunc::kSiluBackward, T * F, a, a, {dsg, t.gate}, false);
-    const TensorUse dh_gate = linear_backward(e, L + ".mlp.gate_proj", F, d, dgate, t.h2, t.wg, nullptr, g);
-    dh2 = e.pointwise(L + ".mlp.grad_input_sum", EwFunc::kAdd, T * d, r, r, {dh_up, dh_gate}, false);
+    dh2 = detail::swiglu_mlp_backward(e, L + ".mlp", F, dmlp, t.h2, {t.gate, t.gate_act, t.up, t.prod, t.wg, t.wu, t.wd}, g);
   }
   const TensorUse dmid = rms_norm_backward(e, L + ".post_attention_norm", t.post_norm, dh2, g);
   dx = e.pointwise(L + ".grad_residual_mlp", EwFunc::kAdd, T * d, r, r, {dx, dmid}, false);
+  if (m.mla) {
+    // DeepSeek's multi-head latent attention (workloads/hf_train_mla.cpp).
+    const TensorUse dh = detail::mla_backward(e, L + ".attn", t.mla, dx, g);
+    const TensorUse din = rms_norm_backward(e, L + ".input_norm", t.input_norm, dh, g);
+    dx = e.pointwise(L + ".grad_residual_attn", EwFunc::kAdd, T * d, r, r, {dx, din}, false);
+    return;
+  }
 
   // Attention: o_proj, cuDNN's backward, RoPE's, the transposes back, the projections.
   const TensorUse dout = e.cast(L + ".attn.grad_output_cast", T * d, r, a, dx);
@@ -314,22 +330,33 @@ std::vector<Param> parameters(StepEmitter& e, const detail::ForwardTape& tape) {
       add(t.post_norm.weight);
       continue;
     }
-    add(t.wq);
-    if (m.qkv_bias) add(e.weight(L + ".attn.q_proj.bias", static_cast<double>(m.heads * m.head_dim)));
-    add(t.wk);
-    if (m.qkv_bias) add(e.weight(L + ".attn.k_proj.bias", static_cast<double>(m.kv_heads * m.head_dim)));
-    add(t.wv);
-    if (m.qkv_bias) add(e.weight(L + ".attn.v_proj.bias", static_cast<double>(m.kv_heads * m.head_dim)));
-    add(t.wo);
+    if (m.mla) {
+      // DeepseekV2Attention: q_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj.
+      for (const TensorUse* w : {&t.mla.wq, &t.mla.wkva, &t.mla.kv_norm.weight, &t.mla.wkvb, &t.mla.wo}) add(*w);
+    } else {
+      add(t.wq);
+      if (m.qkv_bias) add(e.weight(L + ".attn.q_proj.bias", static_cast<double>(m.heads * m.head_dim)));
+      add(t.wk);
+      if (m.qkv_bias) add(e.weight(L + ".attn.k_proj.bias", static_cast<double>(m.kv_heads * m.head_dim)));
+      add(t.wv);
+      if (m.qkv_bias) add(e.weight(L + ".attn.v_proj.bias", static_cast<double>(m.kv_heads * m.head_dim)));
+      add(t.wo);
+    }
     if (m.qk_norm) {
       add(t.q_norm.weight);
       add(t.k_norm.weight);
     }
     if (t.sparse) {
-      // The sparse block's experts (stacked gate_up_proj, down_proj), then its router.
+      // The sparse block's experts (stacked gate_up_proj, down_proj), then its router;
+      // DeepseekV2MoE: experts, gate, shared_experts.
       add(t.moe.w_gate_up);
       add(t.moe.w_down);
       add(t.moe.w_router);
+      if (m.moe->shared_experts > 0) {
+        add(t.moe.sh_wg);
+        add(t.moe.sh_wu);
+        add(t.moe.sh_wd);
+      }
     } else {
       add(t.wg);
       add(t.wu);

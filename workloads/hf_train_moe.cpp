@@ -9,7 +9,9 @@
 //     gate_up masked_fill and grouped GEMM, the input masked_fill, the gathers' backward (the
 //     routing weights', then the tokens' into the block's input), Qwen3-MoE's cast back to
 //     fp32, norm_topk_prob's division, top-k's (a zeroed T x E scatter), softmax's, the fp32
-//     cast's and the router's linear, whose input gradient is added to the experts'.
+//     cast's and the router's linear, whose input gradient is added to the experts'. DeepSeek's
+//     block (DeepseekV2MoE): its shared experts' MLP backward first, the routing weights in fp32,
+//     the routed scaling's gradient, and the router's fp32 GEMMs with their casts back.
 // The forward (workloads/hf_eager_lowering.cpp, `moe`) fills the MoeTape read here.
 #include <fmt/format.h>
 
@@ -44,6 +46,12 @@ TensorUse moe_backward(StepEmitter& e, const std::string& label, const MoeTape& 
   const DType a = e.lin();
   const DType wt = t.weights_cast ? a : kF32;  // the weighting's type (the sum's, the scatter's)
   const std::string X = label + ".experts";
+  // DeepSeek's shared experts first (the block adds their output last).
+  TensorUse dh_shared;
+  if (cfg.shared_experts > 0) {
+    dh_shared = swiglu_mlp_backward(e, label + ".shared_experts", cfg.shared_experts * cfg.shared_expert_d_ff, dy, t.h,
+                                    {t.sh_gate, t.sh_act, t.sh_up, t.sh_prod, t.sh_wg, t.sh_wu, t.sh_wd}, g);
+  }
 
   // The sum over the k slots: its gradient expanded to [T, k, d], made contiguous for index_put.
   const TensorUse ds = e.cast(X + ".grad_to_act_cast", T * d, a, wt, dy);
@@ -89,13 +97,16 @@ TensorUse moe_backward(StepEmitter& e, const std::string& label, const MoeTape& 
   // The gathers' backward: the routing weights' (one value a row), then the tokens' into [T, d].
   const TensorUse dweights = e.new_act(X + ".grad_weight_gather", static_cast<double>(S), wt);
   e.emit(X + ".grad_weight_gather", models::lower_index_put_accumulate(S, S, 1, wt, t.ids, dwg, dweights, hw));
-  const TensorUse dh = e.new_act(X + ".grad_gather", static_cast<double>(T * d), a);
+  TensorUse dh = e.new_act(X + ".grad_gather", static_cast<double>(T * d), a);
   e.emit(X + ".grad_gather", models::lower_index_put_accumulate(S, T, d, a, t.ids, dxm, dh, hw));
+  if (cfg.shared_experts > 0) dh = e.pointwise(X + ".grad_shared_accumulate", EwFunc::kAdd, T * d, a, a, {dh_shared, dh}, false);
 
   // The router: the weights' cast back to fp32, norm_topk_prob's division (top / sum: the
   // numerator's gradient, the denominator's written out, summed over the k slots and added),
   // top-k's backward (a zeroed T x E gradient and a scatter), softmax's, the fp32 cast's.
   TensorUse dtop = e.cast(label + ".router.grad_to_fp32", S, wt, kF32, dweights);
+  // DeepSeek's router scales the weights (routed_scaling_factor, a kernel even at 1.0).
+  if (cfg.router_fp32) dtop = e.pointwise(label + ".router.grad_scale", EwFunc::kMulScalar, S, kF32, kF32, {dtop}, false);
   if (cfg.norm_topk_prob.value_or(false)) {
     const std::string R = label + ".router.grad_div";
     const TensorUse dnum = e.pointwise(R, EwFunc::kDiv, S, kF32, kF32, {dtop, t.sum}, true);
@@ -114,8 +125,20 @@ TensorUse moe_backward(StepEmitter& e, const std::string& label, const MoeTape& 
   const TensorUse dp = e.pointwise(label + ".router.grad_softmax_mul", EwFunc::kMul, T * E, kF32, kF32, {dprobs, zeros}, false);
   const TensorUse dlf = e.new_act(label + ".router.grad_softmax", static_cast<double>(T * E), kF32);
   e.emit(label + ".router.grad_softmax", models::lower_softmax_backward(T, E, kF32, dp, t.probs, dlf, hw));
-  const TensorUse dlogits = e.cast(label + ".router.grad_logits_cast", T * E, kF32, a, dlf);
-  const TensorUse dh_router = linear_backward(e, label + ".gate", E, d, dlogits, t.h, t.w_router, nullptr, g);
+  TensorUse dh_router;
+  if (cfg.router_fp32) {
+    // F.linear(hidden.float(), weight.float()): fp32 GEMMs (the weight's gradient, then the
+    // input's), each gradient cast back through its .float().
+    const TensorUse dwf = e.new_act(label + ".gate.grad_weight", static_cast<double>(E * d), kF32);
+    e.batched_gemm(label + ".gate.grad_weight", E, d, T, 1, kF32, dlf, t.h_fp32, dwf);
+    const TensorUse dhf = e.new_act(label + ".gate.grad_input", static_cast<double>(T * d), kF32);
+    e.batched_gemm(label + ".gate.grad_input", T, d, E, 1, kF32, dlf, t.w_router_fp32, dhf);
+    g.add(t.w_router, e.cast(label + ".gate.grad_weight_cast", E * d, kF32, a, dwf));
+    dh_router = e.cast(label + ".router.grad_hidden_cast", T * d, kF32, a, dhf);
+  } else {
+    const TensorUse dlogits = e.cast(label + ".router.grad_logits_cast", T * E, kF32, a, dlf);
+    dh_router = linear_backward(e, label + ".gate", E, d, dlogits, t.h, t.w_router, nullptr, g);
+  }
   return e.pointwise(label + ".grad_input_sum", EwFunc::kAdd, T * d, a, a, {dh, dh_router}, false);
 }
 

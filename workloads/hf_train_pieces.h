@@ -106,6 +106,19 @@ std::vector<TrainParam> gpt2_parameters(StepEmitter& e, const ForwardTape& tape)
 // fused AdamW or foreach SGD (hf_train_lowering.cpp); shared by the fused lowering's step.
 void train_optimizer_step(StepEmitter& e, const std::vector<TrainParam>& params, const Grads& g, Optimizer opt);
 
+// SwiGLU's MLP backward from its output's gradient `dy` (its input `h`, what the forward kept in
+// `t`; the weights' gradients into `g`): returns the input's gradient.
+struct SwigluTape {
+  hw::TensorUse gate, gate_act, up, prod, wg, wu, wd;
+};
+hw::TensorUse swiglu_mlp_backward(StepEmitter& e, const std::string& label, std::int64_t F, const hw::TensorUse& dy,
+                                  const hw::TensorUse& h, const SwigluTape& t, Grads& g);
+
+// Multi-head latent attention's backward (workloads/hf_train_mla.cpp) from o_proj's output
+// gradient `dy`: returns the gradient of the attention's input.
+hw::TensorUse mla_backward(StepEmitter& e, const std::string& label, const MlaTape& t, const hw::TensorUse& dy,
+                           Grads& g);
+
 // The backward of a MoE block (workloads/hf_train_moe.cpp) from its output's gradient `dy`:
 // returns the gradient of its input.
 hw::TensorUse moe_backward(StepEmitter& e, const std::string& label, const MoeTape& t, const hw::TensorUse& dy,

@@ -249,17 +249,21 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
                        "autocast: bf16 or fp16 included; fp32 computation needs the memory-efficient "
                        "attention backward)");
   }
-  if (m.moe && !m.mla) {
+  if (m.moe) {
     // Mixture of experts: transformers 5's grouped_mm experts path with the router in the model
-    // dtype (qwen3_moe, mixtral), in bf16 or fp16 weights.
+    // dtype (qwen3_moe, mixtral), or DeepSeek-V2's fp32 softmax router with greedy top-k and
+    // shared experts (deepseek_v2), in bf16 or fp16 weights.
     if (w.moe == MoePath::kLoop) {
       root.fail("moe", "phase train is lowered for the grouped_mm experts path (transformers 5) only so far; "
                        "the per-expert loop (moe: loop, framework: transformers-4.46) is not");
     }
     if (w.autocast) root.fail("autocast", "phase train with mixture-of-experts layers is lowered without autocast only so far");
-    if (m.moe->router_fp32 || m.moe->shared_experts > 0) {
-      root.fail("phase", fmt::format("phase train is lowered for MoE blocks with the router in the model dtype and no "
-                                     "shared experts so far (qwen3_moe, mixtral); model {} has DeepSeek's",
+    const bool deepseek_v2_router = m.moe->router_fp32 && m.moe->scoring == RouterScoring::kSoftmax &&
+                                    m.moe->topk_method == TopkMethod::kGreedy && !m.moe->norm_topk_prob.value_or(false);
+    if ((m.moe->router_fp32 || m.moe->shared_experts > 0) && !deepseek_v2_router) {
+      root.fail("phase", fmt::format("phase train is lowered for MoE routers in the model dtype (qwen3_moe, mixtral) "
+                                     "and DeepSeek-V2's fp32 softmax router with greedy top-k so far; model {} routes "
+                                     "otherwise (DeepSeek-V3's grouped sigmoid routing is not lowered)",
                                      m.name));
     }
   }
@@ -276,7 +280,12 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
     root.fail("autocast", "mixed precision is lowered for llama-style models so far; GPT-2 under autocast "
                           "(LayerNorm kept in fp32, Conv1D's addmm cast) is not: use dtype: bf16 or fp16");
   }
-  if (m.mla) unlike = "multi-head latent attention";
+  if (m.mla && (m.mla->q_lora_rank != 0 || m.mla->rope_interleave))
+    unlike = "multi-head latent attention with a query LoRA or interleaved RoPE (DeepSeek-V2-Lite's, without them, is lowered)";
+  else if (m.mla && !m.moe) unlike = "multi-head latent attention without DeepSeek's MoE layers";
+  else if (m.mla) {
+    // DeepSeek-V2-Lite's layers: workloads/hf_train_mla.cpp and hf_train_moe.cpp.
+  }
   else if (m.moe && (phi3 || gemma || gpt2)) unlike = "mixture of experts outside llama-style layers";
   else if (gpt2) {
     if (m.sliding_window || m.sandwich_norms || m.norm_weight_offset || m.embed_scale || m.attn_softcap ||

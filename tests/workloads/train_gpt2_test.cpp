@@ -153,7 +153,7 @@ TEST(Gpt2TrainLowering, CheckpointingRecomputesEachBlockWithoutTheCache) {
 TEST(Gpt2TrainLowering, StillRefusesWhatIsNotLowered) {
   // Multi-head latent attention, LayerNorm without GPT-2's structure, autocast.
   EXPECT_EQ(expect_config_error([] {
-              workload("model: deepseek-v2-lite\nphase: train\nbatch: 1\nseq_len: 16\ndtype: bf16\n");
+              workload("model: deepseek-v3\nphase: train\nbatch: 1\nseq_len: 16\ndtype: bf16\n");
             }).key(),
             "phase");
   EXPECT_EQ(expect_config_error([] {

@@ -330,7 +330,7 @@ TEST(TrainLowering, RefusesWhatItDoesNotLowerByKey) {
             }).key(),
             "optimizer");
   EXPECT_EQ(expect_config_error([] {
-              workload("model: deepseek-v2-lite\nphase: train\nbatch: 1\nseq_len: 16\ndtype: bf16\n");  // MLA
+              workload("model: deepseek-v3\nphase: train\nbatch: 1\nseq_len: 16\ndtype: bf16\n");  // MLA with a q LoRA
             }).key(),
             "phase");
   EXPECT_EQ(expect_config_error([] {

@@ -133,7 +133,8 @@ TEST(TrainMoeLowering, MemoryPeakHoldsTheRoutingsSavedTensors) {
 }
 
 TEST(TrainMoeLowering, RefusesWhatItDoesNotLowerByKey) {
-  // MoE under autocast, the transformers 4.46 per-expert loop, DeepSeek's MLA and router.
+  // MoE under autocast, the transformers 4.46 per-expert loop, DeepSeek-V3's MLA and router
+  // (DeepSeek-V2-Lite's train: train_deepseek_test.cpp).
   EXPECT_EQ(expect_config_error([] {
               std::string y = moe_yaml();
               y.replace(y.find("dtype: bf16"), 11, "dtype: fp32\nautocast: bf16");
@@ -143,7 +144,7 @@ TEST(TrainMoeLowering, RefusesWhatItDoesNotLowerByKey) {
   EXPECT_EQ(expect_config_error([] { workload(moe_yaml() + "framework: transformers-4.46\n"); }).key(), "moe");
   EXPECT_EQ(expect_config_error([] { workload(moe_yaml() + "moe: loop\n"); }).key(), "moe");
   EXPECT_EQ(expect_config_error([] {
-              workload("model: deepseek-v2-lite\nphase: train\nbatch: 1\nseq_len: 16\ndtype: bf16\n");
+              workload("model: deepseek-v3\nphase: train\nbatch: 1\nseq_len: 16\ndtype: bf16\n");
             }).key(),
             "phase");
 }
@@ -152,7 +153,7 @@ TEST(TrainMoeLowering, PresetsTrain) {
   // The shipped MoE presets simulate a step end to end.
   const auto models = models::default_kernel_models();
   const auto hw = h100();
-  for (const char* preset : {"qwen3-30b-a3b", "mixtral-8x7b"}) {
+  for (const char* preset : {"qwen3-30b-a3b", "mixtral-8x7b", "deepseek-v2-lite"}) {
     const auto r = simulate_model(
         workload(std::string("model: ") + preset + "\nphase: train\nbatch: 1\nseq_len: 256\ndtype: bf16\n"), hw,
         hw::LaunchMode::kGraph, models);
