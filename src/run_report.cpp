@@ -199,7 +199,8 @@ RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWo
     TrainingReport t;
     t.tokens = w.batch * w.seq_len * w.accumulation_steps;
     t.tokens_per_s = static_cast<double>(t.tokens) / (r.total_us * 1e-6);
-    const double per_token = 6.0 * static_cast<double>(workloads::parameter_count(m)) +
+    // A mixture of experts counts the experts each token visits (top_k), as MoE papers count MFU.
+    const double per_token = 6.0 * static_cast<double>(workloads::active_parameter_count(m)) +
                              12.0 * static_cast<double>(m.layers * m.heads * m.head_dim * w.seq_len);
     t.model_flops = per_token * static_cast<double>(t.tokens);
     // The matmuls' type (autocast's under mixed precision); fp32 matmuls run on the FP32 pipes

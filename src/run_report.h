@@ -60,7 +60,8 @@ struct GenerationReport {
 struct TrainingReport {
   std::int64_t tokens = 0;     // batch x seq_len
   double tokens_per_s = 0;     // over the step's total time
-  // Model FLOPs of the step, as nanoGPT and PaLM count them: 6 x parameters per token for the
+  // Model FLOPs of the step, as nanoGPT and PaLM count them: 6 x parameters per token (a MoE
+  // model's active ones: top_k routed experts a layer) for the
   // GEMMs of forward and backward, plus 12 x layers x heads x head_dim x seq_len per token for
   // attention's score and value products (causal masking not discounted).
   double model_flops = 0;

@@ -68,4 +68,14 @@ std::int64_t parameter_count(const ModelConfig& m) {
   return total;
 }
 
+std::int64_t active_parameter_count(const ModelConfig& m) {
+  std::int64_t total = parameter_count(m);
+  if (!m.moe) return total;
+  const std::int64_t idle = (m.moe->experts - m.moe->top_k) * mlp_parameters(m, m.moe->expert_d_ff);
+  for (std::int64_t i = 0; i < m.layers; ++i) {
+    if (m.moe_layer(i)) total -= idle;
+  }
+  return total;
+}
+
 }  // namespace gpusim::workloads

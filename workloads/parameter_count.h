@@ -13,4 +13,8 @@ namespace gpusim::workloads {
 // tied to the token embedding.
 std::int64_t parameter_count(const ModelConfig& model);
 
+// The parameters a token's forward multiplies by: parameter_count without the routed experts a
+// token does not visit (each MoE layer counts top_k of its experts).
+std::int64_t active_parameter_count(const ModelConfig& model);
+
 }  // namespace gpusim::workloads

@@ -148,6 +148,21 @@ TEST(ModelParameterCountTest, MatchesHuggingFace) {
 }
 
 // No published figure: these follow from the same formula (and pin the presets down).
+
+TEST(ModelConfigTest, ActiveParametersCountTheExpertsATokenVisits) {
+  // The model cards' activated parameters: Qwen3-30B-A3B 3.3 B, DeepSeek-V2-Lite 2.4 B (without
+  // its 0.21 B token embedding, which is counted here), DeepSeek-V3 37 B, Mixtral 8x7B 12.9 B;
+  // dense models are all active.
+  const std::map<std::string, double> active_b{
+      {"qwen3-30b-a3b", 3.3}, {"deepseek-v2-lite", 2.4 + 0.21}, {"deepseek-v3", 37.0}, {"mixtral-8x7b", 12.9}};
+  for (const auto& [name, billions] : active_b) {
+    const double a = static_cast<double>(active_parameter_count(preset(name))) / 1e9;
+    EXPECT_NEAR(a, billions, 0.05 * billions) << name;
+    EXPECT_LT(active_parameter_count(preset(name)), parameter_count(preset(name))) << name;
+  }
+  EXPECT_EQ(active_parameter_count(preset("llama3-8b")), parameter_count(preset("llama3-8b")));
+}
+
 TEST(ModelParameterCountTest, OtherPresetsByFormula) {
   const std::map<std::string, std::int64_t> expected = {
       {"cs336-small", 128625408}, {"cs336-medium", 423183360}, {"cs336-large", 969411840},
