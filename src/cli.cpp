@@ -24,6 +24,8 @@ Commands:
                                      roofline, bottlenecks; writes report-WORKLOAD-HW/ or --out DIR
   sweep STUDY.yaml [--out DIR]       a design study: every point in parallel (resumable) into a CSV
                                      and a plot (configs/studies/)
+  replay TRACE.json --hw NAME|FILE   re-simulate a PyTorch profiler trace (record_shapes=True) on a
+                                     chip; --from NAME names the chip it was recorded on
 
 Global options:
   -h, --help       this text
@@ -54,6 +56,7 @@ int run_cli(const std::vector<std::string>& args, const Environment& env, std::o
     if (command == "validate") return validate_command(rest, env, out);
     if (command == "report") return report_command(rest, env, out, err);
     if (command == "sweep") return sweep_command(rest, env, out, err);
+    if (command == "replay") return replay_command(rest, env, out, err);
     throw ConfigError("command line", 0, "", "unknown command '" + command + "' (see gpusim --help)");
   } catch (const ConfigError& e) {
     err << "gpusim: error: " << e.what() << "\n";

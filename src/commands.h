@@ -19,6 +19,7 @@ int occupancy_command(const Args& args, const Environment& env, std::ostream& ou
 int run_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);
 int report_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);
 int sweep_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);
+int replay_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);
 int validate_command(const Args& args, const Environment& env, std::ostream& out);
 
 }  // namespace gpusim::cli

@@ -1,0 +1,445 @@
+// The mapping rules of `gpusim replay`, one per op family, each reading the shapes the op
+// recorded (record_shapes) and lowering them with the cost model the simulator's own workloads
+// use (models/). An op instance is the run of consecutive activities one recorded op launched
+// on one stream: a GEMM and its split-K reduction, cuDNN's memset and kernels.
+#include "replay/kernel_mapping.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "models/common.h"
+#include "models/families.h"
+#include "models/op.h"
+#include "models/training_kernels.h"
+#include "sim/error.h"
+
+namespace gpusim::replay {
+namespace {
+
+using hw::DType;
+using hw::Launch;
+using hw::TensorUse;
+using models::EwFunc;
+
+bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+// PyTorch's scalar type names as the profiler writes them.
+std::optional<DType> dtype_of(const std::string& type) {
+  if (type == "c10::BFloat16") return DType::kBf16;
+  if (type == "c10::Half") return DType::kFp16;
+  if (type == "float") return DType::kFp32;
+  return std::nullopt;
+}
+
+// Bytes of an element of a recorded type (integers and bools included, for copies).
+double type_bytes(const std::string& type) {
+  if (type == "c10::BFloat16" || type == "c10::Half" || type == "short int") return 2;
+  if (type == "float" || type == "int") return 4;
+  if (type == "double" || type == "long int" || type == "c10::complex<float>") return 8;
+  if (type == "bool" || type == "unsigned char" || type == "signed char") return 1;
+  return 4;
+}
+
+struct Context {
+  const RecordedOp& op;
+  const std::vector<const RecordedActivity*>& acts;
+  const hw::HardwareSpec& hw;
+  const models::KernelModelRegistry& models;
+  std::string tag;
+  TensorUse tensor(std::string_view name, double bytes) const { return models::detail::tensor(tag, name, bytes); }
+  const std::vector<std::int64_t>& dims(std::size_t i) const {
+    static const std::vector<std::int64_t> none;
+    return i < op.dims.size() ? op.dims[i] : none;
+  }
+  std::string type(std::size_t i) const { return i < op.types.size() ? op.types[i] : std::string(); }
+  std::string concrete(std::size_t i) const { return i < op.concrete.size() ? op.concrete[i] : std::string(); }
+  bool kernel_named(std::string_view part) const {
+    return std::any_of(acts.begin(), acts.end(), [&](const RecordedActivity* a) { return contains(a->name, part); });
+  }
+};
+
+// The rule's launches, or nullopt with `why` set.
+using Rule = std::optional<std::vector<Launch>> (*)(const Context&, std::string& why);
+
+std::optional<std::vector<Launch>> gemm_rule(const Context& c, std::string& why) {
+  const std::string& n = c.op.name;
+  const bool batched = n == "aten::bmm" || n == "aten::baddbmm";
+  const std::size_t a = (n == "aten::addmm" || n == "aten::baddbmm") ? 1 : 0;
+  const auto& A = c.dims(a);
+  const auto& B = c.dims(a + 1);
+  const std::size_t rank = batched ? 3 : 2;
+  if (A.size() != rank || B.size() != rank) {
+    why = "operand shapes not recorded as matrices";
+    return std::nullopt;
+  }
+  const auto dt = dtype_of(c.type(a));
+  if (!dt) {
+    why = fmt::format("operand type {} has no GEMM model", c.type(a));
+    return std::nullopt;
+  }
+  models::GemmProblem g;
+  g.batch = batched ? A[0] : 1;
+  g.M = A[rank - 2];
+  g.K = A[rank - 1];
+  g.N = B[rank - 1];
+  g.dtype = *dt;
+  g.bias = n == "aten::addmm" && c.dims(0).size() == 1;
+  g.a = c.tag + ".a";
+  g.b = c.tag + ".b";
+  g.c = c.tag + ".c";
+  if (g.bias) g.bias_name = c.tag + ".bias";
+  return models::lower_gemm(g, c.hw, "");
+}
+
+// cuDNN's (or FlashAttention's) fused attention: q [B, H, S, D], k and v [B, Hkv, L, D].
+std::optional<std::vector<Launch>> attention_rule(const Context& c, std::string& why) {
+  const auto& q = c.dims(0);
+  const auto& k = c.dims(1);
+  const auto dt = dtype_of(c.type(0));
+  if (q.size() != 4 || k.size() != 4 || !dt) {
+    why = "query and key shapes not recorded as [B, H, S, D]";
+    return std::nullopt;
+  }
+  // _cudnn_attention_forward(q, k, v, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k,
+  // compute_log_sumexp, dropout_p, is_causal, return_debug_mask, scale).
+  const bool causal = c.concrete(10) == "True";
+  const bool bias = !c.dims(3).empty();
+  if (q[2] == 1 && k[2] > 1) {
+    return c.models.lower(models::Op(models::OpKind::kSdpaDecode, *dt, models::SdpaDecodeShape{q[0], q[1], k[1], k[2], q[3]}),
+                          c.hw, c.tag);
+  }
+  if (q[1] != k[1] && !contains(c.op.name, "cudnn")) {
+    why = "grouped-query attention outside cuDNN's kernels";
+    return std::nullopt;
+  }
+  return c.models.lower(models::Op(models::OpKind::kSdpa, *dt, models::SdpaShape{q[0], q[1], q[2], q[3], causal && !bias, 0, bias}),
+                        c.hw, c.tag);
+}
+
+// _cudnn_attention_backward(grad_out, q, k, v, out, logsumexp, ..., is_causal (14), scale).
+std::optional<std::vector<Launch>> attention_backward_rule(const Context& c, std::string& why) {
+  const auto& q = c.dims(1);
+  const auto& k = c.dims(2);
+  const auto dt = dtype_of(c.type(1));
+  if (q.size() != 4 || k.size() != 4 || !dt) {
+    why = "query and key shapes not recorded as [B, H, S, D]";
+    return std::nullopt;
+  }
+  const bool causal = c.concrete(14) == "True";
+  const double e = models::detail::elt_bytes(*dt);
+  const double qb = e * static_cast<double>(numel(q)), kb = e * static_cast<double>(numel(k));
+  return models::lower_sdpa_backward(q[0], q[1], k[1], q[2], q[3], causal, *dt, c.tensor("q", qb), c.tensor("k", kb),
+                                     c.tensor("v", kb), c.tensor("o", qb), c.tensor("do", qb), c.tensor("dq", qb),
+                                     c.tensor("dk", kb), c.tensor("dv", kb), c.hw);
+}
+
+// Elementwise ops by name (TensorIterator kernels): the function, whether the op takes a
+// second tensor operand.
+std::optional<EwFunc> elementwise_func(const std::string& name, bool two_tensors) {
+  static const std::map<std::string, EwFunc> kFuncs{
+      {"aten::add", EwFunc::kAdd},       {"aten::add_", EwFunc::kAdd},        {"aten::sub", EwFunc::kAdd},
+      {"aten::sub_", EwFunc::kAdd},      {"aten::rsub", EwFunc::kAdd},        {"aten::mul", EwFunc::kMul},
+      {"aten::mul_", EwFunc::kMul},      {"aten::div", EwFunc::kDiv},         {"aten::div_", EwFunc::kDiv},
+      {"aten::neg", EwFunc::kNeg},       {"aten::pow", EwFunc::kPowScalar},   {"aten::rsqrt", EwFunc::kRsqrt},
+      {"aten::sqrt", EwFunc::kSqrt},     {"aten::exp", EwFunc::kExp},         {"aten::log", EwFunc::kLog},
+      {"aten::silu", EwFunc::kSilu},     {"aten::gelu", EwFunc::kGelu},       {"aten::sigmoid", EwFunc::kSigmoid},
+      {"aten::tanh", EwFunc::kTanh},     {"aten::cos", EwFunc::kCos},         {"aten::sin", EwFunc::kSin},
+      {"aten::copy_", EwFunc::kCopy},    {"aten::fill_", EwFunc::kFill},      {"aten::zero_", EwFunc::kFill},
+      {"aten::where", EwFunc::kWhere},   {"aten::masked_fill_", EwFunc::kMaskedFill},
+      {"aten::clamp", EwFunc::kClamp},   {"aten::abs", EwFunc::kAbs},         {"aten::eq", EwFunc::kEq},
+      {"aten::ne", EwFunc::kEq},         {"aten::ge", EwFunc::kCompareScalar}, {"aten::gt", EwFunc::kCompareScalar},
+      {"aten::lt", EwFunc::kCompareScalar}, {"aten::le", EwFunc::kCompareScalar},
+      {"aten::silu_backward", EwFunc::kSiluBackward}, {"aten::sigmoid_backward", EwFunc::kSigmoidBackward},
+      {"aten::tanh_backward", EwFunc::kTanhBackward}};
+  const auto it = kFuncs.find(name);
+  if (it == kFuncs.end()) return std::nullopt;
+  if (it->second == EwFunc::kMul && !two_tensors) return EwFunc::kMulScalar;
+  if (it->second == EwFunc::kAdd && !two_tensors) return EwFunc::kAddScalar;
+  return it->second;
+}
+
+std::optional<std::vector<Launch>> elementwise_rule(const Context& c, std::string& why) {
+  if (!c.kernel_named("elementwise_kernel")) {
+    why = "its kernel is not a TensorIterator elementwise kernel";
+    return std::nullopt;
+  }
+  // The tensor inputs: those with dims (a 0-dim tensor counts as a scalar operand).
+  std::vector<std::size_t> tensors;
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < c.op.dims.size(); ++i) {
+    if (c.dims(i).empty() || c.type(i).empty() || c.type(i) == "Scalar") continue;
+    tensors.push_back(i);
+    n = std::max(n, numel(c.dims(i)));
+  }
+  if (tensors.empty() || n <= 0) {
+    why = "no tensor operand recorded";
+    return std::nullopt;
+  }
+  const auto f = elementwise_func(c.op.name, tensors.size() >= 2);
+  if (!f) {
+    why = "no elementwise rule for this op";
+    return std::nullopt;
+  }
+  models::ElementwiseProblem p;
+  p.func = *f;
+  p.n = n;
+  // copy_(self, src): src's type in, self's out; otherwise the first operand's for both (bools
+  // and integers as their byte widths' nearest float type).
+  const auto as_float = [](const std::string& t) {
+    if (const auto d = dtype_of(t)) return *d;
+    return type_bytes(t) <= 2 ? DType::kBf16 : DType::kFp32;
+  };
+  const std::size_t first = tensors.front();
+  p.out = as_float(c.type(first));
+  p.in = *f == EwFunc::kCopy && tensors.size() >= 2 ? as_float(c.type(tensors[1])) : p.out;
+  if (*f == EwFunc::kCopy && p.in != p.out) p.func = EwFunc::kCast;
+  if (*f == EwFunc::kFill) p.in = p.out;
+  // The legacy kernel (elementwise_kernel<...>) runs strided or broadcast operands.
+  p.strided = c.kernel_named("void at::native::elementwise_kernel<") && !c.kernel_named("vectorized");
+  for (std::size_t i : tensors) {
+    if (*f != EwFunc::kFill && !(i == first && (*f == EwFunc::kCopy || *f == EwFunc::kCast))) {
+      p.inputs.push_back(fmt::format("in{}", i));
+    }
+  }
+  if (p.inputs.empty() && *f != EwFunc::kFill) p.inputs.push_back("in");
+  p.output = "out";
+  if (c.kernel_named("unrolled_elementwise_kernel") && p.func != EwFunc::kCast) {
+    for (std::size_t i = 0; i < p.inputs.size(); ++i) p.input_types.push_back(i == 0 ? DType::kFp32 : p.out);
+  }
+  return models::lower_elementwise(p, c.hw, c.tag);
+}
+
+// torch.cat of a tensor list along a dim: CatArrayBatchedCopy.
+std::optional<std::vector<Launch>> cat_rule(const Context& c, std::string& why) {
+  if (c.op.list_dims.empty() || c.op.list_dims[0].empty()) {
+    why = "the concatenated tensors' shapes were not recorded";
+    return std::nullopt;
+  }
+  const auto& ts = c.op.list_dims[0];
+  std::vector<std::int64_t> elems;
+  std::vector<TensorUse> ins;
+  double bytes = 0;
+  // The list's type is "TensorList": take the element size from the kernel's template argument.
+  const double e = c.kernel_named("c10::BFloat16") || c.kernel_named("c10::Half") ? 2 : 4;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    elems.push_back(numel(ts[i]));
+    ins.push_back(c.tensor(fmt::format("in{}", i), e * static_cast<double>(elems.back())));
+    bytes += e * static_cast<double>(elems.back());
+  }
+  const DType dt = e == 2 ? DType::kBf16 : DType::kFp32;
+  return std::vector<Launch>{models::lower_cat(elems, dt, c.kernel_named("vectorized"), ins, c.tensor("out", bytes), c.hw)};
+}
+
+// sum / mean / amax over listed dims (reduce_kernel): the reduced extent and the outputs.
+std::optional<std::vector<Launch>> reduce_rule(const Context& c, std::string& why) {
+  const auto& x = c.dims(0);
+  const auto dt = dtype_of(c.type(0));
+  std::string dims = c.concrete(1);
+  if (x.empty() || !dt || dims.size() < 2 || dims.front() != '[') {
+    why = "the reduced dims were not recorded";
+    return std::nullopt;
+  }
+  std::set<std::int64_t> reduced_dims;
+  for (std::size_t i = 1; i < dims.size();) {
+    std::size_t used = 0;
+    try {
+      reduced_dims.insert(std::stoll(dims.substr(i), &used));
+    } catch (const std::exception&) {
+      break;
+    }
+    i += used;
+    while (i < dims.size() && (dims[i] == ',' || dims[i] == ' ')) ++i;
+    if (i < dims.size() && dims[i] == ']') break;
+  }
+  const auto rank = static_cast<std::int64_t>(x.size());
+  std::int64_t reduced = 1;
+  bool inner = false;
+  for (std::int64_t d : reduced_dims) {
+    if (d < 0) d += rank;
+    if (d < 0 || d >= rank) {
+      why = "a reduced dim out of range";
+      return std::nullopt;
+    }
+    reduced *= x[static_cast<std::size_t>(d)];
+    inner = inner || d == rank - 1;
+  }
+  if (reduced_dims.empty()) {
+    why = "the reduced dims were not recorded";
+    return std::nullopt;
+  }
+  const std::int64_t outputs = numel(x) / std::max<std::int64_t>(1, reduced);
+  const std::string functor = c.op.name == "aten::mean" ? "MeanOps<float, float, float, float>"
+                              : c.op.name == "aten::amax" ? "MaxOps<float>"
+                                                          : "func_wrapper_t<float, at::native::sum_functor<float, float, float> >";
+  const double e = models::detail::elt_bytes(*dt);
+  return std::vector<Launch>{models::lower_reduce(outputs, reduced, *dt, *dt, inner, functor,
+                                                  c.tensor("in", e * static_cast<double>(numel(x))),
+                                                  c.tensor("out", e * static_cast<double>(outputs)), c.hw)};
+}
+
+// Softmax and log_softmax over the last dim, and their backward.
+std::optional<std::vector<Launch>> softmax_rule(const Context& c, std::string& why) {
+  const auto& x = c.dims(0);
+  const auto dt = dtype_of(c.type(0));
+  if (x.empty() || !dt) {
+    why = "the input's shape was not recorded";
+    return std::nullopt;
+  }
+  const std::int64_t C = x.back(), R = numel(x) / std::max<std::int64_t>(1, C);
+  const double bytes = models::detail::elt_bytes(*dt) * static_cast<double>(numel(x));
+  const std::string& n = c.op.name;
+  if (n == "aten::_softmax") return models::lower_softmax(R, C, *dt, c.tag + ".in", c.tag + ".out", c.hw, "");
+  if (n == "aten::_log_softmax") return models::lower_log_softmax(R, C, *dt, c.tensor("in", bytes), c.tensor("out", bytes), c.hw);
+  const TensorUse go = c.tensor("grad_out", bytes), out = c.tensor("out", bytes), gi = c.tensor("grad_in", bytes);
+  if (n == "aten::_log_softmax_backward_data") return models::lower_log_softmax_backward(R, C, *dt, go, out, gi, c.hw);
+  return models::lower_softmax_backward(R, C, *dt, go, out, gi, c.hw);
+}
+
+std::optional<std::vector<Launch>> memory_rule(const Context& c, std::string& why) {
+  std::vector<Launch> out;
+  for (const RecordedActivity* a : c.acts) {
+    if (a->kind == ActivityKind::kMemset) {
+      out.push_back(models::detail::memset_launch(c.tag, "memset", a->bytes));
+    } else if (a->kind == ActivityKind::kMemcpy) {
+      const double b = static_cast<double>(a->bytes);
+      out.push_back(models::detail::memcpy_launch(!contains(a->name, "DtoD"), b, c.tensor("src", b), c.tensor("dst", b), c.hw));
+    } else {
+      why = "a kernel among its copies";
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+struct RuleEntry {
+  const char* family;
+  Rule rule;
+};
+
+// The rule for an op name (nullptr: none).
+const RuleEntry* rule_for(const std::string& op) {
+  static const RuleEntry kGemm{"gemm", gemm_rule}, kAttn{"attention", attention_rule},
+      kAttnBwd{"attention_backward", attention_backward_rule}, kEw{"elementwise", elementwise_rule},
+      kCat{"cat", cat_rule}, kReduce{"reduce", reduce_rule}, kSoftmax{"softmax", softmax_rule};
+  static const std::map<std::string, const RuleEntry*> kRules{
+      {"aten::mm", &kGemm},
+      {"aten::addmm", &kGemm},
+      {"aten::bmm", &kGemm},
+      {"aten::baddbmm", &kGemm},
+      {"aten::_cudnn_attention_forward", &kAttn},
+      {"aten::_scaled_dot_product_cudnn_attention", &kAttn},
+      {"aten::_cudnn_attention_backward", &kAttnBwd},
+      {"aten::_scaled_dot_product_cudnn_attention_backward", &kAttnBwd},
+      {"aten::cat", &kCat},
+      {"aten::sum", &kReduce},
+      {"aten::mean", &kReduce},
+      {"aten::amax", &kReduce},
+      {"aten::_softmax", &kSoftmax},
+      {"aten::_log_softmax", &kSoftmax},
+      {"aten::_softmax_backward_data", &kSoftmax},
+      {"aten::_log_softmax_backward_data", &kSoftmax}};
+  if (const auto it = kRules.find(op); it != kRules.end()) return it->second;
+  if (elementwise_func(op, true)) return &kEw;
+  return nullptr;
+}
+
+bool gemm_like(const std::string& name) {
+  for (const char* p : {"gemm", "nvjet", "xmma", "cutlass", "conv", "wgrad", "dgrad", "implicit"}) {
+    if (contains(name, p)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+double carry_scale(const std::string& kernel_name, const hw::HardwareSpec* from, const hw::HardwareSpec& to) {
+  if (from == nullptr || from->name == to.name) return 1.0;
+  if (gemm_like(kernel_name)) {
+    const double a = from->peak_tensor_flops(DType::kBf16), b = to.peak_tensor_flops(DType::kBf16);
+    if (a > 0 && b > 0) return a / b;
+  }
+  const double a = from->dram.achievable_bandwidth(), b = to.dram.achievable_bandwidth();
+  return a > 0 && b > 0 ? a / b : 1.0;
+}
+
+std::vector<MappedGroup> map_trace(const RecordedTrace& trace, const hw::HardwareSpec& to, const hw::HardwareSpec* from,
+                                   const models::KernelModelRegistry& models) {
+  std::vector<MappedGroup> groups;
+  const auto& acts = trace.activities;
+  for (std::size_t i = 0; i < acts.size();) {
+    // The op instance: consecutive activities of this op on this stream.
+    std::size_t j = i + 1;
+    while (j < acts.size() && acts[i].op && acts[j].op == acts[i].op && acts[j].stream == acts[i].stream) ++j;
+    MappedGroup g;
+    g.stream = acts[i].stream;
+    std::vector<const RecordedActivity*> mine;
+    for (std::size_t k = i; k < j; ++k) {
+      g.activities.push_back(k);
+      g.recorded_us += acts[k].duration_us;
+      mine.push_back(&acts[k]);
+    }
+    const bool memory_only = std::all_of(mine.begin(), mine.end(), [](const RecordedActivity* a) { return a->kind != ActivityKind::kKernel; });
+    g.op = acts[i].op ? trace.ops[*acts[i].op].name : acts[i].name;
+    const std::string tag = fmt::format("r{}", i);
+    if (acts[i].op) {
+      const RecordedOp& op = trace.ops[*acts[i].op];
+      const Context c{op, mine, to, models, tag};
+      const RuleEntry* r = memory_only ? nullptr : rule_for(op.name);
+      std::optional<std::vector<Launch>> launches;
+      if (memory_only) {
+        g.family = mine.front()->kind == ActivityKind::kMemset ? "memset" : "memcpy";
+        launches = memory_rule(c, g.why);
+      } else if (r) {
+        g.family = r->family;
+        try {
+          launches = r->rule(c, g.why);
+        } catch (const ModelError& e) {
+          g.why = e.what();
+        }
+      } else {
+        g.why = "no rule for this op";
+      }
+      if (launches) {
+        g.mapped = true;
+        g.launches = std::move(*launches);
+      }
+    } else if (memory_only) {
+      const RecordedOp none{};
+      const Context c{none, mine, to, models, tag};
+      g.family = mine.front()->kind == ActivityKind::kMemset ? "memset" : "memcpy";
+      if (auto l = memory_rule(c, g.why)) {
+        g.mapped = true;
+        g.launches = std::move(*l);
+      }
+    } else {
+      g.why = "launched outside any recorded op";
+    }
+    if (!g.mapped) {
+      // Carried over: each recorded activity as a launch of its recorded shape whose CTAs take
+      // the scaled recorded duration.
+      g.family = "unmapped";
+      for (const RecordedActivity* a : mine) {
+        Launch l;
+        l.name = a->name;
+        l.family = "carried";
+        l.grid = {1, 1, 1};
+        l.block = a->block.count() > 0 ? a->block : hw::Dim3{128, 1, 1};
+        l.regs_per_thread = a->regs;
+        hw::CtaWork w;
+        w.fixed = sim::Time::from_seconds(a->duration_us * 1e-6 * carry_scale(a->name, from, to));
+        models::detail::add_class(l, 1, w);
+        g.launches.push_back(std::move(l));
+      }
+    }
+    groups.push_back(std::move(g));
+    i = j;
+  }
+  return groups;
+}
+
+}  // namespace gpusim::replay
