@@ -194,9 +194,9 @@ TEST(HfConfigTest, MeasuredConfigsGiveThePyTorchParameterCounts) {
       n_params[c.at("id").get<std::string>()] = c.at("n_params").get<std::int64_t>();
     }
   }
-  // The training cases (hf_train_h100.json, hf_train2_h100.json, hf_train3_h100.json), whose
-  // configs are saved as train_<id>.json.
-  for (const char* file : {"hf_train_h100.json", "hf_train2_h100.json", "hf_train3_h100.json"}) {
+  // The training cases (hf_train_h100.json, hf_train2_h100.json, hf_train3_h100.json,
+  // hf_train4_h100.json), whose configs are saved as train_<id>.json.
+  for (const char* file : {"hf_train_h100.json", "hf_train2_h100.json", "hf_train3_h100.json", "hf_train4_h100.json"}) {
     const auto train = nlohmann::json::parse(read_text(kMeasured / file));
     for (const auto& c : train.at("cases")) {
       n_params["train_" + c.at("id").get<std::string>()] = c.at("n_params").get<std::int64_t>();
