@@ -1,10 +1,11 @@
 // The small ATen kernels eager transformer code launches besides GEMMs, attention and
 // pointwise math: embedding lookups, torch.cat (RoPE's rotate_half, the KV-cache append),
-// reductions (RMSNorm's mean, the MoE top-k sum) and the MoE routing bookkeeping (top-k, sort,
-// histogram, cumsum, gathers). Launch shapes follow ATen (PyTorch 2.11) and match the kernel
-// lists of validation/data/hf_models_h100.json; most of these kernels are latency-bound, so
-// each states the dependent memory round trips on a thread's critical path (calibrated on the
-// calibration cases of that file, see docs/engine.md).
+// reductions (RMSNorm's mean, the MoE top-k sum), the causal mask SDPA's math backend builds
+// (tril) and the MoE routing bookkeeping (top-k, sort, histogram, cumsum, gathers). Launch
+// shapes follow ATen (PyTorch 2.11) and match the kernel lists of
+// validation/data/hf_models_h100.json (the tril: hf_train4_h100.json's fp32 cases); most of
+// these kernels are latency-bound, so each states the dependent memory round trips on a thread's
+// critical path (calibrated on the calibration cases of that file, see docs/engine.md).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -151,6 +152,27 @@ Launch lower_reduce(std::int64_t outputs, std::int64_t reduced, hw::DType in, hw
   Launch l = detail::streaming_launch(k, hw);
   l.block = {bx, by, 1};
   return l;
+}
+
+Launch lower_tril_bool(std::int64_t rows, std::int64_t cols, const TensorUse& in, const TensorUse& out,
+                       const hw::HardwareSpec& hw) {
+  if (rows <= 0 || cols <= 0) throw ModelError("tril: rows and cols must be positive");
+  constexpr std::int64_t kPerThread = 8, kThreads = 128;
+  const double n = static_cast<double>(rows * cols);
+  StreamingKernel k;
+  k.name = fmt::format("void at::native::triu_tril_kernel<bool, int, false, {}, false>", kPerThread);
+  k.family = "tril";
+  k.ctas = ceil_div(rows * cols, kPerThread * kThreads);
+  k.threads = kThreads;
+  k.read_bytes = n;  // one byte an element
+  k.write_bytes = n;
+  k.fp32_flops = n;  // the index compare
+  // A thread's elements load together, then the selected values store.
+  k.round_trips = 2.0;
+  k.inflight_per_cta = static_cast<double>(kThreads * kPerThread);
+  k.reads = {in};
+  k.writes = {out};
+  return detail::streaming_launch(k, hw);
 }
 
 std::vector<Launch> lower_topk(std::int64_t rows, std::int64_t cols, std::int64_t k,

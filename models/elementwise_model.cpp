@@ -34,7 +34,8 @@ struct Func {
   int bool_inputs = 0;      // further inputs of one byte an element (dropout's mask)
 };
 
-std::string scalar_name(hw::DType d) {
+std::string scalar_name(hw::DType d, bool is_bool = false) {
+  if (is_bool) return "bool";
   switch (d) {
     case hw::DType::kBf16: return "c10::BFloat16";
     case hw::DType::kFp16: return "c10::Half";
@@ -44,7 +45,7 @@ std::string scalar_name(hw::DType d) {
 }
 
 Func func_of(const ElementwiseProblem& p) {
-  const std::string t = scalar_name(p.out);
+  const std::string t = scalar_name(p.out, p.bool_out);
   const bool half = detail::elt_bytes(p.out) < 4;
   switch (p.func) {
     case EwFunc::kAdd:  // a + alpha * b in float: one FMA
@@ -135,6 +136,11 @@ Func func_of(const ElementwiseProblem& p) {
     case EwFunc::kMaskedScale:  // grad * mask * scale: a select and a multiply
       return {1, 2, 0, 32,
               fmt::format("at::native::(anonymous namespace)::masked_scale_kernel<bool, {}, float>", t), 1};
+    case EwFunc::kIsNegInf:  // x == -inf into a bool
+      return {1, 1, 0, 32,
+              fmt::format("at::native::(anonymous namespace)::isneginf_kernel_impl(at::TensorIteratorBase&)::"
+                          "{{lambda()#1}}::operator()() const::{{lambda()#2}}::operator()() const::{{lambda({})#1}}",
+                          scalar_name(p.in))};
     case EwFunc::kMaskedFill:  // select
       return {1, 1, 0, 18,
               "at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::"
@@ -153,7 +159,9 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
   const double in_b = detail::elt_bytes(p.in), out_b = detail::elt_bytes(p.out);
   // Type promotion: some input is converted as it loads (ElementwiseProblem::input_types).
   bool promoting = false;
-  double in_bytes = f.arity * in_b + f.bool_inputs;  // bytes read per element, over the tensor inputs
+  // A where's bool mask (mask_bytes) is charged as masked_fill's is, not as an input of type `in`.
+  const bool where_mask = p.func == EwFunc::kWhere && p.mask_bytes > 0;
+  double in_bytes = (f.arity - (where_mask ? 1 : 0)) * in_b + f.bool_inputs;  // bytes read per element
   if (!p.input_types.empty()) {
     in_bytes = 0;
     for (const hw::DType t : p.input_types) {
@@ -211,7 +219,7 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
 
   // The broadcast mask (S x S bools reused by every batch and head) is read once from DRAM and
   // then from L2; each CTA loads its elements' mask bytes.
-  const double mask_l2_per_elt = p.func == EwFunc::kMaskedFill ? 1.0 : 0.0;
+  const double mask_l2_per_elt = p.func == EwFunc::kMaskedFill || where_mask ? 1.0 : 0.0;
   const double mask_unique = static_cast<double>(p.mask_bytes) * share;
   const auto work = [&](std::int64_t elts) {
     hw::CtaWork w;
@@ -280,8 +288,13 @@ std::vector<Launch> lower_elementwise(const ElementwiseProblem& p,
     const std::int64_t n = lo + (i < rem ? 1 : 0);
     const double share = static_cast<double>(n) / static_cast<double>(p.n);
     Launch l = lower_elementwise_piece(p, n, share, hw);
-    for (const auto& name : p.inputs) l.reads.push_back(detail::tensor(tag, name, in_total * share));
-    if (p.mask_bytes > 0) l.reads.push_back(detail::tensor(tag, "mask", static_cast<double>(p.mask_bytes)));
+    // A where's first input is its bool mask, of mask_bytes; masked_fill's mask is not an input.
+    const bool where_mask = p.func == EwFunc::kWhere && p.mask_bytes > 0;
+    for (std::size_t j = 0; j < p.inputs.size(); ++j) {
+      const double bytes = where_mask && j == 0 ? static_cast<double>(p.mask_bytes) : in_total * share;
+      l.reads.push_back(detail::tensor(tag, p.inputs[j], bytes));
+    }
+    if (p.mask_bytes > 0 && !where_mask) l.reads.push_back(detail::tensor(tag, "mask", static_cast<double>(p.mask_bytes)));
     l.writes.push_back(detail::tensor(tag, p.output, out_total * share));
     out.push_back(std::move(l));
   }

@@ -60,6 +60,8 @@ enum class EwFunc {
   // GPT-2's training step: gelu_new's tanh backward (grad * (1 - y^2)) and dropout's backward
   // (masked_scale_kernel: grad times a bool mask times 1 / (1 - p); the mask is one byte an element)
   kTanhBackward, kMaskedScale,
+  // SDPA's math backend (fp32 training): _safe_softmax's isneginf (a bool result)
+  kIsNegInf,
 };
 struct ElementwiseProblem {
   EwFunc func = EwFunc::kAdd;
@@ -68,8 +70,13 @@ struct ElementwiseProblem {
   std::vector<std::string> inputs;  // tagged names, one per tensor input
   std::string output;
   // kMaskedFill: the mask is broadcast (an S x S bool mask over B*H of them), so the
-  // iterator is not contiguous and ATen takes the non-vectorized legacy kernel.
+  // iterator is not contiguous and ATen takes the non-vectorized legacy kernel. kWhere with
+  // mask_bytes: its first input is such a bool mask (one byte an element, `mask_bytes` of them
+  // distinct), its other inputs tensors of type `in`.
   std::int64_t mask_bytes = 0;
+  // A one-byte output is a bool (a mask: torch.ones(..., dtype=torch.bool)), not fp8: only the
+  // functor's name differs (kFill).
+  bool bool_out = false;
   // An operand is broadcast or not dense (a transposed view, a slice): TensorIterator cannot
   // vectorize, so ATen takes the legacy elementwise_kernel with an offset calculator.
   bool strided = false;
@@ -159,6 +166,12 @@ Launch lower_cat(const std::vector<std::int64_t>& input_elems, hw::DType dtype, 
 Launch lower_reduce(std::int64_t outputs, std::int64_t reduced, hw::DType in, hw::DType out,
                     bool inner, std::string_view op_functor, const TensorUse& input,
                     const TensorUse& output, const hw::HardwareSpec& hw);
+
+// torch.ones(rows, cols, dtype=torch.bool).tril() (SDPA's math backend builds its causal mask
+// so): triu_tril_kernel<bool, int, false, 8, false> out of place, 8 elements a thread, 128
+// threads a CTA.
+Launch lower_tril_bool(std::int64_t rows, std::int64_t cols, const TensorUse& in, const TensorUse& out,
+                       const hw::HardwareSpec& hw);
 
 // MoE routing bookkeeping (transformers' grouped_mm experts path): top-k over `rows` rows of
 // `cols` logits (2 kernels), sort of `n` expert ids (bitonic up to 32, the single-CTA radix

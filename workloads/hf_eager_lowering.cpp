@@ -872,9 +872,10 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
     if (tape) tape->gpt2.cached = !no_cache;
     // sdpa with dropout_p > 0 (GPT-2 in training): cuDNN's Philox seed and offset unpacked first.
     if (gpt2_dropout(e)) e.emit(L + ".attn.philox_unpack", {models::lower_philox_unpack(e.b().state("philox_seed", 16), e.hw())});
-    // fp32 SDPA has no fused kernel modeled (PyTorch would run its mem-efficient kernel): it is
-    // charged as the math backend, the same kernels as written-out attention.
-    const bool naive = e.workload().attention == Attention::kNaive || e.lin() == DType::kFp32;
+    // An fp32 training step runs SDPA's math backend as PyTorch composes it (hf_sdpa_math.cpp).
+    // Otherwise fp32 SDPA is charged as written-out attention (its fused kernels are not modeled).
+    const bool math = detail::uses_sdpa_math(e);
+    const bool naive = !math && (e.workload().attention == Attention::kNaive || e.lin() == DType::kFp32);
     TensorUse qa = q, ka = kc, va = vc;
     if (e.amp()) {
       // Autocast casts sdpa's fp32 operands (the rotated q and k, the promoted v cache).
@@ -887,13 +888,14 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
         tape->v_sdpa = va;
       }
     }
-    const TensorUse att = naive ? naive_attention(e, L + ".attn", q, kc, vc)
+    const TensorUse att = math    ? detail::sdpa_math(e, L + ".attn", q, kc, vc, tape ? &tape->math : nullptr)
+                          : naive ? naive_attention(e, L + ".attn", q, kc, vc)
                           : e.workload().attention == Attention::kFlash2
                               ? flash_attention_2(e, L + ".attn", q, kc, vc, keys.keys)
                               : attention_core(e, L + ".attn", qa, ka, va, keys.keys,
                                                keys.masked ? window : std::optional<TensorUse>());
     TensorUse out = att;
-    if (m.fused_qkv && e.s().past_tokens == 0 && !naive) {
+    if (m.fused_qkv && e.s().past_tokens == 0 && !naive && !math) {
       // Phi-3's q is a slice of qkv: sdpa's output keeps its strides and the transpose back is a copy.
       out = e.pointwise(L + ".attn.out_contiguous", EwFunc::kCopy, T * q_dim, a, a, {att}, true);
     }

@@ -1,5 +1,6 @@
 // Pieces of the hf-eager lowering shared by its files (workloads/hf_eager_lowering.cpp, the
-// llama-style families; workloads/hf_eager_mla.cpp, DeepSeek's multi-head latent attention).
+// llama-style families; workloads/hf_eager_mla.cpp, DeepSeek's multi-head latent attention;
+// workloads/hf_sdpa_math.cpp, SDPA's math backend).
 // Internal to workloads/.
 #pragma once
 
@@ -66,6 +67,23 @@ struct Gpt2LayerTape {
   bool cached = false;                          // k and v went through the cache's cat (use_cache)
 };
 
+// What the backward of SDPA's math backend reads (workloads/hf_sdpa_math.cpp): the scaled q made
+// dense, the scaled and expanded keys, the expanded values, the probabilities.
+struct SdpaMathTape {
+  bool used = false;
+  TensorUse q, k, v, probs;
+};
+
+// Whether attention runs on SDPA's math backend: an fp32 training step (sdpa in fp32 with
+// grouped-query heads has no fused kernel; prefill and decode still charge written-out attention).
+bool uses_sdpa_math(const StepEmitter& e);
+
+// F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True) on PyTorch's math
+// backend for the step's tokens (hf_sdpa_math.cpp); `tape`, when given, gets what its backward
+// reads. Returns the output transposed back to [B, S, H, D] (transformers' .contiguous()).
+TensorUse sdpa_math(StepEmitter& e, const std::string& label, const TensorUse& q, const TensorUse& k,
+                    const TensorUse& v, SdpaMathTape* tape);
+
 // What a training step's backward reads of one decoder layer's forward (llama-style layers,
 // Phi-3's fused projections, Gemma 3's sandwich norms; GPT-2's LayerNorms fill `in`, `weight`
 // (weight and bias, 2 x width), rows and width of the RmsNormTapes, its other tensors `gpt2`).
@@ -77,6 +95,7 @@ struct LayerTape {
   TensorUse qkv, wqkv, gate_up, wgu;         // Phi-3: the fused projections' outputs and weights
   TensorUse h, q, k, v, q_rot, k_rot, attn, attn_out;  // h: the attention's normed input
   TensorUse q_sdpa, k_sdpa, v_sdpa;          // under autocast: sdpa's operands after its casts
+  SdpaMathTape math;                         // fp32: what SDPA's math backend saved
   TensorUse wq, wk, wv, wo;
   TensorUse h2, gate, gate_act, up, prod;    // the MLP's normed input and SwiGLU's intermediates
   TensorUse wg, wu, wd;

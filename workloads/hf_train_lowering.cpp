@@ -116,19 +116,20 @@ TensorUse rms_norm_backward(StepEmitter& e, const std::string& label, const RmsN
   const DType o = e.amp() ? kF32 : a;                     // its output's (and weight's) type
   TensorUse dxb = e.pointwise(label + ".grad_normed", EwFunc::kMul, n, o, o, {dy, t.weight}, rows > 1);
   const TensorUse dwp = o != a ? e.promoted(label + ".grad_weight_mul", EwFunc::kMul, n, {dy, t.normed}, o, false)
-                               : e.pointwise(label + ".grad_weight_mul", EwFunc::kMul, n, o, o, {dy, t.normed}, false);
+                               : e.pointwise(label + ".grad_weight_mul", EwFunc::kMul, n, o, o, {dy, t.normed}, strided_grad);
   const TensorUse dw = e.new_act(label + ".grad_weight", static_cast<double>(t.width), o);
   e.emit(label + ".grad_weight", models::lower_column_sum(rows, t.width, o, o, dwp, dw, e.hw()));
   g.add(t.weight, dw);
   dxb = e.cast(label + ".grad_normed_cast", n, o, a, dxb);
   const TensorUse dxn = e.cast(label + ".grad_to_fp32", n, a, kF32, dxb);
-  return rms_norm_chain_backward(e, label, t, dxn, a, false);
+  return rms_norm_chain_backward(e, label, t, dxn, a, false, strided_grad);
 }
 
 TensorUse rms_norm_chain_backward(StepEmitter& e, const std::string& label, const RmsNormTape& t,
-                                  const TensorUse& dxn, DType a, bool strided_grad) {
+                                  const TensorUse& dxn, DType a, bool strided_grad, bool transposed_grad) {
   const std::int64_t n = t.rows * t.width, rows = t.rows;
-  const TensorUse dxf1 = e.pointwise(label + ".grad_scale", EwFunc::kMul, n, kF32, kF32, {dxn, t.rstd}, strided_grad);
+  const TensorUse dxf1 = e.pointwise(label + ".grad_scale", EwFunc::kMul, n, kF32, kF32, {dxn, t.rstd},
+                                     strided_grad || transposed_grad);
   const TensorUse dprod = e.pointwise(label + ".grad_rstd_mul", EwFunc::kMul, n, kF32, kF32, {dxn, t.in_fp32}, true);
   const TensorUse dr = e.new_act(label + ".grad_rstd", static_cast<double>(rows), kF32);
   e.emit(label + ".grad_rstd", {models::lower_reduce(rows, t.width, kF32, kF32, true,
@@ -145,7 +146,8 @@ TensorUse rms_norm_chain_backward(StepEmitter& e, const std::string& label, cons
   e.emit(label + ".grad_pow_copy", {models::detail::memcpy_launch(false, static_cast<double>(n) * 4, t.in_fp32, x2, e.hw())});
   const TensorUse two_x = e.pointwise(label + ".grad_pow_scale", EwFunc::kMulScalar, n, kF32, kF32, {x2}, false);
   const TensorUse dxf2 = e.pointwise(label + ".grad_pow", EwFunc::kMul, n, kF32, kF32, {dsq, two_x}, strided_grad);
-  const TensorUse dxf = e.pointwise(label + ".grad_accumulate", EwFunc::kAdd, n, kF32, kF32, {dxf1, dxf2}, false);
+  // A transposed gradient's product keeps its layout: the sum of the two layouts is strided.
+  const TensorUse dxf = e.pointwise(label + ".grad_accumulate", EwFunc::kAdd, n, kF32, kF32, {dxf1, dxf2}, transposed_grad);
   return e.cast(label + ".grad_input", n, kF32, a, dxf);
 }
 
@@ -228,7 +230,8 @@ struct LossTape {
 };
 LossTape loss_forward(StepEmitter& e, const TensorUse& logits) {
   const std::int64_t T = e.tokens(), V = e.m().vocab;
-  const TensorUse lf = e.pointwise("loss.logits_to_fp32", EwFunc::kCast, T * V, e.lin(), kF32, {logits}, false);
+  // logits.float(): no kernel when the head already computes in fp32.
+  const TensorUse lf = e.cast("loss.logits_to_fp32", T * V, e.lin(), kF32, logits);
   // Labels are int64: moved as fp32 pairs (the kernels only copy them).
   const TensorUse pad = e.pointwise("loss.labels_pad", EwFunc::kFill, 2 * e.s().batch, kF32, kF32, {}, false);
   const TensorUse lab = e.b().state("labels", static_cast<double>(T) * 8);
@@ -249,7 +252,7 @@ TensorUse loss_backward(StepEmitter& e, const LossTape& t) {
   e.emit("loss.grad_nll", {models::lower_nll_loss_backward(T, V, t.target, dlogp, e.hw())});
   const TensorUse dlf = e.new_act("loss.grad_log_softmax", static_cast<double>(T * V), kF32);
   e.emit("loss.grad_log_softmax", models::lower_log_softmax_backward(T, V, kF32, dlogp, t.logp, dlf, e.hw()));
-  return e.pointwise("loss.grad_logits", EwFunc::kCast, T * V, kF32, e.lin(), {dlf}, false);
+  return e.cast("loss.grad_logits", T * V, kF32, e.lin(), dlf);
 }
 
 // One decoder layer's backward; `dx` is the residual stream's gradient (updated in place).
@@ -284,23 +287,27 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const TensorUse& 
   const TensorUse dout = e.cast(L + ".attn.grad_output_cast", T * d, r, a, dx);
   const TensorUse dattn = linear_backward(e, L + ".attn.o_proj", d, q_dim, dout, t.attn_out, t.wo, nullptr, g);
   const bool amp = e.amp().has_value();
-  const auto [dq, dk, dv] = detail::sdpa_backward(e, L + ".attn", t, dattn);
+  const bool math = t.math.used;  // fp32: SDPA's math backend, whose dQ is dense
+  const auto [dq, dk, dv] = math ? detail::sdpa_math_backward(e, L + ".attn", t.math, dattn)
+                                 : detail::sdpa_backward(e, L + ".attn", t, dattn);
   // RoPE's input: the projection's output, or Qwen3's normed one (fp32 under autocast).
   const DType q_in = m.qk_norm ? r : e.dtype_of(t.q), k_in = m.qk_norm ? r : e.dtype_of(t.k);
   const bool cached = e.workload().checkpointing == Checkpointing::kNone;  // use_cache=False under checkpointing
   TensorUse dk_pre = rope_backward(e, L + ".attn.rope_k", dk, m.kv_heads, cos, sin, amp ? k_in : a, cached);
-  TensorUse dq_pre = rope_backward(e, L + ".attn.rope_q", dq, m.heads, cos, sin, amp ? q_in : a, false);
+  TensorUse dq_pre = rope_backward(e, L + ".attn.rope_q", dq, m.heads, cos, sin, amp ? q_in : a, math);
   const TensorUse* no_bias = nullptr;
   const TensorUse bq = e.weight(L + ".attn.q_proj.bias", static_cast<double>(q_dim));
   const TensorUse bk = e.weight(L + ".attn.k_proj.bias", static_cast<double>(kv_dim));
   const TensorUse bv = e.weight(L + ".attn.v_proj.bias", static_cast<double>(kv_dim));
   const TensorUse dvc = e.pointwise(L + ".attn.grad_v_transpose", EwFunc::kCopy, T * kv_dim, a, a, {dv}, true);
   const TensorUse dh_v = linear_backward(e, L + ".attn.v_proj", kv_dim, d, dvc, t.h, t.wv, m.qkv_bias ? &bv : no_bias, g);
-  if (m.qk_norm) dk_pre = rms_norm_backward(e, L + ".attn.k_norm", t.k_norm, dk_pre, g);
+  // SDPA's math backend hands the q/k norms a dense [B, H, S, D] gradient for their [B, S, H, D]
+  // inputs (unless one head).
+  if (m.qk_norm) dk_pre = rms_norm_backward(e, L + ".attn.k_norm", t.k_norm, dk_pre, g, math && m.kv_heads > 1);
   const TensorUse dkc = e.pointwise(L + ".attn.grad_k_transpose", EwFunc::kCopy, T * kv_dim, a, a, {dk_pre}, true);
   const TensorUse dh_k = linear_backward(e, L + ".attn.k_proj", kv_dim, d, dkc, t.h, t.wk, m.qkv_bias ? &bk : no_bias, g);
   TensorUse dh = e.pointwise(L + ".attn.grad_input_sum", EwFunc::kAdd, T * d, r, r, {dh_v, dh_k}, false);
-  if (m.qk_norm) dq_pre = rms_norm_backward(e, L + ".attn.q_norm", t.q_norm, dq_pre, g);
+  if (m.qk_norm) dq_pre = rms_norm_backward(e, L + ".attn.q_norm", t.q_norm, dq_pre, g, math && m.heads > 1);
   const TensorUse dqc = e.pointwise(L + ".attn.grad_q_transpose", EwFunc::kCopy, T * q_dim, a, a, {dq_pre}, true);
   const TensorUse dh_q = linear_backward(e, L + ".attn.q_proj", q_dim, d, dqc, t.h, t.wq, m.qkv_bias ? &bq : no_bias, g);
   dh = e.pointwise(L + ".attn.grad_input_sum", EwFunc::kAdd, T * d, r, r, {dh, dh_q}, false);

@@ -54,7 +54,9 @@ hw::TensorUse linear_backward(StepEmitter& e, const std::string& label, std::int
 // RMSNorm's backward as the model's class computes it: LlamaRMSNorm's (weight * x.to(bf16)), or
 // Gemma's (x * (1 + weight.float()), cast last: hf_train_gemma.cpp) when the model offsets its
 // norm weights. `strided_grad`: dY arrives in another layout than the norm's input (Gemma's q
-// norm: the gradient of a transposed view), so the products with it take the strided kernel.
+// norm: the gradient of a transposed view; Qwen3's q/k norms under SDPA's math backend: a dense
+// [B, H, S, D] gradient), so the products with it take the strided kernel (LlamaRMSNorm's: and
+// the final sum of the two layouts).
 hw::TensorUse rms_norm_backward(StepEmitter& e, const std::string& label, const RmsNormTape& t,
                                 const hw::TensorUse& dy, Grads& g, bool strided_grad = false);
 
@@ -65,9 +67,12 @@ hw::TensorUse gemma_rms_norm_backward(StepEmitter& e, const std::string& label, 
 
 // The fp32 chain shared by both norms from d(normed) (fp32) back to the input: x * rsqrt(mean(x^2)
 // + eps)'s backward (the rstd product, the row sums, rsqrt's, mean's and pow's backward) and the
-// cast to the input's type `a`.
+// cast to the input's type `a`. `strided_grad`: Gemma's (the rstd and pow products strided);
+// `transposed_grad`: d(normed) is dense in another dimension order than the input (the rstd
+// product keeps it, so it and the final sum of the two layouts are strided).
 hw::TensorUse rms_norm_chain_backward(StepEmitter& e, const std::string& label, const RmsNormTape& t,
-                                      const hw::TensorUse& dxn, hw::DType a, bool strided_grad);
+                                      const hw::TensorUse& dxn, hw::DType a, bool strided_grad,
+                                      bool transposed_grad = false);
 
 // apply_rotary_pos_emb's backward for `heads` heads over `dims` rotated dimensions of each
 // (0: the whole head): grad * sin through rotate_half, accumulated with grad * cos. `a` is the
@@ -83,6 +88,12 @@ struct QkvGrads {
   hw::TensorUse dq, dk, dv;
 };
 QkvGrads sdpa_backward(StepEmitter& e, const std::string& label, const LayerTape& t, const hw::TensorUse& dout);
+
+// The backward of SDPA's math backend (hf_sdpa_math.cpp) from the gradient of its transposed-back
+// output `dout`: {dQ, dK, dV} of the rotated q's and the keys' and values' KV-head shapes, dQ
+// dense in [B, H, S, D].
+QkvGrads sdpa_math_backward(StepEmitter& e, const std::string& label, const SdpaMathTape& t,
+                            const hw::TensorUse& dout);
 
 // One decoder layer's backward for the families with their own files; `dx` is the residual
 // stream's gradient (updated). Phi-3 (Phi3DecoderLayer: fused qkv_proj and gate_up_proj):

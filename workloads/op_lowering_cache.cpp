@@ -12,7 +12,8 @@ const std::vector<hw::Launch>& OpLoweringCache::lower(const models::Op& op) {
 std::vector<hw::Launch> OpLoweringCache::lower_elementwise(const models::ElementwiseProblem& p) {
   // Placeholders no program tensor is named: a control character, then the operand.
   static constexpr char kMark = '\x1f';
-  const ElementwiseKey key{p.func, p.n, p.in, p.out, p.strided, p.mask_bytes, p.inputs.size(), p.input_types};
+  const ElementwiseKey key{p.func, p.n, p.in, p.out, p.strided, p.mask_bytes, p.inputs.size(), p.input_types,
+                           p.bool_out};
   auto cached = elementwise_.find(key);
   if (cached == elementwise_.end()) {
     models::ElementwiseProblem shape = p;

@@ -40,7 +40,7 @@ class OpLoweringCache {
   // Every field of the problem but its tensor names (input_types: a promoting op lowers to
   // another kernel than the same op on inputs of one type).
   using ElementwiseKey = std::tuple<models::EwFunc, std::int64_t, hw::DType, hw::DType, bool, std::int64_t,
-                                    std::size_t, std::vector<hw::DType>>;
+                                    std::size_t, std::vector<hw::DType>, bool>;
   std::map<ElementwiseKey, std::vector<hw::Launch>> elementwise_;
 };
 

@@ -37,6 +37,7 @@ std::string ew_name(EwFunc f) {
     case EwFunc::kEq: return "eq";
     case EwFunc::kTanhBackward: return "tanh_backward";
     case EwFunc::kMaskedScale: return "masked_scale";
+    case EwFunc::kIsNegInf: return "isneginf";
   }
   return "?";
 }

@@ -212,8 +212,9 @@ void check_fused_training(hw::MappingReader& root, const ModelWorkload& w) {
 
 // Training steps: the optimizer (phase train only), and what the train lowering covers so far
 // (hf-eager: llama-style decoders with RMSNorm, RoPE and SwiGLU, dense or with grouped_mm MoE
-// blocks, GPT-2, Phi-3 and Gemma 3; sdpa attention; 16-bit weights, or fp32 under autocast for the
-// dense llama-style ones). Everything else is refused by name rather than simulated wrongly.
+// blocks, GPT-2, Phi-3 and Gemma 3; sdpa attention; 16-bit weights, or fp32 under autocast or in
+// fp32 throughout for the dense llama-style ones). Everything else is refused by name rather than
+// simulated wrongly.
 void read_training(hw::MappingReader& root, ModelWorkload& w) {
   const bool train = w.phase == Phase::kTrain;
   for (const char* key : {"optimizer", "autocast", "checkpointing", "gradient_accumulation_steps"}) {
@@ -244,10 +245,9 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
   if (w.lowering == Lowering::kFused) return check_fused_training(root, w);
   if (w.attention != Attention::kSdpa) root.fail("attention", "phase train is lowered for sdpa attention only so far");
   const hw::DType compute = w.autocast.value_or(w.dtype);
-  if (compute != hw::DType::kBf16 && compute != hw::DType::kFp16) {
-    root.fail("dtype", "phase train is lowered for bf16 and fp16 computation so far (fp32 weights under "
-                       "autocast: bf16 or fp16 included; fp32 computation needs the memory-efficient "
-                       "attention backward)");
+  if (compute != hw::DType::kBf16 && compute != hw::DType::kFp16 && compute != hw::DType::kFp32) {
+    root.fail("dtype", "phase train is lowered for bf16, fp16 and fp32 computation so far (fp32 weights under "
+                       "autocast: bf16 or fp16 included; tf32 matmuls are not)");
   }
   if (m.moe) {
     // Mixture of experts: transformers 5's grouped_mm experts path with the router in the model
@@ -312,6 +312,24 @@ void read_training(hw::MappingReader& root, ModelWorkload& w) {
     root.fail("autocast", fmt::format("mixed precision is lowered for llama-style models only so far; model {} "
                                       "(Phi-3's fused projections or Gemma's norms) trains in bf16 or fp16",
                                       m.name));
+  }
+  // fp32 computation (no autocast): SDPA's math backend, for dense llama-style layers with
+  // grouped-query attention (hf_sdpa_math.cpp).
+  if (compute == hw::DType::kFp32) {
+    std::string has;
+    if (m.moe) has = "mixture-of-experts layers";
+    else if (gpt2) has = "GPT-2's layers";
+    else if (phi3) has = "Phi-3's fused projections";
+    else if (gemma) has = "Gemma 3's norms and scaling";
+    else if (m.kv_heads == m.heads)
+      has = "as many KV heads as query heads (fp32 sdpa then takes PyTorch's memory-efficient attention kernels, "
+            "not modeled)";
+    if (!has.empty()) {
+      root.fail("dtype", fmt::format("phase train in fp32 (no autocast) is lowered for dense llama-style models "
+                                     "with grouped-query attention (llama, mistral, qwen2, qwen3) only so far; "
+                                     "model {} has {}: use dtype: bf16 or fp16",
+                                     m.name, has));
+    }
   }
 }
 

@@ -334,7 +334,7 @@ TEST(TrainLowering, RefusesWhatItDoesNotLowerByKey) {
             }).key(),
             "phase");
   EXPECT_EQ(expect_config_error([] {
-              workload(std::string(kLlama).replace(std::string(kLlama).find("dtype: bf16"), 11, "dtype: fp32"));
+              workload(std::string(kLlama).replace(std::string(kLlama).find("dtype: bf16"), 11, "dtype: tf32"));
             }).key(),
             "dtype");
   // (The fused lowering's training step has its own refusals: fused_train_lowering_test.cpp.)
