@@ -5,6 +5,7 @@
 #include "replay/kernel_mapping.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "models/common.h"
 #include "models/families.h"
 #include "models/op.h"
+#include "hw/gpu_engine.h"
 #include "models/training_kernels.h"
 #include "sim/error.h"
 
@@ -43,6 +45,13 @@ double type_bytes(const std::string& type) {
   if (type == "double" || type == "long int" || type == "c10::complex<float>") return 8;
   if (type == "bool" || type == "unsigned char" || type == "signed char") return 1;
   return 4;
+}
+
+// The profiler records no tensor identity: an activation is named by its shape and type, so an
+// op reading a tensor of the shape and type an earlier op wrote finds it where that op left it
+// (in L2 when it fits), as chains of elementwise ops in model code do.
+std::string activation(const std::vector<std::int64_t>& dims, const std::string& type) {
+  return fmt::format("act[{}]:{}", fmt::join(dims, "x"), type);
 }
 
 struct Context {
@@ -89,9 +98,11 @@ std::optional<std::vector<Launch>> gemm_rule(const Context& c, std::string& why)
   g.N = B[rank - 1];
   g.dtype = *dt;
   g.bias = n == "aten::addmm" && c.dims(0).size() == 1;
-  g.a = c.tag + ".a";
+  g.a = activation(A, c.type(a));
   g.b = c.tag + ".b";
-  g.c = c.tag + ".c";
+  std::vector<std::int64_t> out(A.begin(), A.end() - 1);
+  out.push_back(g.N);
+  g.c = activation(out, c.type(a));
   if (g.bias) g.bias_name = c.tag + ".bias";
   return models::lower_gemm(g, c.hw, "");
 }
@@ -201,17 +212,23 @@ std::optional<std::vector<Launch>> elementwise_rule(const Context& c, std::strin
   if (*f == EwFunc::kFill) p.in = p.out;
   // The legacy kernel (elementwise_kernel<...>) runs strided or broadcast operands.
   p.strided = c.kernel_named("void at::native::elementwise_kernel<") && !c.kernel_named("vectorized");
+  // Full-size operands are streamed; a broadcast one (a row of scales, a bias) is read from
+  // cache and not counted.
+  std::size_t widest = first;
   for (std::size_t i : tensors) {
-    if (*f != EwFunc::kFill && !(i == first && (*f == EwFunc::kCopy || *f == EwFunc::kCast))) {
-      p.inputs.push_back(fmt::format("in{}", i));
+    if (numel(c.dims(i)) == n && numel(c.dims(widest)) != n) widest = i;
+    const bool written = i == first && (*f == EwFunc::kCopy || *f == EwFunc::kCast || *f == EwFunc::kFill ||
+                                         c.op.name.back() == '_');
+    if (*f != EwFunc::kFill && numel(c.dims(i)) == n && !(written && (*f == EwFunc::kCopy || *f == EwFunc::kCast))) {
+      p.inputs.push_back(activation(c.dims(i), c.type(i)));
     }
   }
-  if (p.inputs.empty() && *f != EwFunc::kFill) p.inputs.push_back("in");
-  p.output = "out";
+  if (p.inputs.empty() && *f != EwFunc::kFill) p.inputs.push_back(c.tag + ".in");
+  p.output = activation(c.dims(widest), c.type(first));
   if (c.kernel_named("unrolled_elementwise_kernel") && p.func != EwFunc::kCast) {
     for (std::size_t i = 0; i < p.inputs.size(); ++i) p.input_types.push_back(i == 0 ? DType::kFp32 : p.out);
   }
-  return models::lower_elementwise(p, c.hw, c.tag);
+  return models::lower_elementwise(p, c.hw, "");
 }
 
 // torch.cat of a tensor list along a dim: CatArrayBatchedCopy.
@@ -226,13 +243,20 @@ std::optional<std::vector<Launch>> cat_rule(const Context& c, std::string& why) 
   double bytes = 0;
   // The list's type is "TensorList": take the element size from the kernel's template argument.
   const double e = c.kernel_named("c10::BFloat16") || c.kernel_named("c10::Half") ? 2 : 4;
+  const std::string type = e == 2 ? "c10::BFloat16" : "float";
+  std::vector<std::int64_t> out = ts.front();
   for (std::size_t i = 0; i < ts.size(); ++i) {
     elems.push_back(numel(ts[i]));
-    ins.push_back(c.tensor(fmt::format("in{}", i), e * static_cast<double>(elems.back())));
+    ins.push_back(TensorUse{activation(ts[i], type), static_cast<std::int64_t>(e * static_cast<double>(elems.back()))});
     bytes += e * static_cast<double>(elems.back());
   }
+  // The output: the inputs' shape with the catted dim summed (the last dim here; its name only).
+  if (!out.empty() && out.back() > 0) {
+    out.back() = static_cast<std::int64_t>(bytes / e) / std::max<std::int64_t>(1, numel(out) / out.back());
+  }
   const DType dt = e == 2 ? DType::kBf16 : DType::kFp32;
-  return std::vector<Launch>{models::lower_cat(elems, dt, c.kernel_named("vectorized"), ins, c.tensor("out", bytes), c.hw)};
+  return std::vector<Launch>{models::lower_cat(elems, dt, c.kernel_named("vectorized"), ins,
+                                               TensorUse{activation(out, type), static_cast<std::int64_t>(bytes)}, c.hw)};
 }
 
 // sum / mean / amax over listed dims (reduce_kernel): the reduced extent and the outputs.
@@ -273,13 +297,27 @@ std::optional<std::vector<Launch>> reduce_rule(const Context& c, std::string& wh
     return std::nullopt;
   }
   const std::int64_t outputs = numel(x) / std::max<std::int64_t>(1, reduced);
+  // Summing the leading dims away (a bias's or norm weight's gradient): the column sum.
+  bool leading = true;
+  for (std::size_t i = 0; i < reduced_dims.size(); ++i) {
+    std::int64_t d = *std::next(reduced_dims.begin(), static_cast<std::ptrdiff_t>(i));
+    if (d < 0) d += rank;
+    leading = leading && d == static_cast<std::int64_t>(i);
+  }
+  if (leading && !inner && c.op.name == "aten::sum") {
+    const double e = models::detail::elt_bytes(*dt);
+    return models::lower_column_sum(reduced, outputs, *dt, *dt,
+                                    TensorUse{activation(x, c.type(0)), static_cast<std::int64_t>(e * static_cast<double>(numel(x)))},
+                                    c.tensor("out", e * static_cast<double>(outputs)), c.hw);
+  }
   const std::string functor = c.op.name == "aten::mean" ? "MeanOps<float, float, float, float>"
                               : c.op.name == "aten::amax" ? "MaxOps<float>"
                                                           : "func_wrapper_t<float, at::native::sum_functor<float, float, float> >";
   const double e = models::detail::elt_bytes(*dt);
-  return std::vector<Launch>{models::lower_reduce(outputs, reduced, *dt, *dt, inner, functor,
-                                                  c.tensor("in", e * static_cast<double>(numel(x))),
-                                                  c.tensor("out", e * static_cast<double>(outputs)), c.hw)};
+  return std::vector<Launch>{models::lower_reduce(
+      outputs, reduced, *dt, *dt, inner, functor,
+      TensorUse{activation(x, c.type(0)), static_cast<std::int64_t>(e * static_cast<double>(numel(x)))},
+      TensorUse{activation({outputs}, c.type(0)), static_cast<std::int64_t>(e * static_cast<double>(outputs))}, c.hw)};
 }
 
 // Softmax and log_softmax over the last dim, and their backward.
@@ -293,9 +331,11 @@ std::optional<std::vector<Launch>> softmax_rule(const Context& c, std::string& w
   const std::int64_t C = x.back(), R = numel(x) / std::max<std::int64_t>(1, C);
   const double bytes = models::detail::elt_bytes(*dt) * static_cast<double>(numel(x));
   const std::string& n = c.op.name;
-  if (n == "aten::_softmax") return models::lower_softmax(R, C, *dt, c.tag + ".in", c.tag + ".out", c.hw, "");
-  if (n == "aten::_log_softmax") return models::lower_log_softmax(R, C, *dt, c.tensor("in", bytes), c.tensor("out", bytes), c.hw);
-  const TensorUse go = c.tensor("grad_out", bytes), out = c.tensor("out", bytes), gi = c.tensor("grad_in", bytes);
+  const std::string act = activation(x, c.type(0));
+  const auto b = static_cast<std::int64_t>(bytes);
+  if (n == "aten::_softmax") return models::lower_softmax(R, C, *dt, act, c.tag + ".out", c.hw, "");
+  if (n == "aten::_log_softmax") return models::lower_log_softmax(R, C, *dt, TensorUse{act, b}, c.tensor("out", bytes), c.hw);
+  const TensorUse go{act, b}, out = c.tensor("out", bytes), gi = c.tensor("grad_in", bytes);
   if (n == "aten::_log_softmax_backward_data") return models::lower_log_softmax_backward(R, C, *dt, go, out, gi, c.hw);
   return models::lower_softmax_backward(R, C, *dt, go, out, gi, c.hw);
 }
@@ -316,6 +356,40 @@ std::optional<std::vector<Launch>> memory_rule(const Context& c, std::string& wh
   return out;
 }
 
+// torch._foreach_* and _fused_adamw_: the profiler records no tensor list shapes, but each
+// multi_tensor_apply launch's grid is its chunks (65,536 elements a CTA): each recorded launch is
+// lowered as one of that many chunks, with the op's lists (its TensorList operands).
+std::optional<std::vector<Launch>> foreach_rule(const Context& c, std::string& why) {
+  constexpr std::int64_t kChunk = 65536;
+  const auto lists = static_cast<int>(std::count(c.op.types.begin(), c.op.types.end(), std::string("TensorList")));
+  if (lists == 0) {
+    why = "no tensor list among its operands";
+    return std::nullopt;
+  }
+  std::vector<Launch> out;
+  for (const RecordedActivity* a : c.acts) {
+    if (!contains(a->name, "multi_tensor_apply_kernel")) {
+      why = "a kernel other than multi_tensor_apply";
+      return std::nullopt;
+    }
+    const DType dt = contains(a->name, "BFloat16") ? DType::kBf16 : contains(a->name, "Half") ? DType::kFp16 : DType::kFp32;
+    const std::vector<std::int64_t> elems{std::max<std::int64_t>(1, a->grid.x) * kChunk};
+    std::vector<std::vector<TensorUse>> ls;
+    for (int l = 0; l < std::max(lists, c.op.name == "aten::_fused_adamw_" ? 4 : 1); ++l) {
+      ls.push_back({c.tensor(fmt::format("list{}", l), models::detail::elt_bytes(dt) * static_cast<double>(elems[0]))});
+    }
+    std::vector<Launch> l;
+    if (c.op.name == "aten::_fused_adamw_") {
+      ls.resize(4);
+      l = models::lower_fused_adamw(elems, dt, dt, ls, c.hw);
+    } else {
+      l = models::lower_multi_tensor_apply(elems, dt, ls, 1, c.op.name, static_cast<double>(lists), c.hw);
+    }
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  return out;
+}
+
 struct RuleEntry {
   const char* family;
   Rule rule;
@@ -325,7 +399,8 @@ struct RuleEntry {
 const RuleEntry* rule_for(const std::string& op) {
   static const RuleEntry kGemm{"gemm", gemm_rule}, kAttn{"attention", attention_rule},
       kAttnBwd{"attention_backward", attention_backward_rule}, kEw{"elementwise", elementwise_rule},
-      kCat{"cat", cat_rule}, kReduce{"reduce", reduce_rule}, kSoftmax{"softmax", softmax_rule};
+      kCat{"cat", cat_rule}, kReduce{"reduce", reduce_rule}, kSoftmax{"softmax", softmax_rule},
+      kForeach{"foreach", foreach_rule};
   static const std::map<std::string, const RuleEntry*> kRules{
       {"aten::mm", &kGemm},
       {"aten::addmm", &kGemm},
@@ -344,6 +419,7 @@ const RuleEntry* rule_for(const std::string& op) {
       {"aten::_softmax_backward_data", &kSoftmax},
       {"aten::_log_softmax_backward_data", &kSoftmax}};
   if (const auto it = kRules.find(op); it != kRules.end()) return it->second;
+  if (op.rfind("aten::_foreach_", 0) == 0 || op == "aten::_fused_adamw_") return &kForeach;
   if (elementwise_func(op, true)) return &kEw;
   return nullptr;
 }
@@ -367,8 +443,35 @@ double carry_scale(const std::string& kernel_name, const hw::HardwareSpec* from,
   return a > 0 && b > 0 ? a / b : 1.0;
 }
 
+namespace {
+
+// A carried-over launch: one CTA of the recorded block whose work is a fixed time.
+Launch carried_launch(const RecordedActivity& a, double us) {
+  Launch l;
+  l.name = a.name;
+  l.family = "carried";
+  l.grid = {1, 1, 1};
+  l.block = a.block.count() > 0 ? a.block : hw::Dim3{128, 1, 1};
+  l.regs_per_thread = a.regs;
+  hw::CtaWork w;
+  w.fixed = sim::Time::from_seconds(std::max(0.0, us) * 1e-6);
+  models::detail::add_class(l, 1, w);
+  return l;
+}
+
+// What the engine adds to any kernel's span (its dispatch and drain): taken off a carried
+// kernel's fixed time so that its simulated duration is the scaled recorded one.
+double engine_floor_us(const hw::HardwareSpec& hw) {
+  RecordedActivity none;
+  const auto r = hw::run_engine(hw, hw::LaunchMode::kGraph, {hw::KernelNode{carried_launch(none, 0), "floor", 0, {}, std::nullopt}});
+  return r.kernels.empty() ? 0.0 : r.kernels.front().duration().us();
+}
+
+}  // namespace
+
 std::vector<MappedGroup> map_trace(const RecordedTrace& trace, const hw::HardwareSpec& to, const hw::HardwareSpec* from,
                                    const models::KernelModelRegistry& models) {
+  const double floor_us = engine_floor_us(to);
   std::vector<MappedGroup> groups;
   const auto& acts = trace.activities;
   for (std::size_t i = 0; i < acts.size();) {
@@ -424,16 +527,7 @@ std::vector<MappedGroup> map_trace(const RecordedTrace& trace, const hw::Hardwar
       // the scaled recorded duration.
       g.family = "unmapped";
       for (const RecordedActivity* a : mine) {
-        Launch l;
-        l.name = a->name;
-        l.family = "carried";
-        l.grid = {1, 1, 1};
-        l.block = a->block.count() > 0 ? a->block : hw::Dim3{128, 1, 1};
-        l.regs_per_thread = a->regs;
-        hw::CtaWork w;
-        w.fixed = sim::Time::from_seconds(a->duration_us * 1e-6 * carry_scale(a->name, from, to));
-        models::detail::add_class(l, 1, w);
-        g.launches.push_back(std::move(l));
+        g.launches.push_back(carried_launch(*a, a->duration_us * carry_scale(a->name, from, to) - floor_us));
       }
     }
     groups.push_back(std::move(g));
