@@ -1,0 +1,179 @@
+// gpusim replay (replay/, src/replay_command.cpp): the Kineto trace reader and its errors, the
+// mapping rules on small hand-written traces, carried-over kernels, and the command end to end
+// on a trace recorded on an H100 (validation/data/traces/).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "hw/launch.h"
+#include "models/kernel_model.h"
+#include "replay/kernel_mapping.h"
+#include "replay/profiler_trace.h"
+#include "sim/error.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/model_workloads.h"
+
+namespace gpusim::replay {
+namespace {
+
+using nlohmann::json;
+
+// A trace of one op and its kernel: `op` with its recorded inputs, launching `kernel`.
+json one_op_trace(const std::string& op, const json& dims, const json& types, const std::string& kernel, double dur_us,
+                  const json& grid = json::array({132, 1, 1}), const json& concrete = json::array()) {
+  json t;
+  t["deviceProperties"] = json::array({{{"name", "NVIDIA H100 80GB HBM3"}}});
+  t["traceEvents"] = json::array();
+  t["traceEvents"].push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", op}, {"ts", 0.0}, {"dur", 10.0},
+                              {"args", {{"External id", 7}, {"Input Dims", dims}, {"Input type", types},
+                                        {"Concrete Inputs", concrete}}}});
+  t["traceEvents"].push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", kernel}, {"ts", 5.0}, {"dur", dur_us},
+                              {"args", {{"External id", 7}, {"stream", 7}, {"grid", grid}, {"block", json::array({256, 1, 1})},
+                                        {"registers per thread", 128}, {"shared memory", 0}}}});
+  return t;
+}
+
+const hw::HardwareSpec& h100() {
+  static const hw::HardwareSpec s = gpusim::testing::preset("h100");
+  return s;
+}
+
+std::vector<MappedGroup> mapped(const json& trace, const hw::HardwareSpec* from = nullptr,
+                                const hw::HardwareSpec& to = h100()) {
+  static const auto models = models::default_kernel_models();
+  return map_trace(parse_profiler_trace(trace.dump(), "t.json"), to, from, models);
+}
+
+TEST(ReplayTrace, ReadsKernelsTheirOpsAndShapes) {
+  const auto t = parse_profiler_trace(
+      one_op_trace("aten::mm", {{1024, 2048}, {2048, 4096}}, {"c10::BFloat16", "c10::BFloat16"}, "nvjet_sm90_tst", 25.0).dump(),
+      "t.json");
+  ASSERT_EQ(t.activities.size(), 1u);
+  EXPECT_EQ(t.device_name, "NVIDIA H100 80GB HBM3");
+  ASSERT_TRUE(t.activities[0].op.has_value());
+  const RecordedOp& op = t.ops[*t.activities[0].op];
+  EXPECT_EQ(op.name, "aten::mm");
+  EXPECT_EQ(op.dims[1], (std::vector<std::int64_t>{2048, 4096}));
+  EXPECT_EQ(t.activities[0].grid.x, 132);
+  EXPECT_EQ(t.activities[0].regs, 128);
+  EXPECT_DOUBLE_EQ(t.activities[0].duration_us, 25.0);
+}
+
+TEST(ReplayTrace, BadInputIsAClearConfigError) {
+  const auto key = [](const std::string& text) {
+    try {
+      parse_profiler_trace(text, "bad.json");
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+      return e.key();
+    }
+    ADD_FAILURE() << "accepted: " << text.substr(0, 60);
+    return std::string("accepted");
+  };
+  const std::string good =
+      one_op_trace("aten::mm", {{8, 8}, {8, 8}}, {"float", "float"}, "gemm", 1.0).dump();
+  EXPECT_EQ(key(good.substr(0, good.size() / 2)), "");  // truncated: malformed JSON
+  EXPECT_EQ(key("{\"schemaVersion\": 1}"), "traceEvents");
+  json no_gpu = json::parse(good);
+  no_gpu["traceEvents"].erase(1);
+  EXPECT_EQ(key(no_gpu.dump()), "traceEvents");
+  json no_shapes = json::parse(good);
+  no_shapes["traceEvents"][0]["args"].erase("Input Dims");
+  EXPECT_EQ(key(no_shapes.dump()), "Input Dims");
+  EXPECT_THROW(read_profiler_trace("/nonexistent/trace.json"), ConfigError);
+}
+
+TEST(ReplayMapping, GemmsAreReloweredFromTheirRecordedShapes) {
+  const auto g = mapped(one_op_trace("aten::mm", {{1024, 2048}, {2048, 4096}}, {"c10::BFloat16", "c10::BFloat16"},
+                                     "nvjet_sm90_tst_256x128", 25.0));
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_TRUE(g[0].mapped);
+  EXPECT_EQ(g[0].family, "gemm");
+  EXPECT_NEAR(hw::totals(g[0].launches).tensor_flops, 2.0 * 1024 * 2048 * 4096, 1.0);
+  // addmm's bias comes first; bmm is batched.
+  const auto a = mapped(one_op_trace("aten::addmm", {{4096}, {1024, 2048}, {2048, 4096}},
+                                     {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16"}, "nvjet", 25.0));
+  EXPECT_NEAR(hw::totals(a[0].launches).tensor_flops, 2.0 * 1024 * 2048 * 4096, 1.0);
+  // (A SIMT fp32 batch: the model charges whole tiles, so at least the product's FLOPs.)
+  const auto b = mapped(one_op_trace("aten::bmm", {{8, 64, 128}, {8, 128, 32}}, {"float", "float"}, "gemm", 5.0));
+  EXPECT_EQ(b[0].family, "gemm");
+  EXPECT_GE(hw::totals(b[0].launches).fp32_flops, 2.0 * 8 * 64 * 128 * 32);
+  EXPECT_LE(hw::totals(b[0].launches).fp32_flops, 4.0 * 8 * 64 * 128 * 32);
+}
+
+TEST(ReplayMapping, ElementwiseCatReduceAndAttentionRules) {
+  const auto mul = mapped(one_op_trace("aten::mul", {{2, 512, 2048}, {2, 512, 2048}}, {"c10::BFloat16", "c10::BFloat16"},
+                                       "void at::native::vectorized_elementwise_kernel<8, BinaryFunctor>", 8.0));
+  EXPECT_EQ(mul[0].family, "elementwise");
+  EXPECT_TRUE(mul[0].mapped);
+  // Both operands and the output streamed: 3 x 2 MiB x 2 bytes.
+  EXPECT_NEAR(hw::totals(mul[0].launches).dram_read_bytes + hw::totals(mul[0].launches).dram_write_bytes,
+              3.0 * 2 * 512 * 2048 * 2, 1.0);
+  const auto cat = mapped(one_op_trace("aten::cat", {{{2, 512, 32}, {2, 512, 32}}, {}}, {"TensorList", "Scalar"},
+                                       "void at::native::CatArrayBatchedCopy<c10::BFloat16>", 3.0));
+  EXPECT_EQ(cat[0].family, "cat");
+  EXPECT_TRUE(cat[0].mapped);
+  const auto mean = mapped(one_op_trace("aten::mean", {{2, 512, 2048}, {}, {}, {}}, {"float", "ScalarList", "Scalar", ""},
+                                        "void at::native::reduce_kernel<512, 1>", 6.0, json::array({64, 1, 1}),
+                                        {"", "[-1]", "True", ""}));
+  EXPECT_EQ(mean[0].family, "reduce");
+  EXPECT_TRUE(mean[0].mapped);
+  const auto attn = mapped(one_op_trace(
+      "aten::_cudnn_attention_forward", {{2, 32, 512, 64}, {2, 8, 512, 64}, {2, 8, 512, 64}, {}},
+      {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16", ""}, "cudnn_generated_fort_native_sdpa_sm90_flash_fprop", 44.0,
+      json::array({132, 1, 1}), {"", "", "", "", "", "", "512", "512", "False", "0.", "True", "False", "0.125"}));
+  EXPECT_EQ(attn[0].family, "attention");
+  EXPECT_TRUE(attn[0].mapped);
+  EXPECT_GT(hw::totals(attn[0].launches).tensor_flops, 0.0);
+}
+
+TEST(ReplayMapping, UnmappedKernelsAreCarriedOverScaledToTheTarget) {
+  const json t = one_op_trace("aten::cudnn_convolution", {{32, 3, 224, 224}, {64, 3, 3, 3}}, {"float", "float"},
+                              "sm90_xmma_fprop_implicit_gemm", 100.0);
+  const auto same = mapped(t);
+  ASSERT_EQ(same.size(), 1u);
+  EXPECT_FALSE(same[0].mapped);
+  EXPECT_EQ(same[0].family, "unmapped");
+  EXPECT_EQ(same[0].launches.size(), 1u);
+  EXPECT_EQ(same[0].launches[0].name, "sm90_xmma_fprop_implicit_gemm");
+  // A convolution kernel scales with the dense tensor peak; memory-bound ones with bandwidth.
+  const auto h200 = gpusim::testing::preset("h200");
+  EXPECT_NEAR(carry_scale("sm90_xmma_fprop_implicit_gemm", &h100(), h200),
+              h100().peak_tensor_flops(hw::DType::kBf16) / h200.peak_tensor_flops(hw::DType::kBf16), 1e-12);
+  EXPECT_LT(carry_scale("void some_gather_kernel", &h100(), h200), 1.0);  // the H200's faster HBM3e
+  EXPECT_EQ(carry_scale("void some_gather_kernel", nullptr, h200), 1.0);
+}
+
+const std::string kPrefill = std::string(GPUSIM_REPO_DIR) +
+                             "/validation/data/traces/replay_h100_llama3.2-1b-4l_prefill_b2_s512.json.gz";
+
+TEST(ReplayCommand, SameChipSelfCheckOnARecordedTrace) {
+  const auto r = gpusim::testing::run_gpusim({"replay", kPrefill, "--hw", "h100", "--from", "h100", "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  const double recorded = j["replay"]["recorded_kernel_time_us"].get<double>();
+  EXPECT_GT(j["replay"]["coverage_pct"].get<double>(), 99.0);
+  // Same-chip replay is within 10% of the recorded kernel time (6% when written).
+  EXPECT_NEAR(j["kernel_time_us"].get<double>() / recorded, 1.0, 0.10);
+  EXPECT_GT(j["total_us"].get<double>(), 0.0);
+  EXPECT_FALSE(j["replay"]["families"].empty());
+  // Deterministic: the same trace gives byte-identical output.
+  EXPECT_EQ(gpusim::testing::run_gpusim({"replay", kPrefill, "--hw", "h100", "--from", "h100", "--format", "json"}).out, r.out);
+  // On the H200 (more bandwidth, the same tensor cores) it runs faster.
+  const auto h200 = gpusim::testing::run_gpusim({"replay", kPrefill, "--hw", "h200", "--from", "h100", "--format", "json"});
+  ASSERT_EQ(h200.status, 0) << h200.err;
+  EXPECT_LT(json::parse(h200.out)["kernel_time_us"].get<double>(), j["kernel_time_us"].get<double>());
+}
+
+TEST(ReplayCommand, BadArgumentsExitWithStatus2) {
+  EXPECT_EQ(gpusim::testing::run_gpusim({"replay", kPrefill}).status, 2);                                   // no --hw
+  EXPECT_EQ(gpusim::testing::run_gpusim({"replay", "/nonexistent.json", "--hw", "h100"}).status, 2);       // no file
+  EXPECT_EQ(gpusim::testing::run_gpusim({"replay", kPrefill, "--hw", "h100", "--mode", "eager"}).status, 2);
+  EXPECT_EQ(gpusim::testing::run_gpusim({"replay", kPrefill, "--hw", "h100", "--set", "workload.batch=2"}).status, 2);
+}
+
+}  // namespace
+}  // namespace gpusim::replay
