@@ -17,6 +17,7 @@
 #include "models/kernel_model.h"
 #include "replay/kernel_mapping.h"
 #include "replay/profiler_trace.h"
+#include "replay/replay_run.h"
 #include "sim/error.h"
 #include "src/commands.h"
 #include "src/options.h"
@@ -216,22 +217,11 @@ int replay_command(const Args& args, const Environment& env, std::ostream& out, 
 
   const replay::RecordedTrace trace = replay::read_profiler_trace(vm["trace-file"].as<std::string>());
   const auto models = models::default_kernel_models();
-  const auto groups = replay::map_trace(trace, spec, from_spec ? &*from_spec : nullptr, models);
-
-  // The launches in recorded order, each recorded stream its own.
-  std::map<int, int> streams;
-  std::vector<hw::KernelNode> nodes;
-  std::vector<std::size_t> group_of;
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    const int stream = streams.emplace(groups[g].stream, static_cast<int>(streams.size())).first->second;
-    for (const auto& l : groups[g].launches) {
-      nodes.push_back(hw::KernelNode{l, fmt::format("{} #{}", groups[g].op, g), stream, {}, std::nullopt});
-      group_of.push_back(g);
-    }
-  }
-  const hw::EngineResult result = hw::run_engine(spec, hw::LaunchMode::kGraph, nodes);
-  std::vector<double> simulated(groups.size(), 0.0);
-  for (std::size_t i = 0; i < result.kernels.size(); ++i) simulated[group_of[i]] += result.kernels[i].duration().us();
+  const replay::ReplayRun run = replay::run_replay(trace, spec, from_spec ? &*from_spec : nullptr, models);
+  const auto& groups = run.groups;
+  const auto& nodes = run.nodes;
+  const hw::EngineResult& result = run.result;
+  const std::vector<double>& simulated = run.group_us;
   RunReport report = make_report(spec, std::filesystem::path(trace.file).filename().string(), hw::LaunchMode::kGraph,
                                  nodes, result);
   const ReplaySummary summary = summarize(trace, groups, simulated, from);

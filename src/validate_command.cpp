@@ -32,6 +32,7 @@
 #include "validation/seed_suites.h"
 #include "validation/host_suite.h"
 #include "validation/cs336_suite.h"
+#include "validation/replay_suite.h"
 #include "validation/train_suite.h"
 
 namespace gpusim::cli {
@@ -47,6 +48,7 @@ struct SuiteSpec {
   bool train = false;  // Hugging Face training steps (validation/train_suite.h)
   bool cs336_train = false;  // cs336_basics forward+backward steps (validation/cs336_suite.h)
   bool train_wall = false;  // eager wall time of training steps; csv lists the files, ", "-separated
+  bool replay = false;  // profiler traces replayed (validation/replay_suite.h); csv: the traces' index
 };
 
 // Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
@@ -216,6 +218,24 @@ const std::vector<SuiteSpec>& suites() {
        "steps (no autocast, no TF32) against hf-eager; Llama, Qwen2 and Qwen3 shapes; measured before either "
        "was lowered, each kind's held-out cases compared once",
        false, 0, false, false, false, true},
+      {"train3-h200", "h200", "hf_train3_h200.json",
+       "training steps, set 3, on an H200 SXM, 2026-11-25 23:45 UTC (nothing on the H200 used to write the "
+       "lowering: each case compared once)",
+       false, 0, false, false, false, true},
+      {"train4-h200", "h200", "hf_train4_h200.json",
+       "training steps, set 4, on an H200 SXM, 2026-11-25 23:42 UTC: the tuned trainer's compiled steps and the "
+       "fp32 eager steps (nothing on the H200 used to write the lowerings: each case compared once)",
+       false, 0, false, false, false, true},
+      {"replay-h100", "h100", "traces/index.json",
+       "PyTorch profiler traces (record_shapes) of 12 programs recorded on an H100 and an H200, 2026-11-25 "
+       "(validation/measure/replay_traces.py), replayed with gpusim replay on the H100 preset: the H100 trace "
+       "(same-chip) and the H200 trace --from h200 (cross-chip), against the H100's recorded kernel time; the "
+       "replay rules were written from set 1's H100 traces, set 2 held out",
+       false, 0, false, false, false, false, false, false, true},
+      {"replay-h200", "h200", "traces/index.json",
+       "the same traces replayed on the H200 preset: the H200 trace (same-chip) and the H100 trace --from h100 "
+       "(cross-chip), against the H200's recorded kernel time",
+       false, 0, false, false, false, false, false, false, true},
       {"host-h100", "h100", "host_walls_h100.json",
        "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "
        "H100 machine's host, one session (2026-11-24 23:41 UTC): the layer sweep the preset's host "
@@ -522,6 +542,8 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       rows = run_seed_suite(s, data, env.config_dir, catalog, spec, models, not_compared);
     } else if (s.models) {
       rows = validation::compare_measured_models(data / s.csv, spec, models);
+    } else if (s.replay) {
+      rows = validation::compare_replays(data / s.csv, s.hw, catalog, models);
     } else if (s.train) {
       rows = validation::compare_train_steps(data / s.csv, spec, models, not_compared);
     } else if (s.train_wall) {

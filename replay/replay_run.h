@@ -1,0 +1,32 @@
+// One replay: a recorded trace mapped onto a chip (replay/kernel_mapping.h) and run on the
+// engine, the launches in recorded order, each recorded stream its own (graph mode: back to back
+// in stream order; cross-stream events are not read).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "hw/gpu_engine.h"
+#include "hw/hardware_spec.h"
+#include "models/kernel_model.h"
+#include "replay/kernel_mapping.h"
+#include "replay/profiler_trace.h"
+
+namespace gpusim::replay {
+
+struct ReplayRun {
+  std::vector<MappedGroup> groups;
+  std::vector<hw::KernelNode> nodes;    // the launches run
+  std::vector<std::size_t> group_of;    // per node, its group
+  hw::EngineResult result;
+  std::vector<double> group_us;         // per group, its launches' simulated kernel time
+  double kernel_time_us = 0;            // summed over every launch
+};
+
+ReplayRun run_replay(const RecordedTrace& trace, const hw::HardwareSpec& to, const hw::HardwareSpec* from,
+                     const models::KernelModelRegistry& models);
+
+// The trace's recorded kernel time: its GPU activities' summed durations.
+double recorded_kernel_time_us(const RecordedTrace& trace);
+
+}  // namespace gpusim::replay
