@@ -5,18 +5,20 @@
 #include "replay/profiler_trace.h"
 
 #include <fmt/format.h>
+#include <simdjson.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "sim/error.h"
 
 namespace gpusim::replay {
 namespace {
 
-using nlohmann::json;
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::object;
 
 // The whole file, gunzipped when it is gzip'd (zlib reads plain files through as they are).
 std::string read_text(const std::filesystem::path& file) {
@@ -36,48 +38,84 @@ std::string read_text(const std::filesystem::path& file) {
   return text;
 }
 
-std::vector<std::int64_t> int_list(const json& j) {
+// A number as a double (the trace writes integers and reals alike); `fallback` when absent.
+double number(const object& o, std::string_view key, double fallback = 0) {
+  element e;
+  if (o[key].get(e)) return fallback;
+  double d = 0;
+  std::int64_t i = 0;
+  std::uint64_t u = 0;
+  if (!e.get(d)) return d;
+  if (!e.get(i)) return static_cast<double>(i);
+  if (!e.get(u)) return static_cast<double>(u);
+  return fallback;
+}
+
+std::int64_t integer(const object& o, std::string_view key, std::int64_t fallback = 0) {
+  return static_cast<std::int64_t>(number(o, key, static_cast<double>(fallback)));
+}
+
+std::string text_of(const object& o, std::string_view key) {
+  std::string_view v;
+  return o[key].get(v) ? std::string() : std::string(v);
+}
+
+std::vector<std::int64_t> int_list(const element& e) {
   std::vector<std::int64_t> out;
-  if (!j.is_array()) return out;
-  for (const auto& v : j) {
-    if (v.is_number_integer()) out.push_back(v.get<std::int64_t>());
+  array a;
+  if (e.get(a)) return out;
+  for (element v : a) {
+    std::int64_t i = 0;
+    if (!v.get(i)) out.push_back(i);
   }
   return out;
 }
 
-hw::Dim3 dim3(const json& j) {
-  const auto v = int_list(j);
+hw::Dim3 dim3(const object& args, std::string_view key) {
+  element e;
   hw::Dim3 d;
+  if (args[key].get(e)) return d;
+  const auto v = int_list(e);
   if (v.size() > 0) d.x = v[0];
   if (v.size() > 1) d.y = v[1];
   if (v.size() > 2) d.z = v[2];
   return d;
 }
 
-RecordedOp read_op(const json& e) {
+RecordedOp read_op(std::string_view name, const object& a) {
   RecordedOp op;
-  op.name = e.value("name", "");
-  const json& a = e.at("args");
-  op.external_id = a.value("External id", std::int64_t{0});
-  if (a.contains("Input Dims") && a["Input Dims"].is_array()) {
-    for (const auto& d : a["Input Dims"]) {
+  op.name = std::string(name);
+  op.external_id = integer(a, "External id");
+  array dims;
+  if (!a["Input Dims"].get(dims)) {
+    for (element d : dims) {
       // A tensor list's dims are a list of lists.
       std::vector<std::vector<std::int64_t>> list;
-      if (d.is_array() && !d.empty() && d.front().is_array()) {
-        for (const auto& t : d) list.push_back(int_list(t));
-        op.dims.emplace_back();
-      } else {
-        op.dims.push_back(int_list(d));
+      array inner;
+      bool is_list = false;
+      if (!d.get(inner)) {
+        for (element t : inner) {
+          array tt;
+          if (!t.get(tt)) {
+            is_list = true;
+            list.push_back(int_list(t));
+          }
+        }
       }
+      op.dims.push_back(is_list ? std::vector<std::int64_t>{} : int_list(d));
       op.list_dims.push_back(std::move(list));
     }
   }
-  if (a.contains("Input type") && a["Input type"].is_array()) {
-    for (const auto& t : a["Input type"]) op.types.push_back(t.is_string() ? t.get<std::string>() : std::string());
-  }
-  if (a.contains("Concrete Inputs") && a["Concrete Inputs"].is_array()) {
-    for (const auto& c : a["Concrete Inputs"]) op.concrete.push_back(c.is_string() ? c.get<std::string>() : std::string());
-  }
+  const auto strings = [&](std::string_view key, std::vector<std::string>& out) {
+    array arr;
+    if (a[key].get(arr)) return;
+    for (element v : arr) {
+      std::string_view sv;
+      out.push_back(v.get(sv) ? std::string() : std::string(sv));
+    }
+  };
+  strings("Input type", op.types);
+  strings("Concrete Inputs", op.concrete);
   return op;
 }
 
@@ -90,55 +128,70 @@ std::int64_t numel(const std::vector<std::int64_t>& dims) {
 }
 
 RecordedTrace parse_profiler_trace(const std::string& text, const std::string& file) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(file, 0, "", fmt::format("not a profiler trace: malformed JSON at byte {} ({}); a trace cut short "
-                                               "while it was written is truncated like this",
-                                               e.byte, e.what()));
+  simdjson::dom::parser parser;
+  element doc;
+  if (const auto err = parser.parse(text).get(doc)) {
+    throw ConfigError(file, 0, "", fmt::format("not a profiler trace: malformed JSON ({}); a trace cut short while it "
+                                               "was written is truncated like this",
+                                               simdjson::error_message(err)));
   }
-  if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
+  object root;
+  array events;
+  if (doc.get(root) || root["traceEvents"].get(events)) {
     throw ConfigError(file, 0, "traceEvents",
                       "not a profiler trace: no traceEvents list (export one with torch.profiler's "
                       "prof.export_chrome_trace(path))");
   }
   RecordedTrace t;
   t.file = file;
-  if (doc.contains("deviceProperties") && doc["deviceProperties"].is_array() && !doc["deviceProperties"].empty()) {
-    t.device_name = doc["deviceProperties"].front().value("name", "");
+  array props;
+  if (!root["deviceProperties"].get(props)) {
+    for (element p : props) {
+      object po;
+      if (!p.get(po)) t.device_name = text_of(po, "name");
+      break;
+    }
   }
   std::map<std::int64_t, std::size_t> op_by_id;
   bool shapes = false;
-  for (const auto& e : doc["traceEvents"]) {
-    if (!e.is_object() || e.value("ph", "") != "X" || !e.contains("args") || !e["args"].is_object()) continue;
-    const std::string cat = e.value("cat", "");
+  struct Gpu {
+    ActivityKind kind;
+    object e, args;
+  };
+  std::vector<Gpu> gpu;
+  for (element ev : events) {
+    object e, args;
+    std::string_view ph, cat;
+    if (ev.get(e) || e["ph"].get(ph) || ph != "X" || e["args"].get(args) || e["cat"].get(cat)) continue;
     if (cat == "cpu_op") {
-      RecordedOp op = read_op(e);
-      shapes = shapes || e["args"].contains("Input Dims");
+      std::string_view name;
+      if (e["name"].get(name)) name = "";
+      RecordedOp op = read_op(name, args);
+      element dims;
+      shapes = shapes || !args["Input Dims"].get(dims);
       op_by_id[op.external_id] = t.ops.size();
       t.ops.push_back(std::move(op));
+    } else if (cat == "kernel") {
+      gpu.push_back({ActivityKind::kKernel, e, args});
+    } else if (cat == "gpu_memcpy") {
+      gpu.push_back({ActivityKind::kMemcpy, e, args});
+    } else if (cat == "gpu_memset") {
+      gpu.push_back({ActivityKind::kMemset, e, args});
     }
   }
-  for (const auto& e : doc["traceEvents"]) {
-    if (!e.is_object() || e.value("ph", "") != "X" || !e.contains("args") || !e["args"].is_object()) continue;
-    const std::string cat = e.value("cat", "");
+  for (const Gpu& g : gpu) {
     RecordedActivity a;
-    if (cat == "kernel") a.kind = ActivityKind::kKernel;
-    else if (cat == "gpu_memcpy") a.kind = ActivityKind::kMemcpy;
-    else if (cat == "gpu_memset") a.kind = ActivityKind::kMemset;
-    else continue;
-    const json& args = e["args"];
-    a.name = e.value("name", "");
-    a.stream = args.value("stream", 0);
-    a.start_us = e.value("ts", 0.0);
-    a.duration_us = e.value("dur", 0.0);
-    a.grid = dim3(args.value("grid", json::array()));
-    a.block = dim3(args.value("block", json::array()));
-    a.regs = args.value("registers per thread", 0);
-    a.smem = args.value("shared memory", std::int64_t{0});
-    a.bytes = args.value("bytes", std::int64_t{0});
-    if (const auto it = op_by_id.find(args.value("External id", std::int64_t{-1})); it != op_by_id.end()) a.op = it->second;
+    a.kind = g.kind;
+    a.name = text_of(g.e, "name");
+    a.stream = static_cast<int>(integer(g.args, "stream"));
+    a.start_us = number(g.e, "ts");
+    a.duration_us = number(g.e, "dur");
+    a.grid = dim3(g.args, "grid");
+    a.block = dim3(g.args, "block");
+    a.regs = static_cast<int>(integer(g.args, "registers per thread"));
+    a.smem = integer(g.args, "shared memory");
+    a.bytes = integer(g.args, "bytes");
+    if (const auto it = op_by_id.find(integer(g.args, "External id", -1)); it != op_by_id.end()) a.op = it->second;
     t.activities.push_back(std::move(a));
   }
   if (t.activities.empty()) {
