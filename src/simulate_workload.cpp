@@ -18,6 +18,13 @@ void check_model_dtype(const workloads::ModelWorkload& w, const hw::HardwareSpec
                       fmt::format("{} has no {} tensor cores (hardware key throughput.tensor_{} is 0)",
                                   s.name, hw::name(w.dtype), hw::name(w.dtype)));
   }
+  // Mixed precision runs the matmuls in the autocast type: a chip with only fp32 paths can't.
+  if (w.autocast && s.tensor_flops_per_cycle(*w.autocast) <= 0) {
+    throw ConfigError(file, 0, "autocast",
+                      fmt::format("{} has no {} tensor cores (hardware key throughput.tensor_{} is 0): autocast "
+                                  "would have no {} matmul to run; train in fp32 (remove autocast)",
+                                  s.name, hw::name(*w.autocast), hw::name(*w.autocast), hw::name(*w.autocast)));
+  }
 }
 
 }  // namespace

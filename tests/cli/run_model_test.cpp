@@ -252,5 +252,14 @@ TEST(RunModel, NoCacheGivesByteIdenticalJson) {
   }
 }
 
+TEST(RunTrainCli, AutocastOnAChipWithoutThatTypesTensorCoresIsRefused) {
+  // A what-if chip with fp32 paths only: mixed precision has no bf16 matmul to run.
+  const auto r = gpusim::testing::run_gpusim({"run", (gpusim::testing::config_dir() / "workloads" / "train-amp.yaml").string(), "--hw",
+                                      "h100", "--set", "hw.throughput.tensor_bf16=0 flop/clk"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("autocast"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("train-amp.yaml"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace gpusim::cli
