@@ -390,6 +390,133 @@ std::optional<std::vector<Launch>> foreach_rule(const Context& c, std::string& w
   return out;
 }
 
+// nn.LayerNorm (native_layer_norm: x [..., C], weight, bias).
+std::optional<std::vector<Launch>> layer_norm_rule(const Context& c, std::string& why) {
+  const auto& x = c.dims(0);
+  const auto dt = dtype_of(c.type(0));
+  if (x.empty() || !dt) {
+    why = "the input's shape was not recorded";
+    return std::nullopt;
+  }
+  const std::int64_t C = x.back(), R = numel(x) / std::max<std::int64_t>(1, C);
+  return c.models.lower(models::Op(models::OpKind::kLayerNorm, *dt, models::RowShape{R, C}), c.hw, c.tag);
+}
+
+// index_select(table, 0, ids): the embedding lookup; index(x, [ids]): a row gather.
+std::optional<std::vector<Launch>> gather_rule(const Context& c, std::string& why) {
+  const auto& table = c.dims(0);
+  const auto dt = dtype_of(c.type(0));
+  if (table.size() != 2 || !dt) {
+    why = "the gathered tensor is not a recorded matrix";
+    return std::nullopt;
+  }
+  const double e = models::detail::elt_bytes(*dt);
+  const TensorUse in{activation(table, c.type(0)), static_cast<std::int64_t>(e * static_cast<double>(numel(table)))};
+  if (c.op.name == "aten::index_select") {
+    const std::int64_t rows = numel(c.dims(2));
+    return std::vector<Launch>{models::lower_embedding_lookup(rows, table[1], *dt, in,
+                                                              c.tensor("out", e * static_cast<double>(rows * table[1])), c.hw)};
+  }
+  // aten::index with a list of index tensors (not recorded): as many rows as the first dim.
+  const std::int64_t rows = table[0];
+  return std::vector<Launch>{models::lower_row_gather(rows, e * static_cast<double>(table[1]), in,
+                                                      c.tensor("out", e * static_cast<double>(numel(table))), c.hw)};
+}
+
+// torch._grouped_mm(a [S, K], b [E, K, N], offs [E]): the routed tokens' GEMMs. The offsets'
+// values are not recorded: the S rows are taken as evenly spread over the E experts.
+std::optional<std::vector<Launch>> grouped_gemm_rule(const Context& c, std::string& why) {
+  const auto& a = c.dims(0);
+  const auto& b = c.dims(1);
+  const auto dt = dtype_of(c.type(0));
+  if (a.size() != 2 || b.size() != 3 || !dt) {
+    why = "operands not recorded as [S, K] and [E, K, N]";
+    return std::nullopt;
+  }
+  const std::int64_t S = a[0], E = b[0], K = b[1], N = b[2];
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(E), S / std::max<std::int64_t>(1, E));
+  for (std::int64_t i = 0; i < S % E; ++i) rows[static_cast<std::size_t>(i)] += 1;
+  const double e = models::detail::elt_bytes(*dt);
+  return models::lower_grouped_gemm(rows, N, K, *dt, TensorUse{activation(a, c.type(0)), static_cast<std::int64_t>(e * static_cast<double>(S * K))},
+                                    c.tensor("w", e * static_cast<double>(E * K * N)),
+                                    TensorUse{activation({S, N}, c.type(0)), static_cast<std::int64_t>(e * static_cast<double>(S * N))},
+                                    c.hw);
+}
+
+// MoE routing bookkeeping: topk, sort, histc, cumsum, arange.
+std::optional<std::vector<Launch>> routing_rule(const Context& c, std::string& why) {
+  const std::string& n = c.op.name;
+  const auto& x = c.dims(0);
+  const TensorUse in = c.tensor("in", 8.0 * static_cast<double>(std::max<std::int64_t>(1, numel(x))));
+  const TensorUse out = c.tensor("out", 8.0 * static_cast<double>(std::max<std::int64_t>(1, numel(x))));
+  if (n == "aten::topk" && x.size() == 2) {
+    std::int64_t k = 0;
+    try {
+      k = std::stoll(c.concrete(1));
+    } catch (const std::exception&) {
+      why = "k was not recorded";
+      return std::nullopt;
+    }
+    return models::lower_topk(x[0], x[1], k, in, out, c.hw);
+  }
+  if (n == "aten::sort" && x.size() == 1) return models::lower_sort(x[0], in, c.hw);
+  if (n == "aten::histc" && x.size() == 1) {
+    std::int64_t bins = 100;
+    try {
+      bins = std::stoll(c.concrete(1));
+    } catch (const std::exception&) {
+    }
+    return std::vector<Launch>{models::lower_histogram(x[0], bins, in, out, c.hw)};
+  }
+  if (n == "aten::cumsum" && x.size() == 1) return models::lower_cumsum(x[0], in, out, c.hw);
+  if (n == "aten::arange") {
+    try {
+      const std::int64_t end = std::stoll(c.concrete(0));
+      return std::vector<Launch>{models::lower_arange(std::max<std::int64_t>(1, end), out, c.hw)};
+    } catch (const std::exception&) {
+    }
+  }
+  why = "its shape or arguments were not recorded as the rule needs";
+  return std::nullopt;
+}
+
+// The loss and the embedding's backward of a training step.
+std::optional<std::vector<Launch>> loss_rule(const Context& c, std::string& why) {
+  const std::string& n = c.op.name;
+  if (n == "aten::embedding_dense_backward") {
+    const auto& g = c.dims(0);
+    const auto dt = dtype_of(c.type(0));
+    std::int64_t V = 0;
+    try {
+      V = std::stoll(c.concrete(2));
+    } catch (const std::exception&) {
+    }
+    if (g.empty() || !dt || V <= 0) {
+      why = "the gradient's shape or the table size was not recorded";
+      return std::nullopt;
+    }
+    const std::int64_t d = g.back(), T = numel(g) / std::max<std::int64_t>(1, d);
+    const double e = models::detail::elt_bytes(*dt);
+    return models::lower_embedding_backward(T, V, d, *dt, c.tensor("ids", 8.0 * static_cast<double>(T)),
+                                            TensorUse{activation(g, c.type(0)), static_cast<std::int64_t>(e * static_cast<double>(numel(g)))},
+                                            c.tensor("table", e * static_cast<double>(V * d)), c.hw);
+  }
+  // nll_loss_forward(logp [R, C], target [R], ...); nll_loss_backward(grad, logp [R, C], target, ...).
+  const std::size_t x = n == "aten::nll_loss_forward" ? 0 : 1;
+  const auto& lp = c.dims(x);
+  if (lp.size() != 2) {
+    why = "the log-probabilities' shape was not recorded";
+    return std::nullopt;
+  }
+  const TensorUse target = c.tensor("target", 8.0 * static_cast<double>(lp[0]));
+  if (n == "aten::nll_loss_forward") {
+    return std::vector<Launch>{models::lower_nll_loss_forward(lp[0], lp[1], c.tensor("logp", 4.0 * static_cast<double>(numel(lp))),
+                                                              target, c.tensor("loss", 4), c.hw)};
+  }
+  return std::vector<Launch>{models::lower_nll_loss_backward(lp[0], lp[1], target,
+                                                             c.tensor("grad", 4.0 * static_cast<double>(numel(lp))), c.hw)};
+}
+
 struct RuleEntry {
   const char* family;
   Rule rule;
@@ -400,7 +527,8 @@ const RuleEntry* rule_for(const std::string& op) {
   static const RuleEntry kGemm{"gemm", gemm_rule}, kAttn{"attention", attention_rule},
       kAttnBwd{"attention_backward", attention_backward_rule}, kEw{"elementwise", elementwise_rule},
       kCat{"cat", cat_rule}, kReduce{"reduce", reduce_rule}, kSoftmax{"softmax", softmax_rule},
-      kForeach{"foreach", foreach_rule};
+      kForeach{"foreach", foreach_rule}, kLayerNorm{"norm", layer_norm_rule}, kGather{"gather", gather_rule},
+      kGrouped{"grouped_gemm", grouped_gemm_rule}, kRouting{"routing", routing_rule}, kLoss{"loss", loss_rule};
   static const std::map<std::string, const RuleEntry*> kRules{
       {"aten::mm", &kGemm},
       {"aten::addmm", &kGemm},
@@ -417,7 +545,19 @@ const RuleEntry* rule_for(const std::string& op) {
       {"aten::_softmax", &kSoftmax},
       {"aten::_log_softmax", &kSoftmax},
       {"aten::_softmax_backward_data", &kSoftmax},
-      {"aten::_log_softmax_backward_data", &kSoftmax}};
+      {"aten::_log_softmax_backward_data", &kSoftmax},
+      {"aten::native_layer_norm", &kLayerNorm},
+      {"aten::index_select", &kGather},
+      {"aten::index", &kGather},
+      {"aten::_grouped_mm", &kGrouped},
+      {"aten::topk", &kRouting},
+      {"aten::sort", &kRouting},
+      {"aten::histc", &kRouting},
+      {"aten::cumsum", &kRouting},
+      {"aten::arange", &kRouting},
+      {"aten::embedding_dense_backward", &kLoss},
+      {"aten::nll_loss_forward", &kLoss},
+      {"aten::nll_loss_backward", &kLoss}};
   if (const auto it = kRules.find(op); it != kRules.end()) return it->second;
   if (op.rfind("aten::_foreach_", 0) == 0 || op == "aten::_fused_adamw_") return &kForeach;
   if (elementwise_func(op, true)) return &kEw;
