@@ -107,44 +107,55 @@ std::optional<std::vector<Launch>> gemm_rule(const Context& c, std::string& why)
   return models::lower_gemm(g, c.hw, "");
 }
 
-// cuDNN's (or FlashAttention's) fused attention: q [B, H, S, D], k and v [B, Hkv, L, D].
-std::optional<std::vector<Launch>> attention_rule(const Context& c, std::string& why) {
-  const auto& q = c.dims(0);
-  const auto& k = c.dims(1);
-  const auto dt = dtype_of(c.type(0));
-  if (q.size() != 4 || k.size() != 4 || !dt) {
+// The query's and key's shapes ([B, H, S, D], [B, Hkv, L, D]) and type of an attention op whose
+// query is input `at` (the key the next); false with `why` set when not recorded so.
+struct QueryKey {
+  std::vector<std::int64_t> q, k;
+  DType dtype = DType::kBf16;
+};
+std::optional<QueryKey> query_key(const Context& c, std::size_t at, std::string& why) {
+  const auto dt = dtype_of(c.type(at));
+  if (c.dims(at).size() != 4 || c.dims(at + 1).size() != 4 || !dt) {
     why = "query and key shapes not recorded as [B, H, S, D]";
     return std::nullopt;
   }
+  return QueryKey{c.dims(at), c.dims(at + 1), *dt};
+}
+
+// cuDNN's (or FlashAttention's) fused attention: q [B, H, S, D], k and v [B, Hkv, L, D].
+std::optional<std::vector<Launch>> attention_rule(const Context& c, std::string& why) {
+  const auto qk = query_key(c, 0, why);
+  if (!qk) return std::nullopt;
+  const auto& q = qk->q;
+  const auto& k = qk->k;
+  const auto dt = qk->dtype;
   // _cudnn_attention_forward(q, k, v, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k,
   // compute_log_sumexp, dropout_p, is_causal, return_debug_mask, scale).
   const bool causal = c.concrete(10) == "True";
   const bool bias = !c.dims(3).empty();
   if (q[2] == 1 && k[2] > 1) {
-    return c.models.lower(models::Op(models::OpKind::kSdpaDecode, *dt, models::SdpaDecodeShape{q[0], q[1], k[1], k[2], q[3]}),
+    return c.models.lower(models::Op(models::OpKind::kSdpaDecode, dt, models::SdpaDecodeShape{q[0], q[1], k[1], k[2], q[3]}),
                           c.hw, c.tag);
   }
   if (q[1] != k[1] && !contains(c.op.name, "cudnn")) {
     why = "grouped-query attention outside cuDNN's kernels";
     return std::nullopt;
   }
-  return c.models.lower(models::Op(models::OpKind::kSdpa, *dt, models::SdpaShape{q[0], q[1], q[2], q[3], causal && !bias, 0, bias}),
+  return c.models.lower(models::Op(models::OpKind::kSdpa, dt, models::SdpaShape{q[0], q[1], q[2], q[3], causal && !bias, 0, bias}),
                         c.hw, c.tag);
 }
 
 // _cudnn_attention_backward(grad_out, q, k, v, out, logsumexp, ..., is_causal (14), scale).
 std::optional<std::vector<Launch>> attention_backward_rule(const Context& c, std::string& why) {
-  const auto& q = c.dims(1);
-  const auto& k = c.dims(2);
-  const auto dt = dtype_of(c.type(1));
-  if (q.size() != 4 || k.size() != 4 || !dt) {
-    why = "query and key shapes not recorded as [B, H, S, D]";
-    return std::nullopt;
-  }
+  const auto qk = query_key(c, 1, why);
+  if (!qk) return std::nullopt;
+  const auto& q = qk->q;
+  const auto& k = qk->k;
+  const auto dt = qk->dtype;
   const bool causal = c.concrete(14) == "True";
-  const double e = models::detail::elt_bytes(*dt);
+  const double e = models::detail::elt_bytes(dt);
   const double qb = e * static_cast<double>(numel(q)), kb = e * static_cast<double>(numel(k));
-  return models::lower_sdpa_backward(q[0], q[1], k[1], q[2], q[3], causal, *dt, c.tensor("q", qb), c.tensor("k", kb),
+  return models::lower_sdpa_backward(q[0], q[1], k[1], q[2], q[3], causal, dt, c.tensor("q", qb), c.tensor("k", kb),
                                      c.tensor("v", kb), c.tensor("o", qb), c.tensor("do", qb), c.tensor("dq", qb),
                                      c.tensor("dk", kb), c.tensor("dv", kb), c.hw);
 }
