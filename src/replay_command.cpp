@@ -50,7 +50,7 @@ struct OpRow {
 };
 
 struct ReplaySummary {
-  std::string trace, recorded_on, from;
+  std::string trace, recorded_on, from, target;
   std::vector<OpRow> ops;
   double recorded_kernel_us = 0, mapped_recorded_us = 0;
   std::vector<FamilyRow> families;
@@ -108,7 +108,8 @@ void write_replay_table(const ReplaySummary& s, std::ostream& out) {
                      s.from.empty() ? "" : ", --from " + s.from);
   out << fmt::format("coverage: {:.1f}% of the recorded kernel time ({:.1f} of {:.1f} us) mapped to models\n",
                      s.coverage_pct(), s.mapped_recorded_us, s.recorded_kernel_us);
-  out << "Recorded vs simulated kernel time by mapping family\n";
+  out << fmt::format("Recorded kernel time (on {}) vs simulated (on {}) by mapping family\n",
+                     s.recorded_on.empty() ? "the recording chip" : s.recorded_on, s.target);
   out << fmt::format("  {:<20s} {:>6s} {:>8s} {:>13s} {:>13s} {:>8s}\n", "family", "ops", "kernels", "recorded(us)",
                      "simulated(us)", "diff");
   double rec = 0, sim = 0;
@@ -137,6 +138,7 @@ nlohmann::json replay_json(const ReplaySummary& s) {
   j["trace"] = s.trace;
   j["recorded_on"] = s.recorded_on;
   j["from"] = s.from;
+  j["target"] = s.target;
   j["recorded_kernel_time_us"] = s.recorded_kernel_us;
   j["coverage_pct"] = s.coverage_pct();
   j["families"] = nlohmann::json::array();
@@ -224,7 +226,8 @@ int replay_command(const Args& args, const Environment& env, std::ostream& out, 
   const std::vector<double>& simulated = run.group_us;
   RunReport report = make_report(spec, std::filesystem::path(trace.file).filename().string(), hw::LaunchMode::kGraph,
                                  nodes, result);
-  const ReplaySummary summary = summarize(trace, groups, simulated, from);
+  ReplaySummary summary = summarize(trace, groups, simulated, from);
+  summary.target = spec.name;
 
   const auto table = [&](std::ostream& s) {
     write_table(report, s, top);
