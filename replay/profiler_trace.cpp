@@ -153,6 +153,7 @@ RecordedTrace parse_profiler_trace(const std::string& text, const std::string& f
     }
   }
   std::map<std::int64_t, std::size_t> op_by_id;
+  std::map<std::int64_t, double> launch_at;  // correlation id -> the runtime call's time
   bool shapes = false;
   struct Gpu {
     ActivityKind kind;
@@ -171,6 +172,9 @@ RecordedTrace parse_profiler_trace(const std::string& text, const std::string& f
       shapes = shapes || !args["Input Dims"].get(dims);
       op_by_id[op.external_id] = t.ops.size();
       t.ops.push_back(std::move(op));
+    } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
+      const std::int64_t corr = integer(args, "correlation", -1);
+      if (corr >= 0) launch_at[corr] = number(e, "ts");
     } else if (cat == "kernel") {
       gpu.push_back({ActivityKind::kKernel, e, args});
     } else if (cat == "gpu_memcpy") {
@@ -192,6 +196,7 @@ RecordedTrace parse_profiler_trace(const std::string& text, const std::string& f
     a.smem = integer(g.args, "shared memory");
     a.bytes = integer(g.args, "bytes");
     if (const auto it = op_by_id.find(integer(g.args, "External id", -1)); it != op_by_id.end()) a.op = it->second;
+    if (const auto it = launch_at.find(integer(g.args, "correlation", -1)); it != launch_at.end()) a.launch_us = it->second;
     t.activities.push_back(std::move(a));
   }
   if (t.activities.empty()) {

@@ -39,6 +39,9 @@ struct RecordedActivity {
   std::int64_t smem = 0;
   std::int64_t bytes = 0;  // memcpy / memset
   std::optional<std::size_t> op;
+  // When the host called the launch (the CUDA runtime event of the same correlation id), on the
+  // trace's clock; nullopt when the trace has no runtime events for it.
+  std::optional<double> launch_us;
 };
 
 struct RecordedTrace {

@@ -2,23 +2,39 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 
 namespace gpusim::replay {
 
 ReplayRun run_replay(const RecordedTrace& trace, const hw::HardwareSpec& to, const hw::HardwareSpec* from,
-                     const models::KernelModelRegistry& models) {
+                     const models::KernelModelRegistry& models, ReplayMode mode) {
   ReplayRun r;
   r.groups = map_trace(trace, to, from, models);
   std::map<int, int> streams;
+  std::optional<double> last_launch;
   for (std::size_t g = 0; g < r.groups.size(); ++g) {
     const int stream = streams.emplace(r.groups[g].stream, static_cast<int>(streams.size())).first->second;
-    for (const auto& l : r.groups[g].launches) {
-      r.nodes.push_back(hw::KernelNode{l, fmt::format("{} #{}", r.groups[g].op, g), stream, {}, std::nullopt});
+    // As recorded: the group's first launch is issued the recorded host time after the previous
+    // recorded launch call; the rest of the group's launches follow at once.
+    std::optional<sim::Time> gap;
+    if (mode == ReplayMode::kAsRecorded) {
+      const auto& first = trace.activities[r.groups[g].activities.front()];
+      gap = sim::Time{};
+      if (first.launch_us) {
+        if (last_launch) gap = sim::Time::from_seconds(std::max(0.0, *first.launch_us - *last_launch) * 1e-6);
+        last_launch = first.launch_us;
+      }
+    }
+    for (std::size_t i = 0; i < r.groups[g].launches.size(); ++i) {
+      std::optional<sim::Time> this_gap = gap;
+      if (mode == ReplayMode::kAsRecorded && i > 0) this_gap = sim::Time{};
+      r.nodes.push_back(hw::KernelNode{r.groups[g].launches[i], fmt::format("{} #{}", r.groups[g].op, g), stream, {}, this_gap});
       r.group_of.push_back(g);
     }
   }
-  r.result = hw::run_engine(to, hw::LaunchMode::kGraph, r.nodes);
+  r.result = hw::run_engine(to, mode == ReplayMode::kGraph ? hw::LaunchMode::kGraph : hw::LaunchMode::kEager, r.nodes);
   r.group_us.assign(r.groups.size(), 0.0);
   for (std::size_t i = 0; i < r.result.kernels.size(); ++i) {
     const double us = r.result.kernels[i].duration().us();
@@ -32,6 +48,16 @@ double recorded_kernel_time_us(const RecordedTrace& trace) {
   double us = 0;
   for (const auto& a : trace.activities) us += a.duration_us;
   return us;
+}
+
+double recorded_span_us(const RecordedTrace& trace) {
+  if (trace.activities.empty()) return 0;
+  double first = trace.activities.front().launch_us.value_or(trace.activities.front().start_us), last = 0;
+  for (const auto& a : trace.activities) {
+    first = std::min(first, a.launch_us.value_or(a.start_us));
+    last = std::max(last, a.start_us + a.duration_us);
+  }
+  return last - first;
 }
 
 }  // namespace gpusim::replay

@@ -1,6 +1,8 @@
 // One replay: a recorded trace mapped onto a chip (replay/kernel_mapping.h) and run on the
-// engine, the launches in recorded order, each recorded stream its own (graph mode: back to back
-// in stream order; cross-stream events are not read).
+// engine, the launches in recorded order, each recorded stream its own (cross-stream events are
+// not read). Modes: graph (back to back in stream order, as CUDA graphs replay), eager (issued one
+// by one at the target's launch.eager_gap), as-recorded (issued with the host gaps the trace
+// recorded between launch calls: the same program's host on the new chip).
 #pragma once
 
 #include <cstddef>
@@ -14,6 +16,8 @@
 
 namespace gpusim::replay {
 
+enum class ReplayMode { kGraph, kEager, kAsRecorded };
+
 struct ReplayRun {
   std::vector<MappedGroup> groups;
   std::vector<hw::KernelNode> nodes;    // the launches run
@@ -24,9 +28,13 @@ struct ReplayRun {
 };
 
 ReplayRun run_replay(const RecordedTrace& trace, const hw::HardwareSpec& to, const hw::HardwareSpec* from,
-                     const models::KernelModelRegistry& models);
+                     const models::KernelModelRegistry& models, ReplayMode mode = ReplayMode::kGraph);
 
 // The trace's recorded kernel time: its GPU activities' summed durations.
 double recorded_kernel_time_us(const RecordedTrace& trace);
+
+// The trace's recorded span: from the first launch call (or activity, without runtime events) to
+// the last activity's end: what `--mode as-recorded`'s total compares with.
+double recorded_span_us(const RecordedTrace& trace);
 
 }  // namespace gpusim::replay

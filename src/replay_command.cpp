@@ -50,7 +50,8 @@ struct OpRow {
 };
 
 struct ReplaySummary {
-  std::string trace, recorded_on, from, target;
+  std::string trace, recorded_on, from, target, mode;
+  double recorded_span_us = 0, simulated_total_us = 0;
   std::vector<OpRow> ops;
   double recorded_kernel_us = 0, mapped_recorded_us = 0;
   std::vector<FamilyRow> families;
@@ -108,6 +109,10 @@ void write_replay_table(const ReplaySummary& s, std::ostream& out) {
                      s.from.empty() ? "" : ", --from " + s.from);
   out << fmt::format("coverage: {:.1f}% of the recorded kernel time ({:.1f} of {:.1f} us) mapped to models\n",
                      s.coverage_pct(), s.mapped_recorded_us, s.recorded_kernel_us);
+  if (s.mode == "as-recorded") {
+    out << fmt::format("span: recorded {:.1f} us (first launch call to last activity end), simulated {:.1f} us ({})\n",
+                       s.recorded_span_us, s.simulated_total_us, pct(s.simulated_total_us, s.recorded_span_us));
+  }
   out << fmt::format("Recorded kernel time (on {}) vs simulated (on {}) by mapping family\n",
                      s.recorded_on.empty() ? "the recording chip" : s.recorded_on, s.target);
   out << fmt::format("  {:<20s} {:>6s} {:>8s} {:>13s} {:>13s} {:>8s}\n", "family", "ops", "kernels", "recorded(us)",
@@ -140,6 +145,7 @@ nlohmann::json replay_json(const ReplaySummary& s) {
   j["from"] = s.from;
   j["target"] = s.target;
   j["recorded_kernel_time_us"] = s.recorded_kernel_us;
+  j["recorded_span_us"] = s.recorded_span_us;
   j["coverage_pct"] = s.coverage_pct();
   j["families"] = nlohmann::json::array();
   for (const auto& r : s.families) {
@@ -179,7 +185,9 @@ int replay_command(const Args& args, const Environment& env, std::ostream& out, 
       "hw", po::value(&hw_name), "hardware preset name or YAML file to replay on (required)")(
       "from", po::value(&from), "the preset of the chip the trace was recorded on (scales unmapped kernels)")(
       "set", po::value(&sets)->composing(), "override one hardware field: --set hw.l2.size=128MiB")(
-      "mode", po::value(&mode)->default_value("graph"), "graph (kernels back to back in stream order)")(
+      "mode", po::value(&mode)->default_value("graph"),
+      "graph (kernels back to back in stream order) | eager (issued one by one at the target's launch gap) | "
+      "as-recorded (issued with the trace's recorded host gaps)")(
       "format", po::value(&format)->default_value("table"), "table | json | csv")(
       "out", po::value<std::string>(), "folder to write every format into: summary.txt, result.json, kernels.csv, trace.json")(
       "trace", po::value<std::string>(), "Chrome trace file to write of the simulated replay")(
@@ -190,7 +198,8 @@ int replay_command(const Args& args, const Environment& env, std::ostream& out, 
   if (vm.count("help")) {
     print_help(out,
                "gpusim replay TRACE.json[.gz] --hw NAME|FILE [--from NAME] [--set KEY=VALUE]...\n"
-               "              [--format table|json|csv] [--out DIR] [--trace OUT.json] [--top N]",
+               "              [--mode graph|eager|as-recorded] [--format table|json|csv] [--out DIR]\n"
+               "              [--trace OUT.json] [--top N]",
                "Re-simulates a PyTorch profiler trace (torch.profiler with record_shapes=True, exported with\n"
                "export_chrome_trace) on a chip: each recorded op is mapped to its cost model with the op's\n"
                "recorded shapes; what cannot be mapped is carried over with its recorded duration.",
@@ -199,9 +208,8 @@ int replay_command(const Args& args, const Environment& env, std::ostream& out, 
   }
   if (!vm.count("trace-file")) throw ConfigError("command line", 0, "TRACE", "name a profiler trace file");
   if (!vm.count("hw")) throw ConfigError("command line", 0, "--hw", "required: a preset or YAML file");
-  if (mode != "graph") {
-    throw ConfigError("command line", 0, "--mode",
-                      "'" + mode + "': replay runs graph mode so far (kernels back to back in stream order)");
+  if (mode != "graph" && mode != "eager" && mode != "as-recorded") {
+    throw ConfigError("command line", 0, "--mode", "'" + mode + "' is not one of: graph, eager, as-recorded");
   }
   if (format != "table" && format != "json" && format != "csv") {
     throw ConfigError("command line", 0, "--format", "'" + format + "' is not one of: table, json, csv");
@@ -219,15 +227,23 @@ int replay_command(const Args& args, const Environment& env, std::ostream& out, 
 
   const replay::RecordedTrace trace = replay::read_profiler_trace(vm["trace-file"].as<std::string>());
   const auto models = models::default_kernel_models();
-  const replay::ReplayRun run = replay::run_replay(trace, spec, from_spec ? &*from_spec : nullptr, models);
+  const auto replay_mode = mode == "eager"         ? replay::ReplayMode::kEager
+                           : mode == "as-recorded" ? replay::ReplayMode::kAsRecorded
+                                                   : replay::ReplayMode::kGraph;
+  const replay::ReplayRun run = replay::run_replay(trace, spec, from_spec ? &*from_spec : nullptr, models, replay_mode);
   const auto& groups = run.groups;
   const auto& nodes = run.nodes;
   const hw::EngineResult& result = run.result;
   const std::vector<double>& simulated = run.group_us;
-  RunReport report = make_report(spec, std::filesystem::path(trace.file).filename().string(), hw::LaunchMode::kGraph,
+  RunReport report = make_report(spec, std::filesystem::path(trace.file).filename().string(),
+                                 replay_mode == replay::ReplayMode::kGraph ? hw::LaunchMode::kGraph : hw::LaunchMode::kEager,
                                  nodes, result);
+  report.mode = mode;
   ReplaySummary summary = summarize(trace, groups, simulated, from);
   summary.target = spec.name;
+  summary.mode = mode;
+  summary.recorded_span_us = replay::recorded_span_us(trace);
+  summary.simulated_total_us = report.total_us;
 
   const auto table = [&](std::ostream& s) {
     write_table(report, s, top);
