@@ -7,7 +7,7 @@ barrier, then `iters` calls back to back between two CUDA events, divided by `it
 repetitions, the median kept), with nccl-tests' algorithm and bus bandwidths. The size is the
 all-reduce's tensor, the all-gather's output, the reduce-scatter's input and the all-to-all's
 per-rank buffer. Rank 0 also records the kernels of one call at a few sizes with torch.profiler
-(name, grid, block, duration), the machine's topology (nvidia-smi topo -m) and a large
+(name, grid, block, registers, shared memory, duration; every rank runs that call), the machine's topology (nvidia-smi topo -m) and a large
 peer-to-peer copy's bandwidth between GPU 0 and GPU 1. NVLink multicast stays off
 (NCCL_NVLS_ENABLE=0), as the machines' documentation requires.
 
@@ -79,17 +79,28 @@ def time_call(call, size):
     return statistics.median(reps), reps, iters
 
 
-def profile_call(call):
+def profile_call(call, keep):
+    """The kernels of one call, from the profiler's Chrome trace: name, grid, block, registers,
+    shared memory and duration (us). Every rank runs it (a collective); only `keep` exports."""
+    import tempfile
     import torch
     from torch.profiler import profile, ProfilerActivity
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         call()
         torch.cuda.synchronize()
+    if not keep:
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        with open(f.name) as g:
+            trace = json.load(g)
     out = []
-    for e in prof.events():
-        if e.device_type.name == "CUDA":
-            out.append({"name": e.name, "us": e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total})
+    for e in trace.get("traceEvents", []):
+        if e.get("cat") == "kernel":
+            a = e.get("args", {})
+            out.append({"name": e.get("name"), "us": e.get("dur"), "grid": a.get("grid"), "block": a.get("block"),
+                        "regs": a.get("registers per thread"), "smem": a.get("shared memory")})
     return out
 
 
@@ -138,9 +149,7 @@ def main():
             call = make_call(op, size, n, dev)
             t, reps, iters = time_call(call, size)
             # Every rank takes part in the profiled call (it is a collective); rank 0 keeps it.
-            kernels = profile_call(call) if size in PROFILED_SIZES else None
-            if rank != 0:
-                kernels = None
+            kernels = profile_call(call, rank == 0) if size in PROFILED_SIZES else None
             row = {"op": op, "bytes": size, "ranks": n, "us": t, "us_reps": reps, "iters": iters,
                    "algbw_gb_per_s": size / (t * 1e-6) / 1e9,
                    "busbw_gb_per_s": size / (t * 1e-6) / 1e9 * bus_factor(op, n)}
