@@ -54,12 +54,17 @@ std::string activation(const std::vector<std::int64_t>& dims, const std::string&
   return fmt::format("act[{}]:{}", fmt::join(dims, "x"), type);
 }
 
+// The type earlier ops recorded for a tensor shape (the latest one), for ops that record none
+// (a cat's TensorList).
+using TypesByShape = std::map<std::vector<std::int64_t>, std::string>;
+
 struct Context {
   const RecordedOp& op;
   const std::vector<const RecordedActivity*>& acts;
   const hw::HardwareSpec& hw;
   const models::KernelModelRegistry& models;
   std::string tag;
+  const TypesByShape* seen = nullptr;
   TensorUse tensor(std::string_view name, double bytes) const { return models::detail::tensor(tag, name, bytes); }
   const std::vector<std::int64_t>& dims(std::size_t i) const {
     static const std::vector<std::int64_t> none;
@@ -252,9 +257,17 @@ std::optional<std::vector<Launch>> cat_rule(const Context& c, std::string& why) 
   std::vector<std::int64_t> elems;
   std::vector<TensorUse> ins;
   double bytes = 0;
-  // The list's type is "TensorList": take the element size from the kernel's template argument.
-  const double e = c.kernel_named("c10::BFloat16") || c.kernel_named("c10::Half") ? 2 : 4;
-  const std::string type = e == 2 ? "c10::BFloat16" : "float";
+  // The list's type is "TensorList": the kernel's template argument names it (its vectorized
+  // variant moves opaque words, not elements), else an earlier op's tensor of the same shape.
+  std::string type;
+  if (c.kernel_named("c10::BFloat16")) type = "c10::BFloat16";
+  else if (c.kernel_named("c10::Half")) type = "c10::Half";
+  else if (c.kernel_named("CatArrayBatchedCopy<float")) type = "float";
+  for (std::size_t i = 0; type.empty() && c.seen && i < ts.size(); ++i) {
+    if (const auto it = c.seen->find(ts[i]); it != c.seen->end()) type = it->second;
+  }
+  if (type.empty()) type = "c10::BFloat16";  // model code's activations
+  const double e = type_bytes(type);
   std::vector<std::int64_t> out = ts.front();
   for (std::size_t i = 0; i < ts.size(); ++i) {
     elems.push_back(numel(ts[i]));
@@ -265,7 +278,7 @@ std::optional<std::vector<Launch>> cat_rule(const Context& c, std::string& why) 
   if (!out.empty() && out.back() > 0) {
     out.back() = static_cast<std::int64_t>(bytes / e) / std::max<std::int64_t>(1, numel(out) / out.back());
   }
-  const DType dt = e == 2 ? DType::kBf16 : DType::kFp32;
+  const DType dt = dtype_of(type).value_or(e == 2 ? DType::kBf16 : DType::kFp32);
   return std::vector<Launch>{models::lower_cat(elems, dt, c.kernel_named("vectorized"), ins,
                                                TensorUse{activation(out, type), static_cast<std::int64_t>(bytes)}, c.hw)};
 }
@@ -623,6 +636,7 @@ double engine_floor_us(const hw::HardwareSpec& hw) {
 std::vector<MappedGroup> map_trace(const RecordedTrace& trace, const hw::HardwareSpec& to, const hw::HardwareSpec* from,
                                    const models::KernelModelRegistry& models) {
   const double floor_us = engine_floor_us(to);
+  TypesByShape seen;
   std::vector<MappedGroup> groups;
   const auto& acts = trace.activities;
   for (std::size_t i = 0; i < acts.size();) {
@@ -642,7 +656,7 @@ std::vector<MappedGroup> map_trace(const RecordedTrace& trace, const hw::Hardwar
     const std::string tag = fmt::format("r{}", i);
     if (acts[i].op) {
       const RecordedOp& op = trace.ops[*acts[i].op];
-      const Context c{op, mine, to, models, tag};
+      const Context c{op, mine, to, models, tag, &seen};
       const RuleEntry* r = memory_only ? nullptr : rule_for(op.name);
       std::optional<std::vector<Launch>> launches;
       if (memory_only) {
@@ -661,6 +675,9 @@ std::vector<MappedGroup> map_trace(const RecordedTrace& trace, const hw::Hardwar
       if (launches) {
         g.mapped = true;
         g.launches = std::move(*launches);
+      }
+      for (std::size_t k = 0; k < op.dims.size() && k < op.types.size(); ++k) {
+        if (!op.dims[k].empty() && dtype_of(op.types[k])) seen[op.dims[k]] = op.types[k];
       }
     } else if (memory_only) {
       const RecordedOp none{};
