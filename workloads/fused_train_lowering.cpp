@@ -238,7 +238,6 @@ void forward(StepEmitter& e, Tape& tape) {
   TensorUse h;
   TensorUse x = rows;
   tape.layers.resize(static_cast<std::size_t>(m.layers));
-  NormTape first;
   for (int i = 0; i < static_cast<int>(m.layers); ++i) {
     LayerTape& t = tape.layers[static_cast<std::size_t>(i)];
     if (i == 0) {
