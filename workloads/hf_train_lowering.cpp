@@ -379,60 +379,6 @@ std::vector<Param> parameters(StepEmitter& e, const detail::ForwardTape& tape) {
   return out;
 }
 
-// optimizer.step() over the parameters and their gradients.
-void optimizer_step(StepEmitter& e, const std::vector<Param>& params, const Grads& g, Optimizer opt) {
-  const DType a = e.act();
-  std::vector<std::int64_t> elems;
-  std::vector<TensorUse> p, gr, m1, m2, tmp;
-  for (const Param& x : params) {
-    elems.push_back(x.elems);
-    p.push_back(x.weight);
-    gr.push_back(g.of_param(x.weight));
-    const double bytes = static_cast<double>(x.weight.bytes);
-    m1.push_back(e.b().state(x.weight.tensor + (opt == Optimizer::kSgd ? ".momentum" : ".exp_avg"), bytes));
-    if (opt != Optimizer::kSgd) m2.push_back(e.b().state(x.weight.tensor + ".exp_avg_sq", bytes));
-  }
-  const auto& hw = e.hw();
-  const std::string t = a == DType::kFp16 ? "c10::Half" : a == DType::kFp32 ? "float" : "c10::BFloat16";
-  const auto run = [&](const std::string& label, const std::vector<std::vector<TensorUse>>& lists, int written,
-                       const std::string& functor, double flops) {
-    e.emit(label, models::lower_multi_tensor_apply(elems, a, lists, written, functor, flops, hw));
-  };
-  if (opt == Optimizer::kAdamWFused) {
-    // The fused kernel keeps the step counts on the GPU: one foreach add on them first.
-    std::vector<TensorUse> steps;
-    for (const TensorUse& w : p) steps.push_back(e.b().state(w.tensor + ".step", 4));
-    e.emit("optimizer.step_count",
-           models::lower_multi_tensor_apply(std::vector<std::int64_t>(p.size(), 1), kF32, {steps}, 1,
-                                            "BinaryOpScalarFunctor<float, 1, 1, 0>, std::plus<float>, float", 1, hw));
-    e.emit("optimizer.fused_adamw", models::lower_fused_adamw(elems, a, a, {p, gr, m1, m2}, hw));
-    return;
-  }
-  const std::string mul = fmt::format("BinaryOpScalarFunctor<{}, 1, 1, 0>, std::multiplies<float>, float", t);
-  if (opt == Optimizer::kSgd) {
-    const std::string add = fmt::format("BinaryOpListAlphaFunctor<{}, 2, 2, 0>, std::plus<float>, float", t);
-    run("optimizer.momentum_mul", {m1}, 1, mul, 1);
-    run("optimizer.momentum_add", {m1, gr}, 1, add, 2);
-    run("optimizer.param_add", {p, m1}, 1, add, 2);
-    return;
-  }
-  // _multi_tensor_adamw (PyTorch 2.11): decay, first moment, second moment, its sqrt with the
-  // bias correction and eps, then the update.
-  for (std::size_t i = 0; i < p.size(); ++i) tmp.push_back(e.new_act("optimizer.denom", static_cast<double>(elems[i])));
-  run("optimizer.weight_decay", {p}, 1, mul, 1);
-  run("optimizer.exp_avg_lerp", {m1, gr}, 1, fmt::format("TernaryOpScalarFunctor<{}, 2, 2, 0>, at::native::LerpFunctor<float>, float", t), 3);
-  run("optimizer.exp_avg_sq_mul", {m2}, 1, mul, 1);
-  // addcmul_(exp_avg_sq, grad, grad): three lists, the gradient twice.
-  run("optimizer.exp_avg_sq_addcmul", {m2, gr, gr}, 1,
-      fmt::format("PointwiseOpScalarFunctor<{}, 3, 3, 0>, std::multiplies<float>, float", t), 3);
-  run("optimizer.denom_sqrt", {tmp, m2}, 1, fmt::format("UnaryOpFunctor<{}, 2, 1, 1>, at::native::Sqrt<float>", t), 2);
-  // The bias corrections differ per tensor: a list of scalars.
-  run("optimizer.denom_div", {tmp}, 1, fmt::format("BinaryOpScalarListFunctor<{}, 1, 1, 0>, std::divides<float>", t), 2);
-  run("optimizer.denom_add", {tmp}, 1, fmt::format("BinaryOpScalarFunctor<{}, 1, 1, 0>, std::plus<float>, float", t), 1);
-  run("optimizer.update", {p, m1, tmp}, 1,
-      fmt::format("PointwiseOpScalarListFunctor<{}, 3, 3, 0>, std::divides<float>", t), 3);
-}
-
 // torch.amp.GradScaler's step before the optimizer's (fp16 autocast): unscale_ takes the scale's
 // reciprocal in double (a cast, a reciprocal, a cast back), zeroes found_inf, and
 // _amp_foreach_non_finite_check_and_unscale_ multiplies every gradient by it (one
@@ -530,9 +476,59 @@ void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
 
 }  // namespace
 
+// optimizer.step() over the parameters and their gradients.
 void detail::train_optimizer_step(StepEmitter& e, const std::vector<TrainParam>& params, const Grads& g,
                                   Optimizer opt) {
-  optimizer_step(e, params, g, opt);
+  const DType a = e.act();
+  std::vector<std::int64_t> elems;
+  std::vector<TensorUse> p, gr, m1, m2, tmp;
+  for (const TrainParam& x : params) {
+    elems.push_back(x.elems);
+    p.push_back(x.weight);
+    gr.push_back(g.of_param(x.weight));
+    const double bytes = static_cast<double>(x.weight.bytes);
+    m1.push_back(e.b().state(x.weight.tensor + (opt == Optimizer::kSgd ? ".momentum" : ".exp_avg"), bytes));
+    if (opt != Optimizer::kSgd) m2.push_back(e.b().state(x.weight.tensor + ".exp_avg_sq", bytes));
+  }
+  const auto& hw = e.hw();
+  const std::string t = a == DType::kFp16 ? "c10::Half" : a == DType::kFp32 ? "float" : "c10::BFloat16";
+  const auto run = [&](const std::string& label, const std::vector<std::vector<TensorUse>>& lists, int written,
+                       const std::string& functor, double flops) {
+    e.emit(label, models::lower_multi_tensor_apply(elems, a, lists, written, functor, flops, hw));
+  };
+  if (opt == Optimizer::kAdamWFused) {
+    // The fused kernel keeps the step counts on the GPU: one foreach add on them first.
+    std::vector<TensorUse> steps;
+    for (const TensorUse& w : p) steps.push_back(e.b().state(w.tensor + ".step", 4));
+    e.emit("optimizer.step_count",
+           models::lower_multi_tensor_apply(std::vector<std::int64_t>(p.size(), 1), kF32, {steps}, 1,
+                                            "BinaryOpScalarFunctor<float, 1, 1, 0>, std::plus<float>, float", 1, hw));
+    e.emit("optimizer.fused_adamw", models::lower_fused_adamw(elems, a, a, {p, gr, m1, m2}, hw));
+    return;
+  }
+  const std::string mul = fmt::format("BinaryOpScalarFunctor<{}, 1, 1, 0>, std::multiplies<float>, float", t);
+  if (opt == Optimizer::kSgd) {
+    const std::string add = fmt::format("BinaryOpListAlphaFunctor<{}, 2, 2, 0>, std::plus<float>, float", t);
+    run("optimizer.momentum_mul", {m1}, 1, mul, 1);
+    run("optimizer.momentum_add", {m1, gr}, 1, add, 2);
+    run("optimizer.param_add", {p, m1}, 1, add, 2);
+    return;
+  }
+  // _multi_tensor_adamw (PyTorch 2.11): decay, first moment, second moment, its sqrt with the
+  // bias correction and eps, then the update.
+  for (std::size_t i = 0; i < p.size(); ++i) tmp.push_back(e.new_act("optimizer.denom", static_cast<double>(elems[i])));
+  run("optimizer.weight_decay", {p}, 1, mul, 1);
+  run("optimizer.exp_avg_lerp", {m1, gr}, 1, fmt::format("TernaryOpScalarFunctor<{}, 2, 2, 0>, at::native::LerpFunctor<float>, float", t), 3);
+  run("optimizer.exp_avg_sq_mul", {m2}, 1, mul, 1);
+  // addcmul_(exp_avg_sq, grad, grad): three lists, the gradient twice.
+  run("optimizer.exp_avg_sq_addcmul", {m2, gr, gr}, 1,
+      fmt::format("PointwiseOpScalarFunctor<{}, 3, 3, 0>, std::multiplies<float>, float", t), 3);
+  run("optimizer.denom_sqrt", {tmp, m2}, 1, fmt::format("UnaryOpFunctor<{}, 2, 1, 1>, at::native::Sqrt<float>", t), 2);
+  // The bias corrections differ per tensor: a list of scalars.
+  run("optimizer.denom_div", {tmp}, 1, fmt::format("BinaryOpScalarListFunctor<{}, 1, 1, 0>, std::divides<float>", t), 2);
+  run("optimizer.denom_add", {tmp}, 1, fmt::format("BinaryOpScalarFunctor<{}, 1, 1, 0>, std::plus<float>, float", t), 1);
+  run("optimizer.update", {p, m1, tmp}, 1,
+      fmt::format("PointwiseOpScalarListFunctor<{}, 3, 3, 0>, std::divides<float>", t), 3);
 }
 
 void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
@@ -551,7 +547,7 @@ void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   b.begin_phase("optimizer");
   const auto params = parameters(e, tape);
   if (w.autocast == DType::kFp16) grad_scaler_unscale(e, params, g);
-  optimizer_step(e, params, g, w.optimizer);
+  detail::train_optimizer_step(e, params, g, w.optimizer);
   // scaler.update(): _amp_update_scale_ grows or backs off the scale (one thread).
   if (w.autocast == DType::kFp16) e.pointwise("grad_scaler.update", EwFunc::kMul, 1, kF32, kF32, {}, false);
 }
