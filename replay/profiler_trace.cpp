@@ -6,10 +6,12 @@
 
 #include <fmt/format.h>
 #include <simdjson.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include <algorithm>
-#include <map>
+#include <cstdio>
+#include <memory>
+#include <unordered_map>
 
 #include "sim/error.h"
 
@@ -20,44 +22,186 @@ using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-// The whole file, gunzipped when it is gzip'd (zlib reads plain files through as they are).
-std::string read_text(const std::filesystem::path& file) {
-  gzFile f = gzopen(file.string().c_str(), "rb");
-  if (f == nullptr) throw ConfigError(file.string(), 0, "", "cannot open the trace (no such file, or not readable)");
-  std::string text;
-  char buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
-  int err = 0;
-  const char* msg = gzerror(f, &err);
-  const std::string why = err != Z_OK && err != Z_STREAM_END ? std::string(msg ? msg : "") : std::string();
-  gzclose(f);
-  if (n < 0 || !why.empty()) {
-    throw ConfigError(file.string(), 0, "", fmt::format("cannot read the trace: {} (a truncated gzip file?)", why));
+// The whole file, gunzipped when it is gzip'd, with simdjson's padding after it. A gzip member's
+// last four bytes give its size (mod 2^32): the text is inflated into one buffer of that size,
+// by libdeflate (about twice zlib's speed on whole buffers).
+struct TraceText {
+  std::unique_ptr<char[]> bytes;  // the text, then at least simdjson::SIMDJSON_PADDING spare bytes
+  std::size_t size = 0, capacity = 0;
+  simdjson::padded_string_view view() const { return simdjson::padded_string_view(bytes.get(), size, capacity); }
+  std::size_t room() const { return capacity - size - simdjson::SIMDJSON_PADDING; }
+  // Room for `n` bytes in all (not zeroed: the reader writes them), the text so far kept.
+  void reserve(std::size_t n) {
+    auto more = std::make_unique_for_overwrite<char[]>(n + simdjson::SIMDJSON_PADDING);
+    std::copy_n(bytes.get(), size, more.get());
+    bytes = std::move(more);
+    capacity = n + simdjson::SIMDJSON_PADDING;
   }
+};
+
+// Reads `n` bytes of `file` into `out` at `at`.
+void read_bytes(const std::filesystem::path& file, char* out, std::size_t n) {
+  std::FILE* f = std::fopen(file.string().c_str(), "rb");
+  if (f == nullptr) throw ConfigError(file.string(), 0, "", "cannot open the trace (no such file, or not readable)");
+  const std::size_t got = std::fread(out, 1, n, f);
+  std::fclose(f);
+  if (got != n) throw ConfigError(file.string(), 0, "", "cannot read the trace (it changed while it was read?)");
+}
+
+TraceText read_text(const std::filesystem::path& file) {
+  std::error_code ec;
+  const auto file_size = static_cast<std::size_t>(std::filesystem::file_size(file, ec));
+  if (ec) throw ConfigError(file.string(), 0, "", "cannot open the trace (no such file, or not readable)");
+  TraceText raw;
+  raw.reserve(file_size);
+  read_bytes(file, raw.bytes.get(), file_size);
+  raw.size = file_size;
+  const auto* in = reinterpret_cast<const unsigned char*>(raw.bytes.get());
+  const auto gzip_at = [&](std::size_t at) { return file_size >= at + 18 && in[at] == 0x1f && in[at + 1] == 0x8b; };
+  if (!gzip_at(0)) {
+    std::fill_n(raw.bytes.get() + raw.size, simdjson::SIMDJSON_PADDING, '\0');
+    return raw;
+  }
+  const auto last4 = in + file_size - 4;
+  TraceText text;
+  // One byte more than the trailer says, so that a short hint (a multi-member file) shows.
+  text.reserve((std::size_t{last4[0]} | std::size_t{last4[1]} << 8 | std::size_t{last4[2]} << 16 |
+                std::size_t{last4[3]} << 24) + 1);
+  const std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> inflater(
+      libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
+  if (!inflater) throw std::bad_alloc();
+  for (std::size_t at = 0; gzip_at(at);) {
+    std::size_t used_in = 0, used_out = 0;
+    const auto r = libdeflate_gzip_decompress_ex(inflater.get(), in + at, file_size - at, text.bytes.get() + text.size,
+                                                 text.room(), &used_in, &used_out);
+    if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
+      text.reserve(2 * (text.capacity + file_size));
+      continue;
+    }
+    if (r != LIBDEFLATE_SUCCESS) {
+      throw ConfigError(file.string(), 0, "", "cannot read the trace: corrupt gzip data (a truncated gzip file?)");
+    }
+    at += used_in;
+    text.size += used_out;
+  }
+  std::fill(text.bytes.get() + text.size, text.bytes.get() + text.capacity, '\0');
   return text;
 }
 
-// A number as a double (the trace writes integers and reals alike); `fallback` when absent.
-double number(const object& o, std::string_view key, double fallback = 0) {
-  element e;
-  if (o[key].get(e)) return fallback;
-  double d = 0;
-  std::int64_t i = 0;
-  std::uint64_t u = 0;
-  if (!e.get(d)) return d;
-  if (!e.get(i)) return static_cast<double>(i);
-  if (!e.get(u)) return static_cast<double>(u);
-  return fallback;
+namespace od = simdjson::ondemand;
+
+[[noreturn]] void malformed(const std::string& file, simdjson::error_code err) {
+  throw ConfigError(file, 0, "", fmt::format("not a profiler trace: malformed JSON ({}); a trace cut short while it "
+                                             "was written is truncated like this",
+                                             simdjson::error_message(err)));
 }
 
-std::int64_t integer(const object& o, std::string_view key, std::int64_t fallback = 0) {
-  return static_cast<std::int64_t>(number(o, key, static_cast<double>(fallback)));
+// Malformed JSON met while scanning; parse_profiler_trace names the file.
+struct Malformed {
+  simdjson::error_code err;
+};
+
+// True on success; false when a value has another type than replay reads it as (the field is
+// then ignored, as a field replay does not know is); any other error is malformed JSON.
+bool got(simdjson::error_code err) {
+  if (err == simdjson::SUCCESS) return true;
+  if (err == simdjson::INCORRECT_TYPE || err == simdjson::NUMBER_OUT_OF_RANGE) return false;
+  throw Malformed{err};
 }
 
-std::string text_of(const object& o, std::string_view key) {
-  std::string_view v;
-  return o[key].get(v) ? std::string() : std::string(v);
+// A number as a double (the trace writes integers and reals alike); `fallback` for another type.
+double od_number(od::value v, double fallback = 0) {
+  od::number n;
+  return got(v.get_number().get(n)) ? n.as_double() : fallback;
+}
+
+std::int64_t od_integer(od::value v, std::int64_t fallback = 0) {
+  return static_cast<std::int64_t>(od_number(v, static_cast<double>(fallback)));
+}
+
+hw::Dim3 od_dim3(od::value v) {
+  hw::Dim3 d;
+  od::array a;
+  if (!got(v.get_array().get(a))) return d;
+  std::int64_t* slots[] = {&d.x, &d.y, &d.z};
+  std::size_t i = 0;
+  for (auto e : a) {
+    od::value x;
+    got(e.get(x));
+    const auto n = od_integer(x);
+    if (i < 3) *slots[i] = n;
+    ++i;
+  }
+  return d;
+}
+
+// One complete event as found in a single pass over the document: the fields replay reads, and
+// for a CPU op the text of its record_shapes lists (parsed only when a kernel names the op).
+struct ScannedEvent {
+  std::string_view ph, cat, name;
+  double ts = 0, dur = 0;
+  bool has_args = false;
+  std::int64_t external_id = -1, correlation = -1, stream = 0, regs = 0, smem = 0, bytes = 0;
+  hw::Dim3 grid, block;
+  std::string_view dims, types, concrete;  // raw JSON arrays, empty when absent
+};
+
+// Calls `each(key, value)` for every field of `o`; keys compared as written (the keys replay
+// reads have nothing to unescape).
+template <typename Each>
+void for_fields(od::object o, Each&& each) {
+  for (auto f : o) {
+    od::raw_json_string k;
+    od::value v;
+    if (!got(f.key().get(k)) || !got(f.value().get(v))) throw Malformed{simdjson::TAPE_ERROR};
+    each(k, v);
+  }
+}
+
+void scan_args(od::object args, ScannedEvent& ev) {
+  for_fields(args, [&](od::raw_json_string k, od::value v) {
+    const auto raw_array = [&](std::string_view& out) {
+      od::array a;
+      if (!got(v.get_array().get(a)) || !got(a.raw_json().get(out))) out = {};
+    };
+    if (k == "External id") ev.external_id = od_integer(v, -1);
+    else if (k == "correlation") ev.correlation = od_integer(v, -1);
+    else if (k == "stream") ev.stream = od_integer(v);
+    else if (k == "registers per thread") ev.regs = od_integer(v);
+    else if (k == "shared memory") ev.smem = od_integer(v);
+    else if (k == "bytes") ev.bytes = od_integer(v);
+    else if (k == "grid") ev.grid = od_dim3(v);
+    else if (k == "block") ev.block = od_dim3(v);
+    else if (k == "Input Dims") raw_array(ev.dims);
+    else if (k == "Input type") raw_array(ev.types);
+    else if (k == "Concrete Inputs") raw_array(ev.concrete);
+  });
+}
+
+ScannedEvent scan_event(od::object o) {
+  ScannedEvent ev;
+  for_fields(o, [&](od::raw_json_string k, od::value v) {
+    const auto text = [&](std::string_view& out) {
+      if (!got(v.get_string().get(out))) out = {};
+    };
+    if (k == "ph") {
+      text(ev.ph);
+    } else if (k == "cat") {
+      text(ev.cat);
+    } else if (k == "name") {
+      text(ev.name);
+    } else if (k == "ts") {
+      ev.ts = od_number(v);
+    } else if (k == "dur") {
+      ev.dur = od_number(v);
+    } else if (k == "args") {
+      od::object args;
+      if (!got(v.get_object().get(args))) return;
+      ev.has_args = true;
+      scan_args(args, ev);
+    }
+  });
+  return ev;
 }
 
 std::vector<std::int64_t> int_list(const element& e) {
@@ -71,23 +215,20 @@ std::vector<std::int64_t> int_list(const element& e) {
   return out;
 }
 
-hw::Dim3 dim3(const object& args, std::string_view key) {
-  element e;
-  hw::Dim3 d;
-  if (args[key].get(e)) return d;
-  const auto v = int_list(e);
-  if (v.size() > 0) d.x = v[0];
-  if (v.size() > 1) d.y = v[1];
-  if (v.size() > 2) d.z = v[2];
-  return d;
-}
-
-RecordedOp read_op(std::string_view name, const object& a) {
+// A CPU op from its scanned event: the record_shapes lists parsed (each a small JSON array inside
+// the padded document, so the DOM parser may read past its end).
+RecordedOp read_op(const ScannedEvent& ev, simdjson::dom::parser& parser, const std::string& file) {
   RecordedOp op;
-  op.name = std::string(name);
-  op.external_id = integer(a, "External id");
+  op.name = std::string(ev.name);
+  op.external_id = ev.external_id;
+  const auto parse = [&](std::string_view raw, array& out) {
+    element e;
+    if (raw.empty()) return false;
+    if (const auto err = parser.parse(raw.data(), raw.size(), false).get(e)) malformed(file, err);
+    return !e.get(out);
+  };
   array dims;
-  if (!a["Input Dims"].get(dims)) {
+  if (parse(ev.dims, dims)) {
     for (element d : dims) {
       // A tensor list's dims are a list of lists.
       std::vector<std::vector<std::int64_t>> list;
@@ -106,16 +247,16 @@ RecordedOp read_op(std::string_view name, const object& a) {
       op.list_dims.push_back(std::move(list));
     }
   }
-  const auto strings = [&](std::string_view key, std::vector<std::string>& out) {
+  const auto strings = [&](std::string_view raw, std::vector<std::string>& out) {
     array arr;
-    if (a[key].get(arr)) return;
+    if (!parse(raw, arr)) return;
     for (element v : arr) {
       std::string_view sv;
       out.push_back(v.get(sv) ? std::string() : std::string(sv));
     }
   };
-  strings("Input type", op.types);
-  strings("Concrete Inputs", op.concrete);
+  strings(ev.types, op.types);
+  strings(ev.concrete, op.concrete);
   return op;
 }
 
@@ -127,76 +268,91 @@ std::int64_t numel(const std::vector<std::int64_t>& dims) {
   return n;
 }
 
-RecordedTrace parse_profiler_trace(const std::string& text, const std::string& file) {
-  simdjson::dom::parser parser;
-  element doc;
-  if (const auto err = parser.parse(text).get(doc)) {
-    throw ConfigError(file, 0, "", fmt::format("not a profiler trace: malformed JSON ({}); a trace cut short while it "
-                                               "was written is truncated like this",
-                                               simdjson::error_message(err)));
+// One pass with simdjson's on-demand API: nothing is built for the events replay does not read,
+// and a CPU op's shapes are parsed only when a GPU activity names the op.
+RecordedTrace parse_profiler_trace(const simdjson::padded_string_view text, const std::string& file) {
+  od::parser parser;
+  od::document doc;
+  RecordedTrace t;
+  t.file = file;
+  bool have_events = false, shapes = false;
+  std::unordered_map<std::int64_t, ScannedEvent> ops;  // External id -> its cpu_op
+  std::unordered_map<std::int64_t, double> launch_at;  // correlation id -> the runtime call's time
+  std::vector<std::pair<ActivityKind, ScannedEvent>> gpu;
+  const auto on_event = [&](const ScannedEvent& ev) {
+    if (ev.ph != "X" || !ev.has_args) return;
+    if (ev.cat == "cpu_op") {
+      shapes = shapes || !ev.dims.empty();
+      ops[ev.external_id] = ev;
+    } else if (ev.cat == "cuda_runtime" || ev.cat == "cuda_driver") {
+      if (ev.correlation >= 0) launch_at[ev.correlation] = ev.ts;
+    } else if (ev.cat == "kernel") {
+      gpu.emplace_back(ActivityKind::kKernel, ev);
+    } else if (ev.cat == "gpu_memcpy") {
+      gpu.emplace_back(ActivityKind::kMemcpy, ev);
+    } else if (ev.cat == "gpu_memset") {
+      gpu.emplace_back(ActivityKind::kMemset, ev);
+    }
+  };
+  try {
+    if (const auto err = parser.iterate(text).get(doc)) throw Malformed{err};
+    od::object root;
+    if (got(doc.get_object().get(root))) {
+      for (auto field : root) {
+        std::string_view key;
+        od::value value;
+        if (!got(field.unescaped_key().get(key)) || !got(field.value().get(value))) throw Malformed{simdjson::TAPE_ERROR};
+        od::array list;
+        if (key == "deviceProperties" && got(value.get_array().get(list))) {
+          for (auto p : list) {
+            od::object po;
+            if (!got(p.get_object().get(po))) continue;
+            for_fields(po, [&](od::raw_json_string k, od::value v) {
+              std::string_view name;
+              if (k == "name" && t.device_name.empty() && got(v.get_string().get(name))) t.device_name = std::string(name);
+            });
+          }
+        } else if (key == "traceEvents" && got(value.get_array().get(list))) {
+          have_events = true;
+          for (auto item : list) {
+            od::object o;
+            if (got(item.get_object().get(o))) on_event(scan_event(o));
+          }
+        }
+      }
+    }
+  } catch (const Malformed& m) {
+    malformed(file, m.err);
+  } catch (const simdjson::simdjson_error& e) {
+    malformed(file, e.error());
   }
-  object root;
-  array events;
-  if (doc.get(root) || root["traceEvents"].get(events)) {
+  if (!have_events) {
     throw ConfigError(file, 0, "traceEvents",
                       "not a profiler trace: no traceEvents list (export one with torch.profiler's "
                       "prof.export_chrome_trace(path))");
   }
-  RecordedTrace t;
-  t.file = file;
-  array props;
-  if (!root["deviceProperties"].get(props)) {
-    for (element p : props) {
-      object po;
-      if (!p.get(po)) t.device_name = text_of(po, "name");
-      break;
-    }
-  }
-  std::map<std::int64_t, std::size_t> op_by_id;
-  std::map<std::int64_t, double> launch_at;  // correlation id -> the runtime call's time
-  bool shapes = false;
-  struct Gpu {
-    ActivityKind kind;
-    object e, args;
-  };
-  std::vector<Gpu> gpu;
-  for (element ev : events) {
-    object e, args;
-    std::string_view ph, cat;
-    if (ev.get(e) || e["ph"].get(ph) || ph != "X" || e["args"].get(args) || e["cat"].get(cat)) continue;
-    if (cat == "cpu_op") {
-      std::string_view name;
-      if (e["name"].get(name)) name = "";
-      RecordedOp op = read_op(name, args);
-      element dims;
-      shapes = shapes || !args["Input Dims"].get(dims);
-      op_by_id[op.external_id] = t.ops.size();
-      t.ops.push_back(std::move(op));
-    } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
-      const std::int64_t corr = integer(args, "correlation", -1);
-      if (corr >= 0) launch_at[corr] = number(e, "ts");
-    } else if (cat == "kernel") {
-      gpu.push_back({ActivityKind::kKernel, e, args});
-    } else if (cat == "gpu_memcpy") {
-      gpu.push_back({ActivityKind::kMemcpy, e, args});
-    } else if (cat == "gpu_memset") {
-      gpu.push_back({ActivityKind::kMemset, e, args});
-    }
-  }
-  for (const Gpu& g : gpu) {
+  simdjson::dom::parser list_parser;
+  std::unordered_map<std::int64_t, std::size_t> op_index;  // External id -> t.ops, for ops a kernel names
+  for (const auto& [kind, e] : gpu) {
     RecordedActivity a;
-    a.kind = g.kind;
-    a.name = text_of(g.e, "name");
-    a.stream = static_cast<int>(integer(g.args, "stream"));
-    a.start_us = number(g.e, "ts");
-    a.duration_us = number(g.e, "dur");
-    a.grid = dim3(g.args, "grid");
-    a.block = dim3(g.args, "block");
-    a.regs = static_cast<int>(integer(g.args, "registers per thread"));
-    a.smem = integer(g.args, "shared memory");
-    a.bytes = integer(g.args, "bytes");
-    if (const auto it = op_by_id.find(integer(g.args, "External id", -1)); it != op_by_id.end()) a.op = it->second;
-    if (const auto it = launch_at.find(integer(g.args, "correlation", -1)); it != launch_at.end()) a.launch_us = it->second;
+    a.kind = kind;
+    a.name = std::string(e.name);
+    a.stream = static_cast<int>(e.stream);
+    a.start_us = e.ts;
+    a.duration_us = e.dur;
+    a.grid = e.grid;
+    a.block = e.block;
+    a.regs = static_cast<int>(e.regs);
+    a.smem = e.smem;
+    a.bytes = e.bytes;
+    if (const auto it = launch_at.find(e.correlation); it != launch_at.end()) a.launch_us = it->second;
+    if (const auto it = op_index.find(e.external_id); it != op_index.end()) {
+      a.op = it->second;
+    } else if (const auto op = ops.find(e.external_id); op != ops.end()) {
+      a.op = t.ops.size();
+      op_index.emplace(e.external_id, t.ops.size());
+      t.ops.push_back(read_op(op->second, list_parser, file));
+    }
     t.activities.push_back(std::move(a));
   }
   if (t.activities.empty()) {
@@ -214,8 +370,14 @@ RecordedTrace parse_profiler_trace(const std::string& text, const std::string& f
   return t;
 }
 
+RecordedTrace parse_profiler_trace(const std::string& text, const std::string& file) {
+  const simdjson::padded_string padded(text);
+  return parse_profiler_trace(simdjson::padded_string_view(padded), file);
+}
+
 RecordedTrace read_profiler_trace(const std::filesystem::path& file) {
-  return parse_profiler_trace(read_text(file), file.string());
+  const TraceText text = read_text(file);
+  return parse_profiler_trace(text.view(), file.string());
 }
 
 }  // namespace gpusim::replay

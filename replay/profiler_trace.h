@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <simdjson.h>
+
 #include "hw/launch.h"
 
 namespace gpusim::replay {
@@ -57,6 +59,7 @@ RecordedTrace read_profiler_trace(const std::filesystem::path& file);
 
 // The same from text in memory (`file` names it in errors).
 RecordedTrace parse_profiler_trace(const std::string& text, const std::string& file);
+RecordedTrace parse_profiler_trace(simdjson::padded_string_view text, const std::string& file);
 
 // The number of elements of a tensor of these dims (1 for a scalar).
 std::int64_t numel(const std::vector<std::int64_t>& dims);

@@ -6,10 +6,12 @@
 #include <map>
 #include <optional>
 
+#include "hw/kernel_outcome_cache.h"
+
 namespace gpusim::replay {
 
 ReplayRun run_replay(const RecordedTrace& trace, const hw::HardwareSpec& to, const hw::HardwareSpec* from,
-                     const models::KernelModelRegistry& models, ReplayMode mode) {
+                     const models::KernelModelRegistry& models, ReplayMode mode, bool reuse_outcomes) {
   ReplayRun r;
   r.groups = map_trace(trace, to, from, models);
   std::map<int, int> streams;
@@ -34,7 +36,11 @@ ReplayRun run_replay(const RecordedTrace& trace, const hw::HardwareSpec& to, con
       r.group_of.push_back(g);
     }
   }
-  r.result = hw::run_engine(to, mode == ReplayMode::kGraph ? hw::LaunchMode::kGraph : hw::LaunchMode::kEager, r.nodes);
+  std::optional<hw::KernelOutcomeCache> cache;
+  if (reuse_outcomes) cache.emplace(to);
+  r.result = hw::run_engine(to, mode == ReplayMode::kGraph ? hw::LaunchMode::kGraph : hw::LaunchMode::kEager, r.nodes,
+                            nullptr, cache ? &*cache : nullptr);
+  if (cache) r.reused_outcomes = cache->hits();
   r.group_us.assign(r.groups.size(), 0.0);
   for (std::size_t i = 0; i < r.result.kernels.size(); ++i) {
     const double us = r.result.kernels[i].duration().us();

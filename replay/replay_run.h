@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "hw/gpu_engine.h"
@@ -25,10 +26,15 @@ struct ReplayRun {
   hw::EngineResult result;
   std::vector<double> group_us;         // per group, its launches' simulated kernel time
   double kernel_time_us = 0;            // summed over every launch
+  std::uint64_t reused_outcomes = 0;    // launches that took a simulated outcome of an earlier one
 };
 
+// Maps the trace's kernels and runs them on `to`. With `reuse_outcomes`, a kernel that runs alone
+// with the same launch and L2 state as one before it (the same layer's kernels, repeated) takes
+// that one's simulated outcome (hw/kernel_outcome_cache.h): the same result, bit for bit, faster.
 ReplayRun run_replay(const RecordedTrace& trace, const hw::HardwareSpec& to, const hw::HardwareSpec* from,
-                     const models::KernelModelRegistry& models, ReplayMode mode = ReplayMode::kGraph);
+                     const models::KernelModelRegistry& models, ReplayMode mode = ReplayMode::kGraph,
+                     bool reuse_outcomes = true);
 
 // The trace's recorded kernel time: its GPU activities' summed durations.
 double recorded_kernel_time_us(const RecordedTrace& trace);

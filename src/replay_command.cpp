@@ -138,8 +138,8 @@ void write_replay_table(const ReplaySummary& s, std::ostream& out) {
   }
 }
 
-nlohmann::json replay_json(const ReplaySummary& s) {
-  nlohmann::json j;
+nlohmann::ordered_json replay_json(const ReplaySummary& s) {
+  nlohmann::ordered_json j;
   j["trace"] = s.trace;
   j["recorded_on"] = s.recorded_on;
   j["from"] = s.from;
@@ -147,16 +147,16 @@ nlohmann::json replay_json(const ReplaySummary& s) {
   j["recorded_kernel_time_us"] = s.recorded_kernel_us;
   j["recorded_span_us"] = s.recorded_span_us;
   j["coverage_pct"] = s.coverage_pct();
-  j["families"] = nlohmann::json::array();
+  j["families"] = nlohmann::ordered_json::array();
   for (const auto& r : s.families) {
     j["families"].push_back({{"family", r.family}, {"ops", r.ops}, {"kernels", r.kernels}, {"recorded_us", r.recorded_us},
                              {"simulated_us", r.simulated_us}});
   }
-  j["unmapped"] = nlohmann::json::array();
+  j["unmapped"] = nlohmann::ordered_json::array();
   for (const auto& u : s.unmapped) {
     j["unmapped"].push_back({{"name", u.name}, {"op", u.op}, {"why", u.why}, {"count", u.count}, {"recorded_us", u.recorded_us}});
   }
-  j["ops"] = nlohmann::json::array();
+  j["ops"] = nlohmann::ordered_json::array();
   for (const auto& o : s.ops) {
     j["ops"].push_back({{"op", o.op}, {"family", o.family}, {"mapped", o.mapped}, {"first_kernel", o.first_kernel},
                         {"recorded_us", o.recorded_us}, {"simulated_us", o.simulated_us}});
@@ -165,9 +165,7 @@ nlohmann::json replay_json(const ReplaySummary& s) {
 }
 
 std::string render_json(const RunReport& report, const ReplaySummary& s) {
-  std::ostringstream os;
-  write_json(report, os);
-  nlohmann::json j = nlohmann::json::parse(os.str());
+  nlohmann::ordered_json j = report_json(report);
   j["replay"] = replay_json(s);
   return j.dump(2) + "\n";
 }

@@ -192,7 +192,7 @@ void write_table(const RunReport& r, std::ostream& out, int top) {
   write_top_kernels(r, out, top);
 }
 
-void write_json(const RunReport& r, std::ostream& out) {
+nlohmann::ordered_json report_json(const RunReport& r) {
   nlohmann::ordered_json j;
   j["hw"] = r.hw;
   j["workload"] = r.workload;
@@ -242,8 +242,10 @@ void write_json(const RunReport& r, std::ostream& out) {
   j["kernels"] = nlohmann::ordered_json::array();
   for (const auto& k : r.kernels) j["kernels"].push_back(kernel_json(k));
   j["simulation"] = {{"events", r.events}};
-  out << j.dump(2) << "\n";
+  return j;
 }
+
+void write_json(const RunReport& report, std::ostream& out) { out << report_json(report).dump(2) << "\n"; }
 
 void write_csv(const RunReport& r, std::ostream& out) {
   out << "index,op,name,family,category,stream,start_us,duration_us,grid_x,grid_y,grid_z,block_x,"

@@ -14,6 +14,8 @@ nlohmann::ordered_json kernel_json(const KernelReport& k);
 
 // The table lists the `top` costliest kernels (identical launches merged); 0 lists them all.
 void write_table(const RunReport& report, std::ostream& out, int top = 15);
+// The JSON document write_json writes, for callers that add sections of their own.
+nlohmann::ordered_json report_json(const RunReport& report);
 void write_json(const RunReport& report, std::ostream& out);
 void write_csv(const RunReport& report, std::ostream& out);
 // Kernel spans on one track per stream, counter tracks for DRAM bandwidth and resident warps,

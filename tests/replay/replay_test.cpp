@@ -2,6 +2,7 @@
 // mapping rules on small hand-written traces, carried-over kernels, and the command end to end
 // on a trace recorded on an H100 (validation/data/traces/).
 #include <gtest/gtest.h>
+#include <libdeflate.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "models/kernel_model.h"
 #include "replay/kernel_mapping.h"
 #include "replay/profiler_trace.h"
+#include "replay/replay_run.h"
 #include "sim/error.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/model_workloads.h"
@@ -84,6 +86,49 @@ TEST(ReplayTrace, BadInputIsAClearConfigError) {
   no_shapes["traceEvents"][0]["args"].erase("Input Dims");
   EXPECT_EQ(key(no_shapes.dump()), "Input Dims");
   EXPECT_THROW(read_profiler_trace("/nonexistent/trace.json"), ConfigError);
+}
+
+// `text` gzip'd as one member, or as two (its halves compressed apart, as `cat a.gz b.gz` makes).
+std::string gzipped(const std::string& text, bool two_members = false) {
+  const auto member = [](std::string_view part) {
+    libdeflate_compressor* c = libdeflate_alloc_compressor(6);
+    std::string out(libdeflate_gzip_compress_bound(c, part.size()), '\0');
+    out.resize(libdeflate_gzip_compress(c, part.data(), part.size(), out.data(), out.size()));
+    libdeflate_free_compressor(c);
+    return out;
+  };
+  if (!two_members) return member(text);
+  const std::string_view t = text;
+  return member(t.substr(0, t.size() / 2)) + member(t.substr(t.size() / 2));
+}
+
+std::filesystem::path write_temp(const std::string& name, const std::string& bytes) {
+  const auto path = std::filesystem::temp_directory_path() / ("gpusim_replay_test_" + name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(ReplayTrace, PlainAndGzipFilesReadTheSame) {
+  const std::string text =
+      one_op_trace("aten::mm", {{1024, 2048}, {2048, 4096}}, {"c10::BFloat16", "c10::BFloat16"}, "nvjet_sm90_tst", 25.0)
+          .dump(1);
+  const auto check = [](const RecordedTrace& t) {
+    ASSERT_EQ(t.activities.size(), 1u);
+    EXPECT_EQ(t.activities[0].name, "nvjet_sm90_tst");
+    EXPECT_DOUBLE_EQ(t.activities[0].duration_us, 25.0);
+    ASSERT_TRUE(t.activities[0].op.has_value());
+    EXPECT_EQ(t.ops[*t.activities[0].op].dims[1], (std::vector<std::int64_t>{2048, 4096}));
+  };
+  check(read_profiler_trace(write_temp("plain.json", text)));
+  check(read_profiler_trace(write_temp("one.json.gz", gzipped(text))));
+  // Two members: the first's size trailer covers only half the text, so the buffer must grow.
+  check(read_profiler_trace(write_temp("two.json.gz", gzipped(text, true))));
+  // A gzip file cut short, or with its data damaged, is a clear error.
+  const std::string gz = gzipped(text);
+  EXPECT_THROW(read_profiler_trace(write_temp("cut.json.gz", gz.substr(0, gz.size() - 9))), ConfigError);
+  std::string damaged = gz;
+  for (std::size_t i = 12; i < damaged.size() - 8; ++i) damaged[i] = static_cast<char>(~damaged[i]);
+  EXPECT_THROW(read_profiler_trace(write_temp("damaged.json.gz", damaged)), ConfigError);
 }
 
 TEST(ReplayMapping, GemmsAreReloweredFromTheirRecordedShapes) {
@@ -166,6 +211,34 @@ TEST(ReplayCommand, SameChipSelfCheckOnARecordedTrace) {
   const auto h200 = gpusim::testing::run_gpusim({"replay", kPrefill, "--hw", "h200", "--from", "h100", "--format", "json"});
   ASSERT_EQ(h200.status, 0) << h200.err;
   EXPECT_LT(json::parse(h200.out)["kernel_time_us"].get<double>(), j["kernel_time_us"].get<double>());
+}
+
+// Kernels that repeat (each layer's) take the outcome simulated for the first: the cached path
+// gives the uncached one's results exactly, in every mode.
+TEST(ReplayRun, ReusedKernelOutcomesAreExact) {
+  const auto trace = read_profiler_trace(kPrefill);
+  const auto models = models::default_kernel_models();
+  for (const auto mode : {ReplayMode::kGraph, ReplayMode::kEager, ReplayMode::kAsRecorded}) {
+    const auto fresh = run_replay(trace, h100(), nullptr, models, mode, false);
+    const auto reused = run_replay(trace, h100(), nullptr, models, mode, true);
+    ASSERT_EQ(fresh.result.kernels.size(), reused.result.kernels.size());
+    ASSERT_GT(fresh.result.kernels.size(), 500u);
+    EXPECT_EQ(fresh.result.end, reused.result.end);
+    EXPECT_EQ(fresh.reused_outcomes, 0u);
+    EXPECT_GT(reused.reused_outcomes, fresh.result.kernels.size() / 4);  // the reuse did happen
+    for (std::size_t i = 0; i < fresh.result.kernels.size(); ++i) {
+      const auto& a = fresh.result.kernels[i];
+      const auto& b = reused.result.kernels[i];
+      ASSERT_EQ(a.start, b.start) << i;
+      ASSERT_EQ(a.end, b.end) << i;
+      ASSERT_EQ(a.dram_read_bytes, b.dram_read_bytes) << i;
+      ASSERT_EQ(a.dram_write_bytes, b.dram_write_bytes) << i;
+      ASSERT_EQ(a.l2_read_hit_rate, b.l2_read_hit_rate) << i;
+      ASSERT_EQ(a.achieved_occupancy, b.achieved_occupancy) << i;
+      ASSERT_EQ(a.achieved_occupancy_active, b.achieved_occupancy_active) << i;
+    }
+    EXPECT_EQ(fresh.kernel_time_us, reused.kernel_time_us);
+  }
 }
 
 TEST(ReplayCommand, ModesIssueTheKernelsAsRecordedOrEagerly) {
