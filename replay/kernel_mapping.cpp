@@ -65,6 +65,7 @@ struct Context {
   const models::KernelModelRegistry& models;
   std::string tag;
   const TypesByShape* seen = nullptr;
+  bool scalars_recorded = true;  // false: the trace format records no scalar arguments
   TensorUse tensor(std::string_view name, double bytes) const { return models::detail::tensor(tag, name, bytes); }
   const std::vector<std::int64_t>& dims(std::size_t i) const {
     static const std::vector<std::int64_t> none;
@@ -136,7 +137,9 @@ std::optional<std::vector<Launch>> attention_rule(const Context& c, std::string&
   const auto dt = qk->dtype;
   // _cudnn_attention_forward(q, k, v, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k,
   // compute_log_sumexp, dropout_p, is_causal, return_debug_mask, scale).
-  const bool causal = c.concrete(10) == "True";
+  // Without recorded arguments (Nsight Systems): causal when queries and keys are as many, as in a
+  // decoder's prefill.
+  const bool causal = c.scalars_recorded ? c.concrete(10) == "True" : q[2] == k[2];
   const bool bias = !c.dims(3).empty();
   if (q[2] == 1 && k[2] > 1) {
     return c.models.lower(models::Op(models::OpKind::kSdpaDecode, dt, models::SdpaDecodeShape{q[0], q[1], k[1], k[2], q[3]}),
@@ -157,7 +160,7 @@ std::optional<std::vector<Launch>> attention_backward_rule(const Context& c, std
   const auto& q = qk->q;
   const auto& k = qk->k;
   const auto dt = qk->dtype;
-  const bool causal = c.concrete(14) == "True";
+  const bool causal = c.scalars_recorded ? c.concrete(14) == "True" : q[2] == k[2];
   const double e = models::detail::elt_bytes(dt);
   const double qb = e * static_cast<double>(numel(q)), kb = e * static_cast<double>(numel(k));
   return models::lower_sdpa_backward(q[0], q[1], k[1], q[2], q[3], causal, dt, c.tensor("q", qb), c.tensor("k", kb),
@@ -249,11 +252,20 @@ std::optional<std::vector<Launch>> elementwise_rule(const Context& c, std::strin
 
 // torch.cat of a tensor list along a dim: CatArrayBatchedCopy.
 std::optional<std::vector<Launch>> cat_rule(const Context& c, std::string& why) {
-  if (c.op.list_dims.empty() || c.op.list_dims[0].empty()) {
+  // Without recorded arguments (NVTX) the list comes flattened: its tensors are the entries with
+  // dims (the dim argument records none).
+  std::vector<std::vector<std::int64_t>> flattened;
+  if (!c.scalars_recorded) {
+    for (const auto& d : c.op.dims) {
+      if (!d.empty()) flattened.push_back(d);
+    }
+  }
+  const bool listed = !c.op.list_dims.empty() && !c.op.list_dims[0].empty();
+  if (!listed && flattened.empty()) {
     why = "the concatenated tensors' shapes were not recorded";
     return std::nullopt;
   }
-  const auto& ts = c.op.list_dims[0];
+  const auto& ts = listed ? c.op.list_dims[0] : flattened;
   std::vector<std::int64_t> elems;
   std::vector<TensorUse> ins;
   double bytes = 0;
@@ -656,7 +668,7 @@ std::vector<MappedGroup> map_trace(const RecordedTrace& trace, const hw::Hardwar
     const std::string tag = fmt::format("r{}", i);
     if (acts[i].op) {
       const RecordedOp& op = trace.ops[*acts[i].op];
-      const Context c{op, mine, to, models, tag, &seen};
+      const Context c{op, mine, to, models, tag, &seen, trace.scalars_recorded};
       const RuleEntry* r = memory_only ? nullptr : rule_for(op.name);
       std::optional<std::vector<Launch>> launches;
       if (memory_only) {

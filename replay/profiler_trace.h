@@ -51,6 +51,10 @@ struct RecordedTrace {
   std::string device_name;  // deviceProperties[0].name, if recorded
   std::vector<RecordedOp> ops;
   std::vector<RecordedActivity> activities;  // by start time
+  // False where the format records no scalar arguments and flattens tensor lists into their
+  // tensors (Nsight Systems' NVTX ranges): rules then read what they need from the shapes
+  // (replay/kernel_mapping.cpp says how).
+  bool scalars_recorded = true;
 };
 
 // Reads a trace. Bad input (not JSON, truncated, no traceEvents, no GPU activity, recorded

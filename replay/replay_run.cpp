@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "hw/kernel_outcome_cache.h"
+#include "replay/nsys_trace.h"
 
 namespace gpusim::replay {
 
@@ -48,6 +49,10 @@ ReplayRun run_replay(const RecordedTrace& trace, const hw::HardwareSpec& to, con
     r.kernel_time_us += us;
   }
   return r;
+}
+
+RecordedTrace read_trace(const std::filesystem::path& file, const std::string& nsys_type) {
+  return is_sqlite_file(file) ? read_nsys_trace(file, nsys_type) : read_profiler_trace(file);
 }
 
 double recorded_kernel_time_us(const RecordedTrace& trace) {

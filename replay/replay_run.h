@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "hw/gpu_engine.h"
@@ -37,6 +39,11 @@ ReplayRun run_replay(const RecordedTrace& trace, const hw::HardwareSpec& to, con
                      bool reuse_outcomes = true);
 
 // The trace's recorded kernel time: its GPU activities' summed durations.
+// A trace file of either format: Nsight Systems' SQLite export (replay/nsys_trace.h; its ops
+// typed `nsys_type` where their kernels name none, see read_nsys_trace) or a PyTorch profiler
+// trace (replay/profiler_trace.h).
+RecordedTrace read_trace(const std::filesystem::path& file, const std::string& nsys_type = "");
+
 double recorded_kernel_time_us(const RecordedTrace& trace);
 
 // The trace's recorded span: from the first launch call (or activity, without runtime events) to

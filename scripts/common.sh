@@ -5,7 +5,7 @@ set -euo pipefail
 GPUSIM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GPUSIM_PACKAGES=(g++ cmake ninja-build pkg-config
   libboost-graph-dev libboost-program-options-dev libyaml-cpp-dev libfmt-dev
-  libtbb-dev nlohmann-json3-dev libdeflate-dev libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libtbb-dev nlohmann-json3-dev libdeflate-dev libsqlite3-dev libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin libjemalloc-dev python3-matplotlib)
 
 # Installs only what is missing, so a second run neither needs the network nor root.

@@ -175,11 +175,11 @@ std::string render_json(const RunReport& report, const ReplaySummary& s) {
 int replay_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& /*err*/) {
   namespace po = boost::program_options;
   po::options_description options("replay options");
-  std::string hw_name, from, mode = "graph", format = "table";
+  std::string hw_name, from, mode = "graph", format = "table", dtype;
   std::vector<std::string> sets;
   int top = 15;
   options.add_options()("help,h", "this text")(
-      "trace-file", po::value<std::string>(), "profiler trace (the positional argument; .json or .json.gz)")(
+      "trace-file", po::value<std::string>(), "profiler trace (the positional argument; .json, .json.gz, or an nsys .sqlite export)")(
       "hw", po::value(&hw_name), "hardware preset name or YAML file to replay on (required)")(
       "from", po::value(&from), "the preset of the chip the trace was recorded on (scales unmapped kernels)")(
       "set", po::value(&sets)->composing(), "override one hardware field: --set hw.l2.size=128MiB")(
@@ -189,18 +189,23 @@ int replay_command(const Args& args, const Environment& env, std::ostream& out, 
       "format", po::value(&format)->default_value("table"), "table | json | csv")(
       "out", po::value<std::string>(), "folder to write every format into: summary.txt, result.json, kernels.csv, trace.json")(
       "trace", po::value<std::string>(), "Chrome trace file to write of the simulated replay")(
-      "top", po::value(&top)->default_value(15), "kernels the table lists (0: all)");
+      "top", po::value(&top)->default_value(15), "kernels the table lists (0: all)")(
+      "dtype", po::value(&dtype),
+      "Nsight Systems exports only (NVTX records no types): bf16 | fp16 | fp32 for ops whose kernels' names "
+      "name no type (default: the type most of the trace's kernels name)");
   po::positional_options_description positional;
   positional.add("trace-file", 1);
   const auto vm = parse_options(args, options, positional);
   if (vm.count("help")) {
     print_help(out,
-               "gpusim replay TRACE.json[.gz] --hw NAME|FILE [--from NAME] [--set KEY=VALUE]...\n"
+               "gpusim replay TRACE.json[.gz]|REPORT.sqlite --hw NAME|FILE [--from NAME] [--set KEY=VALUE]...\n"
                "              [--mode graph|eager|as-recorded] [--format table|json|csv] [--out DIR]\n"
                "              [--trace OUT.json] [--top N]",
                "Re-simulates a PyTorch profiler trace (torch.profiler with record_shapes=True, exported with\n"
-               "export_chrome_trace) on a chip: each recorded op is mapped to its cost model with the op's\n"
-               "recorded shapes; what cannot be mapped is carried over with its recorded duration.",
+               "export_chrome_trace), or an Nsight Systems SQLite export of a program run under\n"
+               "torch.autograd.profiler.emit_nvtx(record_shapes=True), on a chip: each recorded op is mapped\n"
+               "to its cost model with the op's recorded shapes; what cannot be mapped is carried over with\n"
+               "its recorded duration.",
                options);
     return 0;
   }
@@ -223,7 +228,14 @@ int replay_command(const Args& args, const Environment& env, std::ostream& out, 
   if (!from.empty()) from_spec = hw::load_hardware(from, catalog, {});
   if (vm.count("out")) check_out_folder(vm["out"].as<std::string>());
 
-  const replay::RecordedTrace trace = replay::read_profiler_trace(vm["trace-file"].as<std::string>());
+  static const std::map<std::string, std::string> kTypes = {{"bf16", "c10::BFloat16"}, {"fp16", "c10::Half"}, {"fp32", "float"}};
+  if (!dtype.empty() && !kTypes.count(dtype)) {
+    throw ConfigError("command line", 0, "--dtype", "'" + dtype + "' is not one of: bf16, fp16, fp32");
+  }
+  const replay::RecordedTrace trace = replay::read_trace(vm["trace-file"].as<std::string>(), dtype.empty() ? "" : kTypes.at(dtype));
+  if (!dtype.empty() && trace.scalars_recorded) {
+    throw ConfigError("command line", 0, "--dtype", "only for Nsight Systems exports: a profiler trace records its types");
+  }
   const auto models = models::default_kernel_models();
   const auto replay_mode = mode == "eager"         ? replay::ReplayMode::kEager
                            : mode == "as-recorded" ? replay::ReplayMode::kAsRecorded
