@@ -37,7 +37,9 @@ TEST(ReplayNsys, ReadsTheKernelsTheirLaunchingOpsAndShapes) {
     const auto& a = n.activities[i];
     const auto& b = k.activities[i];
     ASSERT_EQ(a.kind, b.kind) << i;
-    if (a.kind == ActivityKind::kKernel) ASSERT_EQ(a.name, b.name) << i;
+    if (a.kind == ActivityKind::kKernel) {
+      ASSERT_EQ(a.name, b.name) << i;
+    }
     EXPECT_EQ(a.grid.x, b.grid.x);
     EXPECT_EQ(a.block.x, b.block.x);
     EXPECT_EQ(a.stream, b.stream);
