@@ -22,6 +22,11 @@ struct GemmProblem {
   bool bias = false;
   // Tensor names (already tagged) for L2 residency.
   std::string a, b, c, bias_name;
+  // Leading dimensions of A and B as stored (elements between rows, or columns of a transposed
+  // view); 0: contiguous as lower_gemm lays them out (A's K, B's N). They set the widest aligned
+  // load, and so which kernels cuBLAS can run: a transposed view of a [50257, d] tensor is
+  // unaligned whatever M, N and K are.
+  std::int64_t lda = 0, ldb = 0;
 };
 // `linear`: F.linear's layout (W is [N, K]); it changes kernel names, not work.
 std::vector<Launch> lower_gemm(const GemmProblem& p, const hw::HardwareSpec& hw,

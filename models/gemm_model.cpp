@@ -234,13 +234,16 @@ double k_step_path(const hw::HardwareSpec& hw, const Config& c, double k_per_cta
 struct Problem {
   std::int64_t M, N, K, batch;
   hw::DType dtype;
+  std::int64_t lda = 0, ldb = 0;  // as GemmProblem's: 0 for contiguous (K, N)
 };
 
 // Elements per 16 bytes or fewer: the widest load every row of A, B and C allows (K for A and,
-// as F.linear lays W out, B; N for B in a matmul and for C).
+// as F.linear lays W out, B; N for B in a matmul and for C; the stored leading dimensions where
+// the caller knows them).
 std::int64_t operand_align(const Problem& p) {
   std::int64_t a = 16 / static_cast<std::int64_t>(detail::elt_bytes(p.dtype));
-  while (a > 1 && (p.K % a != 0 || p.N % a != 0)) a /= 2;
+  const std::int64_t lda = p.lda > 0 ? p.lda : p.K, ldb = p.ldb > 0 ? p.ldb : p.N;
+  while (a > 1 && (lda % a != 0 || ldb % a != 0 || p.N % a != 0)) a /= 2;
   return a;
 }
 // TMA (and so cuBLAS's sm_90 kernels) needs every row stride to be a multiple of 16 bytes; other
@@ -1071,7 +1074,7 @@ Problem checked_problem(const GemmProblem& gp) {
   if (gp.M <= 0 || gp.N <= 0 || gp.K <= 0 || gp.batch <= 0) {
     throw ModelError("gemm: M, N, K and batch must be positive");
   }
-  return Problem{gp.M, gp.N, gp.K, gp.batch, gp.dtype};
+  return Problem{gp.M, gp.N, gp.K, gp.batch, gp.dtype, gp.lda, gp.ldb};
 }
 
 GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear) {

@@ -104,6 +104,16 @@ std::optional<std::vector<Launch>> gemm_rule(const Context& c, std::string& why)
   g.N = B[rank - 1];
   g.dtype = *dt;
   g.bias = n == "aten::addmm" && c.dims(0).size() == 1;
+  // A transposed view is stored with its columns contiguous: its leading dimension is the other
+  // stride (the profiler records strides since PyTorch 2.1).
+  const auto leading = [&](std::size_t i) -> std::int64_t {
+    if (i >= c.op.strides.size() || c.op.strides[i].size() != rank) return 0;
+    const auto& st = c.op.strides[i];
+    const std::int64_t rows = st[rank - 2], cols = st[rank - 1];
+    return cols == 1 ? rows : rows == 1 ? cols : 0;
+  };
+  g.lda = leading(a);
+  g.ldb = leading(a + 1);
   g.a = activation(A, c.type(a));
   g.b = c.tag + ".b";
   std::vector<std::int64_t> out(A.begin(), A.end() - 1);

@@ -143,7 +143,7 @@ struct ScannedEvent {
   bool has_args = false;
   std::int64_t external_id = -1, correlation = -1, stream = 0, regs = 0, smem = 0, bytes = 0;
   hw::Dim3 grid, block;
-  std::string_view dims, types, concrete;  // raw JSON arrays, empty when absent
+  std::string_view dims, types, concrete, strides;  // raw JSON arrays, empty when absent
 };
 
 // Calls `each(key, value)` for every field of `o`; keys compared as written (the keys replay
@@ -175,6 +175,7 @@ void scan_args(od::object args, ScannedEvent& ev) {
     else if (k == "Input Dims") raw_array(ev.dims);
     else if (k == "Input type") raw_array(ev.types);
     else if (k == "Concrete Inputs") raw_array(ev.concrete);
+    else if (k == "Input Strides") raw_array(ev.strides);
   });
 }
 
@@ -257,6 +258,10 @@ RecordedOp read_op(const ScannedEvent& ev, simdjson::dom::parser& parser, const 
   };
   strings(ev.types, op.types);
   strings(ev.concrete, op.concrete);
+  array strides;
+  if (parse(ev.strides, strides)) {
+    for (element st : strides) op.strides.push_back(int_list(st));
+  }
   return op;
 }
 

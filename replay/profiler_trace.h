@@ -25,6 +25,7 @@ struct RecordedOp {
   std::vector<std::string> types;
   std::vector<std::string> concrete;
   std::vector<std::vector<std::vector<std::int64_t>>> list_dims;  // per input: a tensor list's tensors
+  std::vector<std::vector<std::int64_t>> strides;  // per input, where recorded ("Input Strides")
   std::int64_t external_id = 0;
 };
 

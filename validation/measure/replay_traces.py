@@ -10,7 +10,7 @@ and a small convolutional network (a program that is not a transformer). The L2 
 each iteration (256 MiB written, inside the trace as its own kernel, named in `meta`).
 
 Usage (GPU machine, repository root):
-  PYTHONUNBUFFERED=1 python3 validation/measure/replay_traces.py --gpu h100 --out $OUT [--set 2|3|4]
+  PYTHONUNBUFFERED=1 python3 validation/measure/replay_traces.py --gpu h100 --out $OUT [--set 2|3|4|5]
 Writes $OUT/replay_<gpu>_<program>.json.gz (the trace, with `gpusim_meta` added at the top level:
 provenance, program, iterations) for each program.
 """
@@ -72,6 +72,17 @@ PROGRAMS4 = [
     dict(id="gpt2-medium-6l_train_b4_s512", model_type="gpt2", cfg=dict(GPT2_MEDIUM, n_layer=6), phase="train", batch=4,
          seq_len=512),
     dict(id="llama3.2-1b-4l_prefill_b8_s256", model_type="llama", cfg=LLAMA_1B_4L, phase="prefill", batch=8, seq_len=256),
+]
+# Set 5 (drawn up 2026-11-26 after GEMM operands' recorded strides were read, a change made after
+# set 4's GPT-2 training step had been looked at): held out in its place.
+PROGRAMS5 = [
+    dict(id="gpt2-medium-12l_train_b2_s1024", model_type="gpt2", cfg=dict(GPT2_MEDIUM, n_layer=12), phase="train", batch=2,
+         seq_len=1024),
+    dict(id="qwen3-0.6b-4l_prefill_b4_s1024", model_type="qwen3", cfg=QWEN3_06B_4L, phase="prefill", batch=4, seq_len=1024),
+    dict(id="llama3-8b-2l_train_b1_s1024", model_type="llama", cfg=LLAMA_8B_2L, phase="train", batch=1, seq_len=1024),
+    dict(id="qwen3-moe-4l_decode_b32_l512", model_type="qwen3_moe", cfg=QWEN3_MOE_4L, phase="decode", batch=32, seq_len=512),
+    dict(id="mistral-7b-2l_prefill_b2_s1024", model_type="mistral", cfg=MISTRAL_7B_2L, phase="prefill", batch=2, seq_len=1024),
+    dict(id="qwen2-0.5b-6l_train_b8_s256", model_type="qwen2", cfg=QWEN2_05B_6L, phase="train", batch=8, seq_len=256),
 ]
 
 
@@ -154,11 +165,11 @@ def main():
     ap.add_argument("--gpu", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", default=None)
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4))
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     t0 = time.time()
-    for p in {1: PROGRAMS, 2: PROGRAMS2, 3: PROGRAMS3, 4: PROGRAMS4}[a.set]:
+    for p in {1: PROGRAMS, 2: PROGRAMS2, 3: PROGRAMS3, 4: PROGRAMS4, 5: PROGRAMS5}[a.set]:
         if a.only and a.only not in p["id"]:
             continue
         try:
