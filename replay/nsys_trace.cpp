@@ -235,12 +235,32 @@ RecordedTrace read_nsys_trace(const std::filesystem::path& path, const std::stri
             [&](sqlite3_stmt* s) { t.device_name = text_column(s, 0); });
   }
 
+  // Stream waits on events (CUPTI synchronization type 2) and device synchronizations (4), timed
+  // by their runtime calls below.
+  std::unordered_map<std::int64_t, std::size_t> sync_of;  // correlation id -> t.syncs
+  if (db.has_table("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")) {
+    db.each(fmt::format("SELECT start, streamId, correlationId, syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION "
+                        "WHERE syncType IN (2, 4) AND deviceId = {}",
+                        device),
+            [&](sqlite3_stmt* s) {
+              RecordedSync sy;
+              sy.kind = sqlite3_column_int(s, 3) == 4 ? RecordedSync::Kind::kDevice : RecordedSync::Kind::kStreamWaitEvent;
+              sy.stream = static_cast<int>(sqlite3_column_int64(s, 1));
+              sy.host_us = static_cast<double>(sqlite3_column_int64(s, 0)) * 1e-3;
+              sync_of.emplace(sqlite3_column_int64(s, 2), t.syncs.size());
+              t.syncs.push_back(sy);
+            });
+  }
+
   // The launch calls: thread and time of each activity's runtime call.
   std::unordered_map<std::int64_t, std::size_t> activity_of;  // correlation id -> activity
   for (std::size_t i = 0; i < correlation.size(); ++i) activity_of.emplace(correlation[i], i);
   std::map<std::int64_t, std::vector<LaunchCall>> launches;  // by thread
   if (db.has_table("CUPTI_ACTIVITY_KIND_RUNTIME")) {
     db.each("SELECT start, globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME", [&](sqlite3_stmt* s) {
+      if (const auto sy = sync_of.find(sqlite3_column_int64(s, 2)); sy != sync_of.end()) {
+        t.syncs[sy->second].host_us = static_cast<double>(sqlite3_column_int64(s, 0)) * 1e-3;
+      }
       const auto it = activity_of.find(sqlite3_column_int64(s, 2));
       if (it == activity_of.end()) return;
       const std::int64_t at = sqlite3_column_int64(s, 0);
@@ -305,6 +325,8 @@ RecordedTrace read_nsys_trace(const std::filesystem::path& path, const std::stri
   }
   std::stable_sort(t.activities.begin(), t.activities.end(),
                    [](const RecordedActivity& x, const RecordedActivity& y) { return x.start_us < y.start_us; });
+  std::stable_sort(t.syncs.begin(), t.syncs.end(),
+                   [](const RecordedSync& x, const RecordedSync& y) { return x.host_us < y.host_us; });
   return t;
 }
 

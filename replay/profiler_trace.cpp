@@ -144,6 +144,7 @@ struct ScannedEvent {
   std::int64_t external_id = -1, correlation = -1, stream = 0, regs = 0, smem = 0, bytes = 0;
   hw::Dim3 grid, block;
   std::string_view dims, types, concrete, strides;  // raw JSON arrays, empty when absent
+  std::string_view sync_kind;                        // cuda_sync events: "Stream Wait Event", ...
 };
 
 // Calls `each(key, value)` for every field of `o`; keys compared as written (the keys replay
@@ -176,6 +177,7 @@ void scan_args(od::object args, ScannedEvent& ev) {
     else if (k == "Input type") raw_array(ev.types);
     else if (k == "Concrete Inputs") raw_array(ev.concrete);
     else if (k == "Input Strides") raw_array(ev.strides);
+    else if (k == "cuda_sync_kind" && !got(v.get_string().get(ev.sync_kind))) ev.sync_kind = {};
   });
 }
 
@@ -284,6 +286,7 @@ RecordedTrace parse_profiler_trace(const simdjson::padded_string_view text, cons
   std::unordered_map<std::int64_t, ScannedEvent> ops;  // External id -> its cpu_op
   std::unordered_map<std::int64_t, double> launch_at;  // correlation id -> the runtime call's time
   std::vector<std::pair<ActivityKind, ScannedEvent>> gpu;
+  std::vector<ScannedEvent> syncs;
   const auto on_event = [&](const ScannedEvent& ev) {
     if (ev.ph != "X" || !ev.has_args) return;
     if (ev.cat == "cpu_op") {
@@ -297,6 +300,8 @@ RecordedTrace parse_profiler_trace(const simdjson::padded_string_view text, cons
       gpu.emplace_back(ActivityKind::kMemcpy, ev);
     } else if (ev.cat == "gpu_memset") {
       gpu.emplace_back(ActivityKind::kMemset, ev);
+    } else if (ev.cat == "cuda_sync" && (ev.sync_kind == "Stream Wait Event" || ev.sync_kind == "Context Sync")) {
+      syncs.push_back(ev);
     }
   };
   try {
@@ -360,6 +365,16 @@ RecordedTrace parse_profiler_trace(const simdjson::padded_string_view text, cons
     }
     t.activities.push_back(std::move(a));
   }
+  for (const ScannedEvent& e : syncs) {
+    RecordedSync sy;
+    sy.kind = e.sync_kind == "Context Sync" ? RecordedSync::Kind::kDevice : RecordedSync::Kind::kStreamWaitEvent;
+    sy.stream = static_cast<int>(e.stream);
+    const auto it = launch_at.find(e.correlation);
+    sy.host_us = it != launch_at.end() ? it->second : e.ts;
+    t.syncs.push_back(sy);
+  }
+  std::stable_sort(t.syncs.begin(), t.syncs.end(),
+                   [](const RecordedSync& x, const RecordedSync& y) { return x.host_us < y.host_us; });
   if (t.activities.empty()) {
     throw ConfigError(file, 0, "traceEvents",
                       "the trace has no GPU activity (record with activities=[ProfilerActivity.CPU, "

@@ -47,11 +47,21 @@ struct RecordedActivity {
   std::optional<double> launch_us;
 };
 
+// A synchronization the host asked for: a stream waiting for an event recorded on another stream
+// (cudaStreamWaitEvent), or the whole device (cudaDeviceSynchronize). Traces name the waiting
+// stream and the event but not the stream the event was recorded on.
+struct RecordedSync {
+  enum class Kind { kStreamWaitEvent, kDevice } kind = Kind::kStreamWaitEvent;
+  int stream = -1;     // the waiting stream (kStreamWaitEvent)
+  double host_us = 0;  // when the host made the call, on the trace's clock
+};
+
 struct RecordedTrace {
   std::string file;         // as given, for messages
   std::string device_name;  // deviceProperties[0].name, if recorded
   std::vector<RecordedOp> ops;
   std::vector<RecordedActivity> activities;  // by start time
+  std::vector<RecordedSync> syncs;            // by host time
   // False where the format records no scalar arguments and flattens tensor lists into their
   // tensors (Nsight Systems' NVTX ranges): rules then read what they need from the shapes
   // (replay/kernel_mapping.cpp says how).

@@ -8,6 +8,7 @@
 
 #include "hw/kernel_outcome_cache.h"
 #include "replay/nsys_trace.h"
+#include "replay/stream_order.h"
 
 namespace gpusim::replay {
 
@@ -17,6 +18,8 @@ ReplayRun run_replay(const RecordedTrace& trace, const hw::HardwareSpec& to, con
   r.groups = map_trace(trace, to, from, models);
   std::map<int, int> streams;
   std::optional<double> last_launch;
+  const auto waits = cross_stream_waits(trace, r.groups);
+  std::vector<int> last_node(r.groups.size(), -1);
   for (std::size_t g = 0; g < r.groups.size(); ++g) {
     const int stream = streams.emplace(r.groups[g].stream, static_cast<int>(streams.size())).first->second;
     // As recorded: the group's first launch is issued the recorded host time after the previous
@@ -33,7 +36,16 @@ ReplayRun run_replay(const RecordedTrace& trace, const hw::HardwareSpec& to, con
     for (std::size_t i = 0; i < r.groups[g].launches.size(); ++i) {
       std::optional<sim::Time> this_gap = gap;
       if (mode == ReplayMode::kAsRecorded && i > 0) this_gap = sim::Time{};
-      r.nodes.push_back(hw::KernelNode{r.groups[g].launches[i], fmt::format("{} #{}", r.groups[g].op, g), stream, {}, this_gap});
+      std::vector<int> deps;
+      if (i == 0) {
+        // The first launch waits for what the recorded synchronizations ordered before it.
+        for (const std::size_t w : waits[g]) {
+          if (last_node[w] >= 0) deps.push_back(last_node[w]);
+        }
+      }
+      last_node[g] = static_cast<int>(r.nodes.size());
+      r.nodes.push_back(hw::KernelNode{r.groups[g].launches[i], fmt::format("{} #{}", r.groups[g].op, g), stream,
+                                       std::move(deps), this_gap});
       r.group_of.push_back(g);
     }
   }

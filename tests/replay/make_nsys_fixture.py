@@ -3,7 +3,7 @@
 (`nsys export --type sqlite`) for the same program run under
 torch.autograd.profiler.emit_nvtx(record_shapes=True): each CPU op becomes an NVTX push/pop range
 whose text is PyTorch's ("aten::mm, seq = 3, op_id = 17, sizes = [[2, 2048], [2048, 8192]]"), each
-launch call a CUPTI runtime row, each kernel, copy and set a CUPTI activity row. Only the tables
+launch call a CUPTI runtime row, each kernel, copy, set and stream wait a CUPTI activity row. Only the tables
 and columns gpusim reads are written, named and typed as in Nsight Systems' export schema.
 
 gpusim's tests replay the result against the Kineto trace it came from (tests/replay/).
@@ -35,6 +35,9 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT
 CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
   contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
   value INTEGER NOT NULL, bytes INTEGER NOT NULL);
+CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
+  contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
+  syncType INTEGER NOT NULL, eventId INTEGER NOT NULL);
 CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER,
   category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER,
   domainId INTEGER);
@@ -96,6 +99,10 @@ def main(src, dst):
             kind = 8 if "DtoD" in e["name"] else 1 if "HtoD" in e["name"] else 2 if "DtoH" in e["name"] else 0
             db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, 0, 1, ?, ?, 1, ?, ?)",
                        (start, end, a.get("stream", 7), a.get("correlation", -1), a.get("bytes", 0), kind))
+        elif cat == "cuda_sync" and a.get("cuda_sync_kind") in ("Stream Wait Event", "Context Sync"):
+            kind = 2 if a["cuda_sync_kind"] == "Stream Wait Event" else 4
+            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?, ?, 0, 1, ?, ?, 1, ?, ?)",
+                       (start, end, a.get("stream", -1), a.get("correlation", -1), kind, a.get("wait_on_cuda_event_id", -1)))
         elif cat == "gpu_memset":
             db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?, ?, 0, 1, ?, ?, 1, 0, ?)",
                        (start, end, a.get("stream", 7), a.get("correlation", -1), a.get("bytes", 0)))

@@ -75,6 +75,26 @@ TEST(ReplayNsys, ReplaysAsItsProfilerTraceDoes) {
   EXPECT_GT(nlohmann::json::parse(fp32.out)["kernel_time_us"].get<double>(), 1.2 * jn["kernel_time_us"].get<double>());
 }
 
+// Stream waits come from CUPTI's synchronization table: the same cross-stream order as the
+// profiler trace of the same program gives.
+TEST(ReplayNsys, StreamWaitsOrderStreamsAsInTheProfilerTrace) {
+  const std::string dir = kRepo + "/tests/replay/data/";
+  const auto n = read_trace(dir + "streams_gemm_elementwise_h200.sqlite", "c10::BFloat16");
+  const auto k = read_trace(dir + "replay_h200_streams_gemm_elementwise.json.gz");
+  ASSERT_EQ(n.syncs.size(), k.syncs.size());
+  const auto models = models::default_kernel_models();
+  const auto h200 = gpusim::testing::preset("h200");
+  const auto rn = run_replay(n, h200, nullptr, models), rk = run_replay(k, h200, nullptr, models);
+  ASSERT_EQ(rn.nodes.size(), rk.nodes.size());
+  std::size_t waiting = 0;
+  for (std::size_t i = 0; i < rn.nodes.size(); ++i) {
+    EXPECT_EQ(rn.nodes[i].deps, rk.nodes[i].deps) << i;
+    waiting += !rn.nodes[i].deps.empty();
+  }
+  EXPECT_GE(waiting, 9u);  // per iteration: both side streams, and the join
+  EXPECT_NEAR(rn.result.end.us() / rk.result.end.us(), 1.0, 0.05);
+}
+
 // A database with `sql` run in it.
 std::string database(const std::string& name, const std::string& sql) {
   const auto path = (std::filesystem::temp_directory_path() / ("gpusim_nsys_test_" + name + ".sqlite")).string();

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -239,6 +240,40 @@ TEST(ReplayRun, ReusedKernelOutcomesAreExact) {
     }
     EXPECT_EQ(fresh.kernel_time_us, reused.kernel_time_us);
   }
+}
+
+// Three streams joined by events (tests/replay/data: validation/measure/replay_traces.py --set 6 on
+// an H200): the side streams start after the main stream's work they wait for, and the main
+// stream's last op after both side streams' work.
+TEST(ReplayRun, StreamsWaitForTheEventsTheTraceRecorded) {
+  const auto trace = read_profiler_trace(std::string(GPUSIM_REPO_DIR) +
+                                         "/tests/replay/data/replay_h200_streams_gemm_elementwise.json.gz");
+  std::size_t waits = 0;
+  for (const auto& s : trace.syncs) waits += s.kind == RecordedSync::Kind::kStreamWaitEvent;
+  EXPECT_GE(waits, 12u);  // four per iteration, three iterations
+  const auto models = models::default_kernel_models();
+  const auto run = run_replay(trace, gpusim::testing::preset("h200"), nullptr, models);
+  const auto& k = run.result.kernels;
+  ASSERT_EQ(k.size(), run.nodes.size());
+  std::map<int, sim::Time> last_end;  // per engine stream
+  int main_stream = run.nodes.front().stream;
+  std::size_t gemms = 0, joins = 0;
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    const int s = run.nodes[i].stream;
+    if (k[i].name.find("nvjet") != std::string::npos) {
+      // A side-stream GEMM: after the main stream's kernels launched before it.
+      EXPECT_GE(k[i].start, last_end[main_stream]) << i;
+      ++gemms;
+    }
+    if (s == main_stream && k[i].name.find("elementwise_kernel<128, 4") != std::string::npos) {
+      // The join (c[0] + y): after both side streams' work.
+      for (const auto& [stream, end] : last_end) EXPECT_GE(k[i].start, end) << i << " stream " << stream;
+      ++joins;
+    }
+    last_end[s] = std::max(last_end[s], k[i].end);
+  }
+  EXPECT_EQ(gemms, 6u);
+  EXPECT_EQ(joins, 3u);
 }
 
 TEST(ReplayCommand, ModesIssueTheKernelsAsRecordedOrEagerly) {

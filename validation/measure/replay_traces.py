@@ -85,10 +85,45 @@ PROGRAMS5 = [
     dict(id="qwen2-0.5b-6l_train_b8_s256", model_type="qwen2", cfg=QWEN2_05B_6L, phase="train", batch=8, seq_len=256),
 ]
 
+# Streams (2026-11-26): a program on three streams joined by CUDA events (two GEMMs on one side
+# stream, elementwise work on another, the main stream waiting for both), recorded with the
+# profiler's CUDA synchronization events, for replay's cross-stream dependencies.
+PROGRAMS_STREAMS = [
+    dict(id="streams_gemm_elementwise", phase="streams", batch=1),
+]
+
+
+def streams_step():
+    import torch
+    torch.manual_seed(0)
+    a = torch.randn(4096, 4096, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(4096, 4096, dtype=torch.bfloat16, device="cuda")
+    x = torch.randn(64 * 1024 * 1024, device="cuda")
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+
+    def step():
+        main = torch.cuda.current_stream()
+        w = a * 0.5  # on the main stream, before the side streams may start
+        s1.wait_stream(main)
+        s2.wait_stream(main)
+        with torch.cuda.stream(s1):
+            c = w @ b
+            c = c @ b
+        with torch.cuda.stream(s2):
+            y = x * 2.0
+            y = y + 1.0
+            y = y.sum()
+        main.wait_stream(s1)
+        main.wait_stream(s2)
+        return c[0] + y
+    return step
+
 
 def program_step(p):
     """Returns (step, after): step() runs one iteration; after() restores state outside the trace."""
     import torch
+    if p["phase"] == "streams":
+        return streams_step(), (lambda: None)
     if p["phase"] == "convnet":
         torch.manual_seed(0)
         net = torch.nn.Sequential(
@@ -131,7 +166,10 @@ def record(p, gpu, out):
         step()
         after()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
+    # The CUDA synchronization events (cudaStreamWaitEvent and the event each waits on) give the
+    # dependencies between streams.
+    extra = dict(experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True))
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True, **extra) as prof:
         for _ in range(ITERS):
             with record_function("gpusim_flush"):
                 flush.zero_()
@@ -165,11 +203,11 @@ def main():
     ap.add_argument("--gpu", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", default=None)
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5))
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6), help="6: the streams program")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     t0 = time.time()
-    for p in {1: PROGRAMS, 2: PROGRAMS2, 3: PROGRAMS3, 4: PROGRAMS4, 5: PROGRAMS5}[a.set]:
+    for p in {1: PROGRAMS, 2: PROGRAMS2, 3: PROGRAMS3, 4: PROGRAMS4, 5: PROGRAMS5, 6: PROGRAMS_STREAMS}[a.set]:
         if a.only and a.only not in p["id"]:
             continue
         try:
