@@ -448,6 +448,50 @@ std::optional<std::vector<Launch>> layer_norm_rule(const Context& c, std::string
   return c.models.lower(models::Op(models::OpKind::kLayerNorm, *dt, models::RowShape{R, C}), c.hw, c.tag);
 }
 
+// native_layer_norm_backward(grad_y, x, normalized_shape, mean, rstd, weight, bias, mask): the
+// input's gradient, then gamma's and beta's.
+std::optional<std::vector<Launch>> layer_norm_backward_rule(const Context& c, std::string& why) {
+  const auto& x = c.dims(1);
+  const auto dt = dtype_of(c.type(1));
+  if (x.empty() || c.dims(0) != x || !dt) {
+    why = "the input's and its gradient's shapes were not recorded";
+    return std::nullopt;
+  }
+  const std::int64_t C = x.back(), R = numel(x) / std::max<std::int64_t>(1, C);
+  const double e = models::detail::elt_bytes(*dt), bytes = e * static_cast<double>(numel(x));
+  const auto b = static_cast<std::int64_t>(bytes);
+  return models::lower_layer_norm_backward(R, C, *dt, TensorUse{activation(x, c.type(1)), b},
+                                           c.tensor("weight", e * static_cast<double>(C)), c.tensor("grad_y", bytes),
+                                           c.tensor("grad_x", bytes), c.tensor("grad_weight", e * static_cast<double>(C)),
+                                           c.tensor("grad_bias", e * static_cast<double>(C)), c.hw);
+}
+
+// native_dropout(x, p, train): the output and a bool mask; native_dropout_backward(grad, mask,
+// scale): grad * mask * scale. Attention's dropout belongs to the attention rules.
+std::optional<std::vector<Launch>> dropout_rule(const Context& c, std::string& why) {
+  const auto& x = c.dims(0);
+  const auto dt = dtype_of(c.type(0));
+  if (x.empty() || !dt) {
+    why = "the input's shape was not recorded";
+    return std::nullopt;
+  }
+  const std::int64_t n = numel(x);
+  const double e = models::detail::elt_bytes(*dt);
+  const auto bytes = static_cast<std::int64_t>(e * static_cast<double>(n));
+  if (c.op.name == "aten::native_dropout") {
+    return std::vector<Launch>{models::lower_dropout(n, *dt, TensorUse{activation(x, c.type(0)), bytes},
+                                                     c.tensor("out", static_cast<double>(bytes)),
+                                                     c.tensor("mask", static_cast<double>(n)), c.hw)};
+  }
+  models::ElementwiseProblem p;
+  p.func = EwFunc::kMaskedScale;
+  p.n = n;
+  p.in = p.out = *dt;
+  p.inputs = {activation(x, c.type(0)), c.tag + ".mask"};
+  p.output = c.tag + ".grad_in";
+  return models::lower_elementwise(p, c.hw, "");
+}
+
 // index_select(table, 0, ids): the embedding lookup; index(x, [ids]): a row gather.
 std::optional<std::vector<Launch>> gather_rule(const Context& c, std::string& why) {
   const auto& table = c.dims(0);
@@ -573,7 +617,8 @@ const RuleEntry* rule_for(const std::string& op) {
   static const RuleEntry kGemm{"gemm", gemm_rule}, kAttn{"attention", attention_rule},
       kAttnBwd{"attention_backward", attention_backward_rule}, kEw{"elementwise", elementwise_rule},
       kCat{"cat", cat_rule}, kReduce{"reduce", reduce_rule}, kSoftmax{"softmax", softmax_rule},
-      kForeach{"foreach", foreach_rule}, kLayerNorm{"norm", layer_norm_rule}, kGather{"gather", gather_rule},
+      kForeach{"foreach", foreach_rule}, kLayerNorm{"norm", layer_norm_rule},
+      kLayerNormBackward{"norm_backward", layer_norm_backward_rule}, kDropout{"dropout", dropout_rule}, kGather{"gather", gather_rule},
       kGrouped{"grouped_gemm", grouped_gemm_rule}, kRouting{"routing", routing_rule}, kLoss{"loss", loss_rule};
   static const std::map<std::string, const RuleEntry*> kRules{
       {"aten::mm", &kGemm},
@@ -593,6 +638,9 @@ const RuleEntry* rule_for(const std::string& op) {
       {"aten::_softmax_backward_data", &kSoftmax},
       {"aten::_log_softmax_backward_data", &kSoftmax},
       {"aten::native_layer_norm", &kLayerNorm},
+      {"aten::native_layer_norm_backward", &kLayerNormBackward},
+      {"aten::native_dropout", &kDropout},
+      {"aten::native_dropout_backward", &kDropout},
       {"aten::index_select", &kGather},
       {"aten::index", &kGather},
       {"aten::_grouped_mm", &kGrouped},

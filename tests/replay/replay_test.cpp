@@ -242,7 +242,7 @@ TEST(ReplayRun, ReusedKernelOutcomesAreExact) {
   }
 }
 
-// Three streams joined by events (tests/replay/data: validation/measure/replay_traces.py --set 6 on
+// Three streams joined by events (tests/replay/data: validation/measure/replay_traces.py --set streams on
 // an H200): the side streams start after the main stream's work they wait for, and the main
 // stream's last op after both side streams' work.
 TEST(ReplayRun, StreamsWaitForTheEventsTheTraceRecorded) {
