@@ -227,11 +227,11 @@ const std::vector<SuiteSpec>& suites() {
        "fp32 eager steps (nothing on the H200 used to write the lowerings: each case compared once)",
        false, 0, false, false, false, true},
       {"replay-h100", "h100", "traces/index.json",
-       "PyTorch profiler traces (record_shapes) of 30 programs in five sets recorded on an H100 and an H200, "
+       "PyTorch profiler traces (record_shapes) of 36 programs in six sets recorded on an H100 and an H200, "
        "2026-11-25/26 (validation/measure/replay_traces.py), replayed with gpusim replay on the H100 preset: the "
        "H100 trace (same-chip) and the H200 trace --from h200 (cross-chip), against the H100's recorded kernel "
        "time; the replay rules were written from set 1's H100 traces and changed after sets 2-4 were compared "
-       "(index.json says how); set 5, recorded after the last change, held out and compared once",
+       "(index.json says how); set 6, recorded after the last change, held out and compared once",
        false, 0, false, false, false, false, false, false, true},
       {"replay-h200", "h200", "traces/index.json",
        "the same traces replayed on the H200 preset: the H200 trace (same-chip) and the H100 trace --from h100 "
