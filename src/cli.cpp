@@ -26,6 +26,8 @@ Commands:
                                      and a plot (configs/studies/)
   replay TRACE.json --hw NAME|FILE   re-simulate a PyTorch profiler trace (record_shapes=True) on a
                                      chip; --from NAME names the chip it was recorded on
+  serve SERVE.yaml --hw NAME|FILE    requests through a continuous-batching engine (vLLM V1's
+                                     scheduler) on the chip: TTFT, TPOT, throughput, KV-cache use
 
 Global options:
   -h, --help       this text
@@ -57,6 +59,7 @@ int run_cli(const std::vector<std::string>& args, const Environment& env, std::o
     if (command == "report") return report_command(rest, env, out, err);
     if (command == "sweep") return sweep_command(rest, env, out, err);
     if (command == "replay") return replay_command(rest, env, out, err);
+    if (command == "serve") return serve_command(rest, env, out, err);
     throw ConfigError("command line", 0, "", "unknown command '" + command + "' (see gpusim --help)");
   } catch (const ConfigError& e) {
     err << "gpusim: error: " << e.what() << "\n";

@@ -20,6 +20,7 @@ int run_command(const Args& args, const Environment& env, std::ostream& out, std
 int report_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);
 int sweep_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);
 int replay_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);
+int serve_command(const Args& args, const Environment& env, std::ostream& out, std::ostream& err);
 int validate_command(const Args& args, const Environment& env, std::ostream& out);
 
 }  // namespace gpusim::cli

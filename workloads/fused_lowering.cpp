@@ -11,6 +11,7 @@
 
 #include "models/families.h"
 #include "sim/error.h"
+#include "workloads/ragged_attention.h"
 #include "workloads/step_emitter.h"
 
 namespace gpusim::workloads {
@@ -145,15 +146,26 @@ TensorUse gqa_attention(StepEmitter& e, const std::string& L, const TensorUse& h
   }
   // RoPE on q and k, and K/V stored into the paged cache, in one pass over the QKV output. A
   // windowed layer attends (and keeps) its window only.
-  std::int64_t cache_tokens = s.past_tokens + s.new_tokens;
-  if (m.sliding_layer(i) && s.past_tokens > 0) cache_tokens = std::min(cache_tokens, *m.sliding_window);
+  // Tokens kept per sequence (a windowed layer keeps its window), and in the whole cache.
+  const auto kept = [&](const SeqSlice& seq) {
+    const std::int64_t tokens = seq.past_tokens + seq.new_tokens;
+    return m.sliding_layer(i) && (seq.past_tokens > 0 || s.ragged()) ? std::min(tokens, *m.sliding_window) : tokens;
+  };
+  const std::int64_t cache_tokens = kept(SeqSlice{s.new_tokens, s.past_tokens});  // uniform steps
+  std::int64_t all_cached = s.batch * cache_tokens;
+  if (s.ragged()) {
+    all_cached = 0;
+    for (const SeqSlice& seq : s.seqs) all_cached += kept(seq);
+  }
   const TensorUse q = e.pointwise(L + ".attn.rope_and_cache", EwFunc::kMul, T * (q_dim + 2 * kv_dim), e.act(),
                                   e.act(), {qkv}, false);
   const TensorUse cache = e.b().state(L + ".attn.kv_cache",
-                                      static_cast<double>(2 * s.batch * cache_tokens * kv_dim) * e.act_bytes());
+                                      static_cast<double>(2 * all_cached * kv_dim) * e.act_bytes());
   const TensorUse o = e.new_act(L + ".attn.out", static_cast<double>(T * q_dim));
   const std::map<std::string, TensorUse> names{{"q", q}, {"k", cache}, {"v", cache}, {"o", o}};
-  if (s.past_tokens > 0) {
+  if (s.ragged()) {
+    ragged_attention(e, L + ".attn", q, cache, o, i);
+  } else if (s.past_tokens > 0) {
     e.b().emit_op(L + ".attn.flash_decoding",
                   models::Op(models::OpKind::kSdpaDecode, e.act(),
                              models::SdpaDecodeShape{s.batch, m.heads, m.kv_heads, cache_tokens, m.head_dim}),
@@ -175,8 +187,9 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
   StepEmitter e(w, s, b);
   const auto& m = w.model;
   const std::int64_t T = e.tokens(), d = m.d_model;
-  if (s.past_tokens > 0 && s.new_tokens > 1) {
-    throw ModelError("fused lowering: chunked prefill against a filled cache is not modeled");
+  if (s.ragged() && m.mla) throw ModelError("serving steps of multi-head latent attention models are not modeled yet");
+  if (!s.ragged() && s.past_tokens > 0 && s.new_tokens > 1) {
+    throw ModelError("fused lowering: chunked prefill against a filled cache is modeled for ragged (serving) steps only");
   }
   const TensorUse table = e.weight("embed_tokens", static_cast<double>(m.vocab * d));
   TensorUse x = e.new_act("embed_tokens", static_cast<double>(T * d));
@@ -197,7 +210,8 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
   b.end_layers();
   const TensorUse h = fused_norm(e, "final_norm", x);
   const TensorUse head = m.tied_embeddings ? table : e.weight("lm_head", static_cast<double>(m.vocab * d));
-  e.linear("lm_head", s.batch, m.vocab, d, false, h, head);
+  // Logits for the sequences that sample a token only (every sequence of a uniform step).
+  if (s.sampled() > 0) e.linear("lm_head", s.sampled(), m.vocab, d, false, h, head);
 }
 
 }  // namespace gpusim::workloads

@@ -30,7 +30,7 @@ class StepEmitter {
   const StepShape& s() const { return s_; }
   ProgramBuilder& b() { return b_; }
   const hw::HardwareSpec& hw() const { return b_.hw(); }
-  std::int64_t tokens() const { return s_.batch * s_.new_tokens; }
+  std::int64_t tokens() const { return s_.tokens(); }
   hw::DType act() const { return act_; }    // activation storage type
   hw::DType math() const { return math_; }  // GEMM type (tf32 for fp32 storage with tf32 math)
   double act_bytes() const { return hw::bytes_per_element(act_); }

@@ -6,6 +6,20 @@
 
 namespace gpusim::workloads {
 
+std::int64_t StepShape::tokens() const {
+  if (seqs.empty()) return batch * new_tokens;
+  std::int64_t t = 0;
+  for (const auto& q : seqs) t += q.new_tokens;
+  return t;
+}
+
+std::int64_t StepShape::sampled() const {
+  if (seqs.empty()) return batch;
+  std::int64_t n = 0;
+  for (const auto& q : seqs) n += q.samples ? 1 : 0;
+  return n;
+}
+
 std::vector<std::pair<std::string, StepShape>> step_shapes(const ModelWorkload& w) {
   std::vector<std::pair<std::string, StepShape>> steps;
   switch (w.phase) {

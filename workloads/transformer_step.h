@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "workloads/kernel_program.h"
@@ -10,10 +11,33 @@
 
 namespace gpusim::workloads {
 
+// One sequence of a serving engine's ragged step: `new_tokens` of it run against `past_tokens`
+// already in its KV cache (a prefill chunk, or 1 for a decode), and whether the step samples a
+// token for it (a decode, or the chunk that ends its prompt).
+struct SeqSlice {
+  std::int64_t new_tokens = 1, past_tokens = 0;
+  bool samples = true;
+  bool operator==(const SeqSlice&) const = default;
+};
+
 struct StepShape {
+  StepShape() = default;
+  StepShape(std::int64_t batch_, std::int64_t new_tokens_, std::int64_t past_tokens_)
+      : batch(batch_), new_tokens(new_tokens_), past_tokens(past_tokens_) {}
+  // A ragged step of these sequences.
+  explicit StepShape(std::vector<SeqSlice> seqs_)
+      : batch(static_cast<std::int64_t>(seqs_.size())), seqs(std::move(seqs_)) {}
+
   std::int64_t batch = 1;
   std::int64_t new_tokens = 1;   // per sequence: the prompt (prefill) or 1 (decode)
   std::int64_t past_tokens = 0;  // already in the KV cache
+  // A ragged step (the fused lowering only, as continuous batching runs it): every sequence's
+  // slice; `batch` is their count and the uniform fields above are unused.
+  std::vector<SeqSlice> seqs;
+  bool ragged() const { return !seqs.empty(); }
+  // Tokens through the step's GEMMs, and rows of its lm_head.
+  std::int64_t tokens() const;
+  std::int64_t sampled() const;
 };
 
 // What a layer lowers to, by its index: layers of one kind lower to the same kernels on the same

@@ -447,6 +447,11 @@ Workload read_with_overrides(const hw::YamlDocument& doc,
 
 }  // namespace
 
+ModelConfig read_model_keys(const hw::YamlDocument& doc, hw::MappingReader& root,
+                            const std::filesystem::path& models_dir) {
+  return read_model(doc, root, models_dir);
+}
+
 Workload load_workload(const std::filesystem::path& file,
                        const std::vector<WorkloadOverride>& overrides,
                        const std::filesystem::path& models_dir) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "hw/dtype.h"
+#include "hw/yaml_document.h"
 #include "models/op.h"
 #include "workloads/model_config.h"
 #include "workloads/overrides.h"
@@ -110,6 +111,12 @@ Workload load_workload(const std::filesystem::path& file,
 Workload parse_workload(std::string text, const std::string& label,
                         const std::vector<WorkloadOverride>& overrides,
                         const std::filesystem::path& models_dir);
+
+// The model a file names under `model:` (a preset in `models_dir` or inline fields) or
+// `hf_config:` (a Hugging Face config.json, relative to the file), for files of other kinds that
+// name a model the same way (serve files).
+ModelConfig read_model_keys(const hw::YamlDocument& doc, hw::MappingReader& root,
+                            const std::filesystem::path& models_dir);
 
 std::string_view name(Phase phase);          // "prefill", "decode", "generate"
 std::string_view name(Lowering lowering);    // "hf-eager", "fused"

@@ -1,0 +1,70 @@
+// A serving run: requests arrive, the scheduler forms each step's batch, the step's time comes
+// from the simulated chip (serve/step_timer.h) plus the engine's host time, tokens are emitted
+// at the end of the step that samples them. Deterministic: the same spec and chip give the same
+// run, bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hw/hardware_spec.h"
+#include "models/kernel_model.h"
+#include "serve/serve_spec.h"
+
+namespace gpusim::serve {
+
+struct RequestResult {
+  bool rejected = false;
+  std::string why;                // why it could never be admitted
+  double first_scheduled_s = -1;  // when a step first ran any of it
+  std::vector<double> token_s;    // when each output token was emitted
+  std::int64_t preemptions = 0;
+};
+
+struct StepRecord {
+  double start_s = 0, duration_s = 0;  // duration: GPU time plus the engine's host time
+  double gpu_us = 0;
+  std::int64_t seqs = 0, tokens = 0, prefills = 0, decodes = 0;
+  std::int64_t kv_blocks = 0;  // in use after the step
+  std::int64_t waiting = 0;    // requests queued after it
+  std::int64_t preempted = 0;
+  bool graph = false;
+};
+
+struct ServeResult {
+  std::vector<RequestResult> requests;  // as spec.requests
+  std::vector<StepRecord> steps;
+  std::int64_t num_blocks = 0, block_size = 0;
+  double kv_bytes_per_token = 0, weights_bytes = 0, activation_bytes = 0, capacity_bytes = 0;
+  double end_s = 0;  // the last step's end
+  std::size_t shapes_simulated = 0, shapes_reused = 0;
+};
+
+// `progress(done, total)` is called as requests finish (for a progress display), may be empty.
+// `reuse`: steps of a shape seen before, and kernels that repeat, take the earlier results (the
+// same run, faster); off only to check that against a simulation of every step from scratch.
+ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const models::KernelModelRegistry& models,
+                      const std::function<void(std::size_t, std::size_t)>& progress = {}, bool reuse = true);
+
+// Latency and throughput figures of a run.
+struct Percentiles {
+  double p50 = 0, p90 = 0, p99 = 0, mean = 0;
+  std::size_t n = 0;
+};
+Percentiles percentiles(std::vector<double> values);
+
+struct ServeSummary {
+  std::size_t requests = 0, completed = 0, rejected = 0;
+  double duration_s = 0;  // first arrival to the last token
+  double requests_per_s = 0, output_tokens_per_s = 0, total_tokens_per_s = 0;
+  Percentiles ttft_s, tpot_s, itl_s, e2e_s, queueing_s;
+  std::size_t good = 0;  // completed within every SLO given
+  double goodput_requests_per_s = 0;
+  std::int64_t preemptions = 0;
+  double mean_batch = 0, peak_kv_share = 0, mean_kv_share = 0;
+};
+ServeSummary summarize(const ServeSpec& spec, const ServeResult& r);
+
+}  // namespace gpusim::serve

@@ -1,0 +1,58 @@
+// A serve file: the model, the serving engine (a preset of configs/engines with overrides), the
+// requests (a file or a generator) and the latency targets. docs/serving.md lists the keys.
+//
+//   model: llama3-8b          # or hf_config: config.json
+//   dtype: bf16
+//   engine: vllm-v1           # configs/engines/vllm-v1.yaml (default)
+//   scheduler: {max_num_seqs: 256}
+//   requests:
+//     count: 1000
+//     arrival: poisson        # poisson | fixed-rate | all-at-once
+//     rate: 8                 # requests a second
+//     prompt_tokens: {uniform: [128, 2048]}
+//     output_tokens: 256
+//     seed: 1
+//   slo: {ttft: 500ms, tpot: 50ms}
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "serve/requests.h"
+#include "serve/scheduler.h"
+#include "sim/time.h"
+#include "workloads/overrides.h"
+#include "workloads/workload.h"
+
+namespace gpusim::serve {
+
+struct EngineSpec {
+  std::string name, description;
+  SchedulerConfig scheduler;     // num_blocks 0: sized from memory (gpu_memory_utilization)
+  double gpu_memory_utilization = 0.9;
+  std::int64_t cuda_graph_max_tokens = 0;  // steps of at most this many tokens replay CUDA graphs
+  sim::Time step_overhead;                 // host time a step adds
+};
+
+struct Slo {
+  std::optional<double> ttft_s, tpot_s, e2e_s;
+};
+
+struct ServeSpec {
+  std::string name;
+  workloads::ModelWorkload model;  // phase decode, lowering fused: the engine's steps
+  EngineSpec engine;
+  std::vector<Request> requests;
+  std::string requests_source;  // "file x.jsonl" or "poisson 8/s, seed 1, ..."
+  Slo slo;
+};
+
+// Reads a serve file with `overrides` (`--set workload.KEY=VALUE`, keys as in the file:
+// requests.rate, scheduler.max_num_seqs) applied; engine presets come from `engines_dir`, model
+// presets from `models_dir`. Bad input is a ConfigError naming file, line and key.
+ServeSpec load_serve_spec(const std::filesystem::path& file, const std::vector<workloads::WorkloadOverride>& overrides,
+                          const std::filesystem::path& engines_dir, const std::filesystem::path& models_dir);
+
+}  // namespace gpusim::serve

@@ -1,0 +1,54 @@
+// The GPU time of a serving step, from the simulation: the step's sequences lowered by the fused
+// lowering (a serving engine's kernels, ragged attention over the paged cache) and run on the
+// engine, with CUDA graphs for steps of up to the engine's captured size and eager launches
+// beyond. Results are kept per step shape (every sequence's new and cached tokens): a step of a
+// shape seen before takes that result, exactly.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "hw/hardware_spec.h"
+#include "hw/kernel_outcome_cache.h"
+#include "models/kernel_model.h"
+#include "serve/serve_spec.h"
+#include "workloads/op_lowering_cache.h"
+#include "workloads/transformer_step.h"
+
+namespace gpusim::serve {
+
+struct StepTime {
+  double gpu_us = 0;        // first launch to last kernel end
+  double kernel_us = 0;     // summed kernel time
+  std::int64_t kernels = 0;
+  bool graph = false;       // replayed as a CUDA graph
+};
+
+class StepTimer {
+ public:
+  StepTimer(const workloads::ModelWorkload& w, const hw::HardwareSpec& hw, const EngineSpec& engine,
+            const models::KernelModelRegistry& models, bool reuse = true);
+  StepTimer(const StepTimer&) = delete;
+  StepTimer& operator=(const StepTimer&) = delete;
+
+  const StepTime& time(const std::vector<workloads::SeqSlice>& seqs);
+  // The activation peak of a step of `tokens` prompt tokens (what the engine's profiling run
+  // measures to size its KV cache).
+  double activation_peak_bytes(std::int64_t tokens);
+
+  std::size_t simulated() const { return memo_.size(); }
+  std::size_t reused() const { return hits_; }
+
+ private:
+  const workloads::ModelWorkload& w_;
+  const hw::HardwareSpec& hw_;
+  const EngineSpec& engine_;
+  workloads::OpLoweringCache lowering_;
+  hw::KernelOutcomeCache outcomes_;
+  bool reuse_;
+  std::map<std::vector<std::int64_t>, StepTime> memo_;  // key: (new, past, samples) per sequence
+  std::size_t hits_ = 0;
+};
+
+}  // namespace gpusim::serve
