@@ -108,13 +108,12 @@ void read_points(Study& s, const hw::YamlDocument& doc, const YAML::Node& points
 }
 
 std::vector<std::string> read_metrics(const hw::YamlDocument& doc, const std::optional<YAML::Node>& node,
-                                      const std::vector<std::string>& columns) {
-  if (!node) return study_metric_names();
+                                      const std::vector<std::string>& columns, const std::vector<std::string>& known) {
+  if (!node) return known;
   if (!node->IsSequence() || node->size() == 0) {
     throw ConfigError(doc.label(), hw::YamlDocument::line_of(*node), "metrics", "expected a non-empty list of metric names");
   }
   std::vector<std::string> out;
-  const auto& known = study_metric_names();
   for (std::size_t i = 0; i < node->size(); ++i) {
     const std::string name = hw::scalar_text(doc, (*node)[i], fmt::format("metrics[{}]", i));
     const std::string base = name.substr(0, name.find('/'));
@@ -157,6 +156,14 @@ StudyPlot read_plot(const Study& s, const hw::YamlDocument& doc, const YAML::Nod
 
 }  // namespace
 
+const std::vector<std::string>& serve_metric_names() {
+  static const std::vector<std::string> kNames{
+      "completed", "rejected", "requests_per_s", "output_tokens_per_s", "goodput_requests_per_s",
+      "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "itl_p99_s",
+      "e2e_p50_s", "e2e_p99_s", "queueing_p99_s", "preemptions", "mean_batch", "peak_kv_share", "kv_blocks"};
+  return kNames;
+}
+
 const std::vector<std::string>& study_metric_names() {
   static const std::vector<std::string> kNames{
       "total_us", "kernel_time_us", "kernels", "ttft_us", "tpot_us", "tokens_per_s",
@@ -174,6 +181,14 @@ Study load_study(const std::filesystem::path& file) {
   s.file = file;
   s.name = r.optional_text("name").value_or(file.stem().string());
   s.workload = (file.parent_path() / r.text("workload")).lexically_normal();
+  // A serve file (requests: at its top) is served at each point; anything else is run.
+  {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(s.workload, ec)) {
+      const hw::YamlDocument w = hw::YamlDocument::from_file(s.workload);
+      s.serve = w.root().IsMap() && w.root()["requests"].IsDefined();
+    }
+  }
   s.hw = resolve_value(s, "hw", r.text("hw"));
   const std::string mode = r.has("mode") ? r.choice("mode", {"graph", "eager"}) : "graph";
   s.mode = mode == "eager" ? hw::LaunchMode::kEager : hw::LaunchMode::kGraph;
@@ -184,7 +199,7 @@ Study load_study(const std::filesystem::path& file) {
   }
   if (grid) read_grid(s, doc, *grid);
   if (points) read_points(s, doc, *points);
-  s.metrics = read_metrics(doc, r.optional_node("metrics"), s.columns);
+  s.metrics = read_metrics(doc, r.optional_node("metrics"), s.columns, s.serve ? serve_metric_names() : study_metric_names());
   if (const auto plot = r.optional_node("plot")) s.plot = read_plot(s, doc, *plot);
   r.reject_unknown();
   return s;

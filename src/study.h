@@ -36,6 +36,7 @@ struct Study {
   std::string name;
   std::filesystem::path file;       // the study file
   std::filesystem::path workload;   // base workload file (resolved against the study file)
+  bool serve = false;               // the workload is a serve file (gpusim serve): serve metrics
   std::string hw;                   // base hardware: preset name or resolved file path
   hw::LaunchMode mode = hw::LaunchMode::kGraph;
   std::vector<std::string> columns;  // every key any point sets, in first-seen order
@@ -44,8 +45,9 @@ struct Study {
   std::optional<StudyPlot> plot;
 };
 
-// The metric names a study may record.
+// The metric names a study may record: of a run workload, and of a serve file.
 const std::vector<std::string>& study_metric_names();
+const std::vector<std::string>& serve_metric_names();
 
 // Reads and checks a study file (ConfigError naming file, line and key on bad input).
 Study load_study(const std::filesystem::path& file);

@@ -19,6 +19,8 @@
 #include "src/mpi_world.h"
 #include "src/output_files.h"
 #include "src/progress.h"
+#include "serve/serve_run.h"
+#include "serve/serve_spec.h"
 #include "src/simulate_workload.h"
 
 namespace gpusim::cli {
@@ -30,8 +32,9 @@ constexpr const char* kResults = "results.csv";
 // A point ready to simulate.
 struct ResolvedPoint {
   hw::HardwareSpec hw;
-  workloads::Workload workload;
+  workloads::Workload workload;  // a run workload (unused for a serve study)
   std::string workload_file;
+  std::optional<serve::ServeSpec> serve;  // a serve study's point
 };
 
 std::string setting_of(const StudyPoint& p, const std::string& key) {
@@ -60,9 +63,14 @@ ResolvedPoint resolve(const Study& study, const StudyPoint& p, const Environment
     if (s.key.rfind("workload.", 0) == 0) workload_overrides.push_back({s.key.substr(9), s.value});
   }
   try {
+    if (study.serve) {
+      return {hw::load_hardware(hw_name, catalog, hw_overrides), workloads::OpWorkload{}, workload_file,
+              serve::load_serve_spec(workload_file, workload_overrides, env.config_dir / "engines",
+                                     env.config_dir / "models")};
+    }
     return {hw::load_hardware(hw_name, catalog, hw_overrides),
             workloads::load_workload(workload_file, workload_overrides, env.config_dir / "models"),
-            workload_file};
+            workload_file, std::nullopt};
   } catch (const ConfigError& e) {
     // An override's value is the point's: name the study's line for it.
     if (e.file() != "command line") throw;
@@ -147,6 +155,46 @@ std::vector<std::string> row_of(const Study& study, std::size_t index, const Run
   std::vector<std::string> row{std::to_string(index), p.name};
   for (const auto& c : study.columns) row.push_back(setting_of(p, c));
   for (const auto& m : study.metrics) row.push_back(metric_value(m, r, w, p, top_kernel));
+  return row;
+}
+
+// A serve point's metric (serve_metric_names()).
+std::string serve_metric(const std::string& metric, const serve::ServeSummary& s, const serve::ServeResult& r) {
+  if (metric == "completed") return std::to_string(s.completed);
+  if (metric == "rejected") return std::to_string(s.rejected);
+  if (metric == "requests_per_s") return number(s.requests_per_s);
+  if (metric == "output_tokens_per_s") return number(s.output_tokens_per_s);
+  if (metric == "goodput_requests_per_s") return number(s.goodput_requests_per_s);
+  const auto pct = [](const serve::Percentiles& p, double v) { return p.n > 0 ? number(v) : std::string(); };
+  if (metric == "ttft_p50_s") return pct(s.ttft_s, s.ttft_s.p50);
+  if (metric == "ttft_p90_s") return pct(s.ttft_s, s.ttft_s.p90);
+  if (metric == "ttft_p99_s") return pct(s.ttft_s, s.ttft_s.p99);
+  if (metric == "tpot_p50_s") return pct(s.tpot_s, s.tpot_s.p50);
+  if (metric == "tpot_p90_s") return pct(s.tpot_s, s.tpot_s.p90);
+  if (metric == "tpot_p99_s") return pct(s.tpot_s, s.tpot_s.p99);
+  if (metric == "itl_p99_s") return pct(s.itl_s, s.itl_s.p99);
+  if (metric == "e2e_p50_s") return pct(s.e2e_s, s.e2e_s.p50);
+  if (metric == "e2e_p99_s") return pct(s.e2e_s, s.e2e_s.p99);
+  if (metric == "queueing_p99_s") return pct(s.queueing_s, s.queueing_s.p99);
+  if (metric == "preemptions") return std::to_string(s.preemptions);
+  if (metric == "mean_batch") return number(s.mean_batch);
+  if (metric == "peak_kv_share") return number(s.peak_kv_share);
+  if (metric == "kv_blocks") return std::to_string(r.num_blocks);
+  throw std::logic_error("unknown serve metric " + metric);
+}
+
+std::vector<std::string> serve_row(const Study& study, std::size_t index, const serve::ServeSpec& spec,
+                                   const serve::ServeResult& r) {
+  const StudyPoint& p = study.points[index];
+  const serve::ServeSummary s = serve::summarize(spec, r);
+  std::vector<std::string> row{std::to_string(index), p.name};
+  for (const auto& c : study.columns) row.push_back(setting_of(p, c));
+  for (const auto& m : study.metrics) {
+    const auto slash = m.find('/');
+    std::string v = serve_metric(m.substr(0, slash), s, r);
+    if (slash != std::string::npos && !v.empty()) v = number(std::stod(v) / std::stod(setting_of(p, m.substr(slash + 1))));
+    row.push_back(v);
+  }
   return row;
 }
 
@@ -303,11 +351,16 @@ SweepSummary run_sweep(const Study& study, const Environment& env, const SweepOp
   auto simulate = [&](std::size_t k) {
     const std::size_t i = mine[k];
     const ResolvedPoint& p = points[i];
-    workloads::SimulateOptions sim;
-    sim.reuse = options.reuse;
-    if (options.reuse) sim.cache = &caches.local().for_chip(p.hw);
-    const RunReport r = simulate_workload(p.hw, p.workload, p.workload_file, study.mode, models, sim);
-    const std::string line = csv_line(row_of(study, i, r, p.workload));
+    std::string line;
+    if (p.serve) {
+      line = csv_line(serve_row(study, i, *p.serve, serve::run_serve(*p.serve, p.hw, models, {}, options.reuse)));
+    } else {
+      workloads::SimulateOptions sim;
+      sim.reuse = options.reuse;
+      if (options.reuse) sim.cache = &caches.local().for_chip(p.hw);
+      const RunReport r = simulate_workload(p.hw, p.workload, p.workload_file, study.mode, models, sim);
+      line = csv_line(row_of(study, i, r, p.workload));
+    }
     const std::lock_guard<std::mutex> guard(lock);
     journal << line << kCompleteMark << "\n" << std::flush;
     done[i] = line;

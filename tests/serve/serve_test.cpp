@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "serve/requests.h"
 #include "serve/serve_run.h"
@@ -195,6 +196,40 @@ TEST(ServeRun, RequestsThatCanNeverRunAreReportedAndBadInputIsRefused) {
   EXPECT_EQ(status(serve_file("ok", kGenerated), {"--set", "workload.requests.rate=-1"}), 2);
   // A model too big for the chip's memory leaves no KV cache.
   EXPECT_EQ(status(temp_file("big.yaml", "model: llama3-70b\ndtype: bf16\nrequests:\n" + kGenerated)), 2);
+}
+
+
+
+// A study whose workload is a serve file sweeps serve files' keys and records serve metrics.
+TEST(ServeSweep, AStudyOverAServeFileRecordsServeMetrics) {
+  const auto file = serve_file("sweep", kGenerated);
+  const auto study = temp_file("study.yaml", "workload: " + file + "\nhw: h100\ngrid:\n  workload.requests.rate: [5, 400]\n"
+                                             "metrics: [completed, ttft_p99_s, tpot_p50_s, mean_batch]\n");
+  const auto out = (std::filesystem::temp_directory_path() / "gpusim_serve_sweep").string();
+  std::filesystem::remove_all(out);
+  const auto r = gpusim::testing::run_gpusim({"sweep", study, "--out", out});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream csv(out + "/results.csv");
+  std::string header, slow, fast;
+  std::getline(csv, header);
+  std::getline(csv, slow);
+  std::getline(csv, fast);
+  EXPECT_EQ(header, "point,name,workload.requests.rate,completed,ttft_p99_s,tpot_p50_s,mean_batch");
+  const auto cell = [](const std::string& line, int k) {
+    std::stringstream ss(line);
+    std::string c;
+    for (int i = 0; i <= k; ++i) std::getline(ss, c, ',');
+    return std::stod(c);
+  };
+  EXPECT_EQ(cell(slow, 3), 40);
+  EXPECT_EQ(cell(fast, 3), 40);
+  // Eighty times the arrival rate: bigger batches, and first tokens that wait longer.
+  EXPECT_GT(cell(fast, 6), cell(slow, 6));
+  EXPECT_GT(cell(fast, 4), cell(slow, 4));
+  // A run metric is not a serve metric.
+  const auto bad = temp_file("bad_study.yaml", "workload: " + file + "\nhw: h100\ngrid:\n  workload.requests.rate: [5]\n"
+                                               "metrics: [total_us]\n");
+  EXPECT_EQ(gpusim::testing::run_gpusim({"sweep", bad, "--out", out + "-bad"}).status, 2);
 }
 
 }  // namespace
