@@ -33,6 +33,7 @@
 #include "validation/host_suite.h"
 #include "validation/cs336_suite.h"
 #include "validation/replay_suite.h"
+#include "validation/serve_steps_suite.h"
 #include "validation/train_suite.h"
 
 namespace gpusim::cli {
@@ -49,6 +50,7 @@ struct SuiteSpec {
   bool cs336_train = false;  // cs336_basics forward+backward steps (validation/cs336_suite.h)
   bool train_wall = false;  // eager wall time of training steps; csv lists the files, ", "-separated
   bool replay = false;  // profiler traces replayed (validation/replay_suite.h); csv: the traces' index
+  bool serve_steps = false;  // continuous-batching steps (validation/serve_steps_suite.h)
 };
 
 // Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
@@ -237,6 +239,12 @@ const std::vector<SuiteSpec>& suites() {
        "the same traces replayed on the H200 preset: the H200 trace (same-chip) and the H100 trace --from h100 "
        "(cross-chip), against the H200's recorded kernel time",
        false, 0, false, false, false, false, false, false, true},
+      {"serve-steps-h100", "h100", "serve_steps_h100.json",
+       "continuous-batching steps (ragged batches of prefill chunks and decodes) of Llama-3.2-1B- and Llama-3-8B-"
+       "shaped models on an H100, 2026-11-26 (validation/measure/serve_steps.py: Inductor-fused norms, RoPE and "
+       "activation, cuBLAS GEMMs, FlashAttention-2's varlen forward), against gpusim serve's ragged steps; every "
+       "other mix held out; compared before any change to the serving lowering",
+       false, 0, false, false, false, false, false, false, false, true},
       {"host-h100", "h100", "host_walls_h100.json",
        "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "
        "H100 machine's host, one session (2026-11-24 23:41 UTC): the layer sweep the preset's host "
@@ -545,6 +553,8 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       rows = validation::compare_measured_models(data / s.csv, spec, models);
     } else if (s.replay) {
       rows = validation::compare_replays(data / s.csv, s.hw, catalog, models);
+    } else if (s.serve_steps) {
+      rows = validation::compare_serve_steps(data / s.csv, spec, models);
     } else if (s.train) {
       rows = validation::compare_train_steps(data / s.csv, spec, models, not_compared);
     } else if (s.train_wall) {
