@@ -57,6 +57,10 @@ struct ThroughputSpec {
   // reach: 1 where mma.sync is the native path (sm_80, sm_120); below 1 on sm_90, whose full rate
   // needs warpgroup MMA (wgmma).
   double mma_sync_share = 1.0;
+  // Share of the tensor rate that pipelined mma.sync kernels reach (FlashAttention-2: operands
+  // staged in shared memory by cp.async, fed by ldmatrix, no register staging of global loads):
+  // 1 where mma.sync is native; below 1 on sm_90.
+  double mma_sync_pipelined_share = 1.0;
 
   bool operator==(const ThroughputSpec&) const = default;
 };

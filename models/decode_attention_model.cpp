@@ -135,6 +135,7 @@ std::vector<Launch> DecodeAttentionModel::lower(const Op& op, const hw::Hardware
       // the MMAs run on padded rows (this inflates tensor FLOPs by 64 / g).
       const double tile_scores = static_cast<double>(t.block_m * tiles * t.block_n);
       w.tensor_flops = 4.0 * tile_scores * static_cast<double>(s.D);
+      w.tensor_efficiency = hw.throughput.mma_sync_pipelined_share;  // FlashAttention-2's mma.sync
       w.tensor_dtype = op.dtype();
       w.fp32_flops = 4.0 * tile_scores + static_cast<double>(t.block_m * s.D * tiles);
       w.sfu_ops = tile_scores + static_cast<double>(t.block_m * tiles);

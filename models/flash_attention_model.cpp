@@ -130,6 +130,8 @@ hw::Launch lower_flash_fwd(const FlashFwdProblem& p, const hw::HardwareSpec& hw,
                                static_cast<double>(t.block_n);
     w.tensor_flops = 4.0 * tile_scores * static_cast<double>(p.D);
     w.tensor_dtype = p.dtype;
+    // FlashAttention-2 is sm_80 code: mma.sync, at its pipelined share of the tensor rate.
+    w.tensor_efficiency = hw.throughput.mma_sync_pipelined_share;
     // Online softmax per score: scale-and-subtract (FMA), running max, row sum, conversion to
     // 16-bit for the PV MMA: about 4 FP32 ops (softmax.h); plus the O rescale per key tile.
     w.fp32_flops = 4.0 * tile_scores + static_cast<double>(t.block_m * p.D * n_blocks);

@@ -44,6 +44,16 @@ void read_engine_keys(const hw::YamlDocument& doc, hw::MappingReader& r, EngineS
     read_scheduler(doc, *n, r.path("scheduler"), e);
   }
   if (r.has("cuda_graph_max_tokens")) e.cuda_graph_max_tokens = r.integer("cuda_graph_max_tokens", 0, kMaxTokens);
+  using K = workloads::ModelWorkload::ServingKernels;
+  if (r.has("attention")) {
+    e.kernels.attention = r.choice("attention", {"split-decode", "unified-varlen"}) == "unified-varlen"
+                              ? K::Attention::kUnifiedVarlen
+                              : K::Attention::kSplitDecode;
+  }
+  if (r.has("fused_kernels")) {
+    e.kernels.elementwise = r.choice("fused_kernels", {"cuda", "inductor"}) == "inductor" ? K::Elementwise::kInductor
+                                                                                         : K::Elementwise::kCuda;
+  }
   if (r.has("step_overhead")) e.step_overhead = duration(r, "step_overhead");
 }
 
@@ -146,6 +156,7 @@ ServeSpec load_serve_spec(const std::filesystem::path& path, const std::vector<w
     if (spec.model.model.mla) root.fail("model", "serving multi-head latent attention models is not modeled yet");
     spec.engine = load_engine(root.optional_text("engine").value_or("vllm-v1"), engines_dir, root);
     read_engine_keys(doc, root, spec.engine);
+    spec.model.serving = spec.engine.kernels;
     read_requests_keys(doc, root, spec);
     if (const auto n = root.optional_node("slo")) {
       hw::MappingReader s(doc, *n, "slo");

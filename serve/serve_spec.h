@@ -34,6 +34,7 @@ struct EngineSpec {
   double gpu_memory_utilization = 0.9;
   std::int64_t cuda_graph_max_tokens = 0;  // steps of at most this many tokens replay CUDA graphs
   sim::Time step_overhead;                 // host time a step adds
+  workloads::ModelWorkload::ServingKernels kernels;  // attention and fused kernels of its steps
 };
 
 struct Slo {

@@ -31,6 +31,9 @@ std::vector<Comparison> compare_serve_steps(const std::filesystem::path& file, c
       w.phase = workloads::Phase::kDecode;
       w.lowering = workloads::Lowering::kFused;
       w.dtype = hw::DType::kBf16;
+      // The measured stand-in engine's kernels (configs/engines/pytorch-fa2-varlen.yaml).
+      w.serving.attention = workloads::ModelWorkload::ServingKernels::Attention::kUnifiedVarlen;
+      w.serving.elementwise = workloads::ModelWorkload::ServingKernels::Elementwise::kInductor;
       std::vector<workloads::SeqSlice> seqs;
       for (const auto& s : c.at("seqs")) {
         // Every sequence samples: the measured step runs the lm_head on each sequence's last row.

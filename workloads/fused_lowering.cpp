@@ -21,9 +21,37 @@ using hw::DType;
 using hw::TensorUse;
 using models::EwFunc;
 
+bool inductor(const StepEmitter& e) {
+  return e.workload().serving.elementwise == ModelWorkload::ServingKernels::Elementwise::kInductor;
+}
+
+// Inductor's pointwise kernels compiled for dynamic shapes (one graph for every step size): 512
+// elements a block of 256 threads, and an element's offsets computed from runtime sizes with
+// 64-bit divisions and remainders, FP32-pipe work an element (in FLOP units: 2 a lane-cycle).
+// Fitted on the calibration steps of validation/data/serve_steps_h100.json (Llama-3.2-1B mix 0:
+// SiLU-and-mul 4.1 ps an element, q's RoPE 10.4, k's RoPE and cache write 13.3 on the H100; the
+// 8B model's mix 4 gives 4.4, 11.2 and 13.6).
+constexpr std::int64_t kDynamicBlock = 512;
+constexpr double kSiluMulIndexFlops = 240;  // one division by the row width, its remainder
+constexpr double kRopeQIndexFlops = 610;    // heads, the cat's halves, the table gather
+constexpr double kRopeKIndexFlops = 790;    // the same for K and V, and the cache slot
+
+TensorUse dynamic_pointwise(StepEmitter& e, const std::string& label, const std::string& name, std::int64_t n,
+                            const std::vector<TensorUse>& reads, const std::vector<TensorUse>& writes, double flops) {
+  return e.triton(label, name, n, 0, reads, writes, 1, 256, flops, (n + kDynamicBlock - 1) / kDynamicBlock);
+}
+
 TensorUse fused_norm(StepEmitter& e, const std::string& label, const TensorUse& x) {
   const std::int64_t T = e.tokens(), d = e.m().d_model;
   const TensorUse y = e.new_act(label, static_cast<double>(T * d));
+  if (inductor(e) && e.m().norm == Norm::kRmsNorm) {
+    // Inductor's looped reduction of the residual add and RMSNorm: reads the row for its sum of
+    // squares, again to scale it; writes the normed row and the new residual.
+    e.triton(label, "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt", T, d,
+             {x, e.weight(label + ".weight", static_cast<double>(d))}, {y, e.new_act(label + ".residual", static_cast<double>(T * d))},
+             2);
+    return y;
+  }
   const auto kind = e.m().norm == Norm::kRmsNorm ? models::OpKind::kRmsNorm : models::OpKind::kLayerNorm;
   e.b().emit_op(label, models::Op(kind, e.act(), models::RowShape{T, d}),
                 {{"x", x}, {"y", y}, {"weight", e.weight(label + ".weight", static_cast<double>(d))}});
@@ -38,8 +66,11 @@ TensorUse gated_mlp(StepEmitter& e, const std::string& label, const TensorUse& h
   const TensorUse up = e.linear(label + ".gate_up_proj", T, up_width, d, m.mlp_bias, h,
                                 e.weight(label + ".gate_up_proj", static_cast<double>(up_width * d)));
   // One kernel reads the gate and up halves and writes act(gate) * up.
-  const TensorUse act = e.pointwise(label + ".act_and_mul", m.activation == Activation::kSwiglu ? EwFunc::kSilu : EwFunc::kGelu,
-                                    T * width, e.act(), e.act(), {up}, false);
+  const TensorUse act =
+      inductor(e) ? dynamic_pointwise(e, label + ".act_and_mul", "triton_poi_fused_mul_silu_split", T * width, {up},
+                                      {e.new_act(label + ".act", static_cast<double>(T * width))}, kSiluMulIndexFlops)
+                  : e.pointwise(label + ".act_and_mul", m.activation == Activation::kSwiglu ? EwFunc::kSilu : EwFunc::kGelu,
+                                T * width, e.act(), e.act(), {up}, false);
   return e.linear(label + ".down_proj", T, d, width, m.mlp_bias, act,
                   e.weight(label + ".down_proj", static_cast<double>(width * d)));
 }
@@ -157,10 +188,24 @@ TensorUse gqa_attention(StepEmitter& e, const std::string& L, const TensorUse& h
     all_cached = 0;
     for (const SeqSlice& seq : s.seqs) all_cached += kept(seq);
   }
-  const TensorUse q = e.pointwise(L + ".attn.rope_and_cache", EwFunc::kMul, T * (q_dim + 2 * kv_dim), e.act(),
-                                  e.act(), {qkv}, false);
   const TensorUse cache = e.b().state(L + ".attn.kv_cache",
                                       static_cast<double>(2 * all_cached * kv_dim) * e.act_bytes());
+  TensorUse q;
+  if (inductor(e)) {
+    // Inductor splits it in two: q's rotation, then k's with K and V written into the cache; each
+    // gathers its tokens' rows of the cos and sin tables.
+    const double eb = e.act_bytes();
+    const TensorUse tables = e.weight(L + ".attn.rope_tables", static_cast<double>(2 * T * m.head_dim));
+    q = dynamic_pointwise(e, L + ".attn.rope_q", "triton_poi_fused_add_cat_index_mul_neg_slice_unsqueeze_view", T * q_dim,
+                          {TensorUse{qkv.tensor, static_cast<std::int64_t>(static_cast<double>(T * q_dim) * eb)}, tables},
+                          {e.new_act(L + ".attn.q", static_cast<double>(T * q_dim))}, kRopeQIndexFlops);
+    dynamic_pointwise(e, L + ".attn.rope_k_and_cache", "triton_poi_fused_add_cat_index_index_copy_mul_neg_slice_unsqueeze_view",
+                      T * kv_dim, {TensorUse{qkv.tensor, static_cast<std::int64_t>(static_cast<double>(2 * T * kv_dim) * eb)}, tables},
+                      {TensorUse{cache.tensor, static_cast<std::int64_t>(static_cast<double>(2 * T * kv_dim) * eb)}},
+                      kRopeKIndexFlops);
+  } else {
+    q = e.pointwise(L + ".attn.rope_and_cache", EwFunc::kMul, T * (q_dim + 2 * kv_dim), e.act(), e.act(), {qkv}, false);
+  }
   const TensorUse o = e.new_act(L + ".attn.out", static_cast<double>(T * q_dim));
   const std::map<std::string, TensorUse> names{{"q", q}, {"k", cache}, {"v", cache}, {"o", o}};
   if (s.ragged()) {

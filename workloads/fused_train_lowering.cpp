@@ -50,23 +50,6 @@ constexpr DType kF32 = DType::kFp32;
 constexpr double kRopeFlopsPerElem = 220;
 constexpr double kRopeBackwardFlopsPerElem = 330;
 
-// One Triton kernel: a pointwise one over `x` elements (r = 0) or a reduction of `x` rows of `r`.
-TensorUse triton(StepEmitter& e, const std::string& label, const std::string& name, std::int64_t x, std::int64_t r,
-                 const std::vector<TensorUse>& reads, const std::vector<TensorUse>& writes, int passes = 1,
-                 int threads = 0, double flops_per_elem = 2) {
-  models::TritonKernel k;
-  k.name = name;
-  k.xnumel = x;
-  k.rnumel = r;
-  k.passes = passes;
-  k.threads = threads;
-  k.flops_per_elem = flops_per_elem;
-  k.reads = reads;
-  k.writes = writes;
-  e.emit(label, {models::lower_triton(k, e.hw())});
-  return writes.empty() ? TensorUse{} : writes.front();
-}
-
 // A part of a tensor a kernel reads (rows gathered from a table, one row per token).
 TensorUse part(const TensorUse& t, double bytes) { return TensorUse{t.tensor, static_cast<std::int64_t>(bytes)}; }
 
@@ -111,7 +94,7 @@ NormTape add_norm(StepEmitter& e, const std::string& label, const std::vector<Te
     t.x = inputs.front();
   }
   writes.push_back(t.rstd);
-  triton(e, label, "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt", T, d, reads, writes, 2);
+  e.triton(label, "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt", T, d, reads, writes, 2);
   return t;
 }
 
@@ -138,7 +121,7 @@ TensorUse norm_backward(StepEmitter& e, const std::string& label, const NormTape
     writes.push_back(part(*embedding_table, static_cast<double>(T * d) * 4));
     name = "triton_red_fused__to_copy_add_div_embedding_dense_backward_expand_mul_pow_sum";
   }
-  triton(e, label + ".grad_input", name, T, d, reads, writes, 2, 256);
+  e.triton(label + ".grad_input", name, T, d, reads, writes, 2, 256);
   return dx;
 }
 
@@ -152,14 +135,14 @@ void attention_inputs(StepEmitter& e, const std::string& L, const TensorUse& q, 
   if (m.qk_norm) {
     t.qk = {q, k, e.weight(L + ".attn.q_norm.weight", static_cast<double>(D)),
             e.weight(L + ".attn.k_norm.weight", static_cast<double>(D))};
-    triton(e, L + ".attn.q_norm_rope", "triton_per_fused__to_copy_cos_mean_mul_neg_pow_rsqrt_sin", T * Hq, D,
+    e.triton(L + ".attn.q_norm_rope", "triton_per_fused__to_copy_cos_mean_mul_neg_pow_rsqrt_sin", T * Hq, D,
            {q, t.qk.q_weight, freqs}, {qr}, 1, 0, kRopeFlopsPerElem);
-    triton(e, L + ".attn.k_norm_rope", "triton_per_fused__to_copy_cos_mean_mul_neg_pow_rsqrt_sin", T * Hkv, D,
+    e.triton(L + ".attn.k_norm_rope", "triton_per_fused__to_copy_cos_mean_mul_neg_pow_rsqrt_sin", T * Hkv, D,
            {k, t.qk.k_weight, freqs}, {kr}, 1, 0, kRopeFlopsPerElem);
   } else {
-    triton(e, L + ".attn.rope_q", "triton_poi_fused__to_copy_add_cat_cos_mul_neg_sin", T * Hq * D, 0, {q, freqs}, {qr},
+    e.triton(L + ".attn.rope_q", "triton_poi_fused__to_copy_add_cat_cos_mul_neg_sin", T * Hq * D, 0, {q, freqs}, {qr},
            1, 0, kRopeFlopsPerElem);
-    triton(e, L + ".attn.rope_k", "triton_poi_fused__to_copy_add_cat_cos_mul_neg_sin", T * Hkv * D, 0, {k, freqs},
+    e.triton(L + ".attn.rope_k", "triton_poi_fused__to_copy_add_cat_cos_mul_neg_sin", T * Hkv * D, 0, {k, freqs},
            {kr}, 1, 0, kRopeFlopsPerElem);
   }
   t.q = qr;
@@ -168,9 +151,9 @@ void attention_inputs(StepEmitter& e, const std::string& L, const TensorUse& q, 
     t.v = v;
     return;
   }
-  t.k = triton(e, L + ".attn.repeat_k", "triton_poi_fused_clone_expand_unsqueeze", T * Hq * D, 0, {kr},
+  t.k = e.triton(L + ".attn.repeat_k", "triton_poi_fused_clone_expand_unsqueeze", T * Hq * D, 0, {kr},
                {e.new_act(L + ".attn.k_repeated", static_cast<double>(T * Hq * D))});
-  t.v = triton(e, L + ".attn.repeat_v", "triton_poi_fused_clone_expand_unsqueeze", T * Hq * D, 0, {v},
+  t.v = e.triton(L + ".attn.repeat_v", "triton_poi_fused_clone_expand_unsqueeze", T * Hq * D, 0, {v},
                {e.new_act(L + ".attn.v_repeated", static_cast<double>(T * Hq * D))});
 }
 
@@ -197,7 +180,7 @@ TensorUse layer_forward(StepEmitter& e, int i, const TensorUse& x, const TensorU
   attention_inputs(e, L, q, k, v, freqs, t);
   if (i == 0) {
     // The causal mask sdpa gets, built once (bool, B x S x S).
-    triton(e, "causal_mask", "triton_poi_fused_add_arange_expand_le_scalar_tensor_unsqueeze_where",
+    e.triton("causal_mask", "triton_poi_fused_add_arange_expand_le_scalar_tensor_unsqueeze_where",
            s.batch * s.new_tokens * s.new_tokens, 0, {},
            {e.new_act("causal_mask", static_cast<double>(s.batch * s.new_tokens * s.new_tokens) / 2)});
   }
@@ -214,7 +197,7 @@ TensorUse layer_forward(StepEmitter& e, int i, const TensorUse& x, const TensorU
   t.wd = w("mlp.down_proj", d, F);
   t.gate = e.linear(L + ".mlp.gate_proj", T, F, d, false, t.h2, t.wg);
   t.up = e.linear(L + ".mlp.up_proj", T, F, d, false, t.h2, t.wu);
-  t.act = triton(e, L + ".mlp.act_and_mul", "triton_poi_fused_mul_silu", T * F, 0, {t.gate, t.up},
+  t.act = e.triton(L + ".mlp.act_and_mul", "triton_poi_fused_mul_silu", T * F, 0, {t.gate, t.up},
                  {e.new_act(L + ".mlp.act", static_cast<double>(T * F))});
   return e.linear(L + ".mlp.down_proj", T, d, F, false, t.act, t.wd);
 }
@@ -228,7 +211,7 @@ void forward(StepEmitter& e, Tape& tape) {
   tape.ids = e.b().state("input_ids", static_cast<double>(T) * 8);
   // The rotary frequencies: positions in fp32, inv_freq @ positions (CUTLASS SIMT); cos and sin
   // are computed where they are used.
-  const TensorUse pos = triton(e, "rotary.positions", "triton_poi_fused__to_copy_add_arange_unsqueeze", s.new_tokens,
+  const TensorUse pos = e.triton("rotary.positions", "triton_poi_fused__to_copy_add_arange_unsqueeze", s.new_tokens,
                                0, {}, {e.new_act("rotary.positions", static_cast<double>(s.new_tokens), kF32)});
   const TensorUse inv = e.b().state("rotary.inv_freq", static_cast<double>(half) * 4);
   tape.freqs = e.new_act("rotary.freqs", static_cast<double>(s.batch * s.new_tokens * half), kF32);
@@ -258,11 +241,11 @@ void forward(StepEmitter& e, Tape& tape) {
   // ForCausalLMLoss compiled: the shifted labels, the rows' max and sum of exponentials in one
   // pass over the logits (no fp32 copy), then the mean of the target log-probabilities.
   const TensorUse labels = e.b().state("labels", static_cast<double>(T) * 8);
-  const TensorUse shifted = triton(e, "loss.labels_shift", "triton_poi_fused_constant_pad_nd", T, 0, {labels},
+  const TensorUse shifted = e.triton("loss.labels_shift", "triton_poi_fused_constant_pad_nd", T, 0, {labels},
                                    {e.new_act("loss.labels_shifted", static_cast<double>(T) * 8, kF32)});
-  tape.lse = triton(e, "loss.logsumexp", "triton_red_fused__log_softmax__to_copy_prepare_softmax_online", T, V,
+  tape.lse = e.triton("loss.logsumexp", "triton_red_fused__log_softmax__to_copy_prepare_softmax_online", T, V,
                     {tape.logits}, {e.new_act("loss.lse", static_cast<double>(2 * T), kF32)});
-  triton(e, "loss.nll", "triton_red_fused__log_softmax_nll_loss_forward", 1, T,
+  e.triton("loss.nll", "triton_red_fused__log_softmax_nll_loss_forward", 1, T,
          {shifted, tape.lse, part(tape.logits, static_cast<double>(T) * 32)},
          {e.new_act("loss.value", 1, kF32)});
 }
@@ -282,7 +265,7 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const Tape& tape,
   g.add(t.wd, dwd);
   const TensorUse dgate = e.new_act(L + ".mlp.grad_gate", static_cast<double>(T * F));
   const TensorUse dup = e.new_act(L + ".mlp.grad_up", static_cast<double>(T * F));
-  triton(e, L + ".mlp.grad_act_and_mul", "triton_poi_fused_mul_silu_silu_backward", T * F, 0, {dp, t.gate, t.up},
+  e.triton(L + ".mlp.grad_act_and_mul", "triton_poi_fused_mul_silu_silu_backward", T * F, 0, {dp, t.gate, t.up},
          {dgate, dup});
   const auto [dwu, dh_up] = detail::gemm_backward(e, L + ".mlp.up_proj", T, F, d, dup, t.h2, t.wu);
   g.add(t.wu, dwu);
@@ -300,9 +283,9 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const Tape& tape,
          models::lower_sdpa_backward(s.batch, Hq, Hq, s.new_tokens, D, false, a, t.q, t.k, t.v, t.attn, dattn, dq, dk,
                                      dv, e.hw(), false, true));
   // The gradients of the repeated (or transposed) K and V, summed into the projections' layout.
-  dv = triton(e, L + ".attn.grad_v_sum", "triton_poi_fused_add_squeeze_sum_view", T * kv_dim, 0, {dv},
+  dv = e.triton(L + ".attn.grad_v_sum", "triton_poi_fused_add_squeeze_sum_view", T * kv_dim, 0, {dv},
               {e.new_act(L + ".attn.grad_v_heads", static_cast<double>(T * kv_dim))});
-  dk = triton(e, L + ".attn.grad_k_sum", "triton_poi_fused_add_clone_squeeze_sum_transpose_view", T * kv_dim, 0, {dk},
+  dk = e.triton(L + ".attn.grad_k_sum", "triton_poi_fused_add_clone_squeeze_sum_transpose_view", T * kv_dim, 0, {dk},
               {e.new_act(L + ".attn.grad_k_heads", static_cast<double>(T * kv_dim))});
   const auto proj_backward = [&](const std::string& name, std::int64_t n, const TensorUse& dy, const TensorUse& wt) {
     const auto [dw, dh] = detail::gemm_backward(e, L + ".attn." + name, T, n, d, dy, t.h, wt);
@@ -320,14 +303,14 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const Tape& tape,
                                  const TensorUse& raw, const TensorUse& nw) {
     const TensorUse out = e.new_act(L + ".attn." + name + ".grad", static_cast<double>(T * heads * D));
     if (!m.qk_norm) {
-      return triton(e, L + ".attn." + name + ".grad", "triton_poi_fused__to_copy_add_cat_cos_mul_neg_sin_slice_backward",
+      return e.triton(L + ".attn." + name + ".grad", "triton_poi_fused__to_copy_add_cat_cos_mul_neg_sin_slice_backward",
                     T * heads * D, 0, {dy, tape.freqs}, {out}, 1, 0, kRopeBackwardFlopsPerElem);
     }
     const TensorUse dw = e.new_act(L + ".attn." + name + ".grad_weight", static_cast<double>(D));
     e.emit(L + ".attn." + name + ".grad_weight",
            models::lower_triton_column_sum("mul_sum_transpose", T * heads, D, {dy, raw}, dw, e.hw()));
     g.add(nw, dw);
-    return triton(e, L + ".attn." + name + ".grad",
+    return e.triton(L + ".attn." + name + ".grad",
                   "triton_per_fused__to_copy_add_cat_cos_div_expand_mul_neg_pow_sin_slice_backward", T * heads, D,
                   {dy, raw, nw, tape.freqs}, {out}, 1, 0, kRopeBackwardFlopsPerElem);
   };
@@ -355,7 +338,7 @@ void backward(StepEmitter& e, const Tape& tape, Grads& g) {
   // log_softmax and nll_loss's backward in one kernel: a loop over the row for the sum of the nll
   // gradient (index compares, no loads), then a loop reading the logits and writing their
   // gradient; it reads the zeroed nll gradient only at the targets, but the buffer lives to here.
-  const TensorUse dlogits = triton(e, "loss.grad_logits", "triton_red_fused__log_softmax__log_softmax_backward_data_nll_loss_backward",
+  const TensorUse dlogits = e.triton("loss.grad_logits", "triton_red_fused__log_softmax__log_softmax_backward_data_nll_loss_backward",
                                    T, V, {tape.logits, tape.lse, part(dlogits0, static_cast<double>(T) * 32)},
                                    {e.new_act("loss.grad_logits", static_cast<double>(T * V))}, 1, 256);
   TensorUse dhead, dh;
@@ -371,12 +354,12 @@ void backward(StepEmitter& e, const Tape& tape, Grads& g) {
   TensorUse acc;
   for (int i = static_cast<int>(m.layers) - 1; i >= 0; --i) {
     if (i == 0) {
-      acc = triton(e, "embed_tokens.grad_zero", "triton_poi_fused_embedding_dense_backward", V * d, 0, {},
+      acc = e.triton("embed_tokens.grad_zero", "triton_poi_fused_embedding_dense_backward", V * d, 0, {},
                    {e.new_act("embed_tokens.grad_fp32", static_cast<double>(V * d), kF32)});
     }
     layer_backward(e, i, tape.layers[static_cast<std::size_t>(i)], tape, dx, g, i == 0 ? &acc : nullptr);
   }
-  TensorUse demb = triton(e, "embed_tokens.grad_cast", "triton_poi_fused_embedding_dense_backward", V * d, 0, {acc},
+  TensorUse demb = e.triton("embed_tokens.grad_cast", "triton_poi_fused_embedding_dense_backward", V * d, 0, {acc},
                           {e.new_act("embed_tokens.grad_weight", static_cast<double>(V * d))});
   if (m.tied_embeddings) {
     // One parameter: its gradient copied, then the head's GEMM accumulates onto it (addmm).

@@ -20,6 +20,9 @@ namespace gpusim::workloads {
 //  * Decodes (one new token against a cache): flash decoding over the decoding sequences at
 //    their mean cache length (the split-KV choice is made for the batch, as the kernels do;
 //    unequal lengths finish unevenly, which this does not model).
+// With the engine's attention `unified-varlen` (ModelWorkload::ServingKernels), every sequence
+// runs in the one varlen launch instead, a decode as a one-row query tile sweeping its whole
+// cache; a decode-only batch with grouped-query heads runs FlashAttention-2's swapped form.
 void ragged_attention(detail::StepEmitter& e, const std::string& label, const hw::TensorUse& q,
                       const hw::TensorUse& cache, const hw::TensorUse& o, std::int64_t layer);
 

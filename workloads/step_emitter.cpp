@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "models/inductor_kernels.h"
+
 namespace gpusim::workloads::detail {
 
 std::string ew_name(EwFunc f) {
@@ -164,6 +166,23 @@ TensorUse StepEmitter::cast(const std::string& label, std::int64_t n, hw::DType 
                             const TensorUse& x) {
   if (from == to) return x;
   return pointwise(label, EwFunc::kCast, n, from, to, {x}, false);
+}
+
+TensorUse StepEmitter::triton(const std::string& label, const std::string& name, std::int64_t x, std::int64_t r,
+                              const std::vector<TensorUse>& reads, const std::vector<TensorUse>& writes, int passes,
+                              int threads, double flops_per_elem, std::int64_t blocks) {
+  models::TritonKernel k;
+  k.blocks = blocks;
+  k.name = name;
+  k.xnumel = x;
+  k.rnumel = r;
+  k.passes = passes;
+  k.threads = threads;
+  k.flops_per_elem = flops_per_elem;
+  k.reads = reads;
+  k.writes = writes;
+  emit(label, {models::lower_triton(k, hw())});
+  return writes.empty() ? TensorUse{} : writes.front();
 }
 
 }  // namespace gpusim::workloads::detail

@@ -68,6 +68,11 @@ class StepEmitter {
   TensorUse pointwise(const std::string& label, EwFunc f, std::int64_t n, hw::DType in,
                       hw::DType out, const std::vector<TensorUse>& inputs, bool strided,
                       KernelSemantics sem = {});
+  // One TorchInductor Triton kernel (models/inductor_kernels.h): a pointwise one over `x`
+  // elements (r = 0) or a reduction of `x` rows of `r`. Returns its first write.
+  TensorUse triton(const std::string& label, const std::string& name, std::int64_t x, std::int64_t r,
+                   const std::vector<TensorUse>& reads, const std::vector<TensorUse>& writes, int passes = 1,
+                   int threads = 0, double flops_per_elem = 2, std::int64_t blocks = 0);
   // torch.matmul of `batch` [M, K] x [K, N] products into `c` (cuBLAS strided batched GEMM).
   void batched_gemm(const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t batch,
                     hw::DType dtype, const TensorUse& a, const TensorUse& b, const TensorUse& c,

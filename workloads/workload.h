@@ -97,6 +97,16 @@ struct ModelWorkload {
   // MoE models: how the routed token-expert pairs split over experts, one weight per expert;
   // empty means evenly (every expert gets the same share, as trained routers aim for).
   std::vector<double> expert_weights;
+  // The fused lowering's serving steps (set by a serve file's engine, serve/serve_spec.h): how
+  // the engine runs attention over a ragged batch and which kernels do its fused elementwise work.
+  struct ServingKernels {
+    // split-decode: a varlen prefill launch and a flash-decoding (split-KV) launch for the decodes;
+    // unified-varlen: every sequence in one FlashAttention-2 varlen launch (no split-KV; a
+    // decode-only batch of grouped-query heads swaps its query groups into rows, with copies).
+    enum class Attention { kSplitDecode, kUnifiedVarlen } attention = Attention::kSplitDecode;
+    // cuda: hand-written vectorized kernels (serving engines'); inductor: TorchInductor's Triton.
+    enum class Elementwise { kCuda, kInductor } elementwise = Elementwise::kCuda;
+  } serving;
 };
 
 using Workload = std::variant<OpWorkload, ModelWorkload>;

@@ -25,8 +25,9 @@ record_function("gpusim_op"); kernel_time_us = median over steps of the summed k
 The kernels of one step (name, grid, block, registers, shared memory, duration) are kept.
 
 Usage (GPU machine, repository root):
-  PYTHONUNBUFFERED=1 python3 validation/measure/serve_steps.py --gpu h100 --out $OUT
-Writes $OUT/serve_steps_<gpu>.json.
+  PYTHONUNBUFFERED=1 python3 validation/measure/serve_steps.py --gpu h100 --out $OUT [--set 2]
+Writes $OUT/serve_steps_<gpu>.json (set 1: seed 14, every other mix held out) or
+$OUT/serve_steps2_<gpu>.json (set 2: seed 15, every mix held out).
 """
 import argparse
 import json
@@ -211,10 +212,13 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--mixes", type=int, default=12, help="mixes per model")
     ap.add_argument("--seed", type=int, default=14)
+    ap.add_argument("--set", type=int, default=1, help="2: the fresh set (seed 15), every case held out")
     a = ap.parse_args()
     import torch
     os.makedirs(a.out, exist_ok=True)
-    out = os.path.join(a.out, f"serve_steps_{a.gpu}.json")
+    if a.set == 2 and a.seed == 14:
+        a.seed = 15
+    out = os.path.join(a.out, f"serve_steps{'' if a.set == 1 else a.set}_{a.gpu}.json")
     doc = {"provenance": dict(provenance(a.gpu), script="validation/measure/serve_steps.py", reps=REPS, seed=a.seed,
                               attention="aten::_flash_attention_forward (FlashAttention-2 varlen), packed contiguous KV",
                               fused="TorchInductor (torch.compile dynamic=True): add+RMSNorm, RoPE+cache write, SiLU-and-mul"),
@@ -226,7 +230,7 @@ def main():
         step = make_step(m, kernels)
         for i, seqs in enumerate(draw_mixes(a.seed + mi, a.mixes)):
             case = {"id": f"{name}_mix{i:02d}", "model": name, "config": cfg, "seqs": seqs,
-                    "split": "calibration" if i % 2 == 0 else "holdout"}
+                    "split": "holdout" if a.set == 2 or i % 2 == 1 else "calibration"}
             try:
                 r = measure(step, inputs(m, seqs))
                 case.update(r)
