@@ -241,9 +241,18 @@ const std::vector<SuiteSpec>& suites() {
        false, 0, false, false, false, false, false, false, true},
       {"serve-steps-h100", "h100", "serve_steps_h100.json",
        "continuous-batching steps (ragged batches of prefill chunks and decodes) of Llama-3.2-1B- and Llama-3-8B-"
-       "shaped models on an H100, 2026-11-26 (validation/measure/serve_steps.py: Inductor-fused norms, RoPE and "
-       "activation, cuBLAS GEMMs, FlashAttention-2's varlen forward), against gpusim serve's ragged steps; every "
-       "other mix held out; compared before any change to the serving lowering",
+       "shaped models on an H100, 2026-11-26 02:44 UTC (validation/measure/serve_steps.py: a PyTorch stand-in "
+       "engine with Inductor-fused norms, RoPE and activation, cuBLAS GEMMs, FlashAttention-2's varlen forward), "
+       "against gpusim serve's ragged steps with that engine's kernels (configs/engines/pytorch-fa2-varlen.yaml); "
+       "set 1: its held-out half was compared once (23.9%), then the lowering changed: all calibration",
+       false, 0, false, false, false, false, false, false, false, true},
+      {"serve-steps2-h100", "h100", "serve_steps2_h100.json",
+       "set 2: 24 fresh steps (seed 15) on the H100, 2026-11-26 03:25 UTC, measured after the last change, all "
+       "held out, compared once",
+       false, 0, false, false, false, false, false, false, false, true},
+      {"serve-steps2-h200", "h200", "serve_steps2_h200.json",
+       "set 2 on an H200 SXM, 2026-11-26 03:27 UTC (nothing measured on the H200 was used to fit anything), "
+       "compared once",
        false, 0, false, false, false, false, false, false, false, true},
       {"host-h100", "h100", "host_walls_h100.json",
        "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "
