@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "serve/scheduler.h"
@@ -39,7 +40,7 @@ ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const m
     const double left = out.capacity_bytes - out.weights_bytes - out.activation_bytes;
     config.num_blocks = static_cast<std::int64_t>(std::floor(std::max(0.0, left) / (out.kv_bytes_per_token * static_cast<double>(config.block_size))));
     if (config.num_blocks == 0) {
-      throw ConfigError("serve", 0, "scheduler.gpu_memory_utilization",
+      throw ConfigError(spec.file, 0, "scheduler.gpu_memory_utilization",
                         fmt::format("no memory is left for a KV cache: {:.1f} GB usable, weights {:.1f} GB, "
                                     "activations {:.1f} GB (a smaller model or step, or a chip with more memory)",
                                     out.capacity_bytes / 1e9, out.weights_bytes / 1e9, out.activation_bytes / 1e9));
@@ -52,6 +53,16 @@ ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const m
   const std::size_t n = requests.size();
   out.requests.resize(n);
   Scheduler scheduler(config, requests);
+  // A cache that holds not even the smallest request is a configuration error, not a run of
+  // rejections.
+  std::int64_t smallest = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t i = 0; i < n; ++i) smallest = std::min(smallest, scheduler.blocks_needed(i));
+  if (n > 0 && smallest > config.num_blocks) {
+    throw ConfigError(spec.file, 0, "scheduler.num_blocks",
+                      fmt::format("the KV cache ({} blocks of {} tokens) is too small for any request: the smallest "
+                                  "needs {} blocks",
+                                  config.num_blocks, config.block_size, smallest));
+  }
   std::size_t next = 0, done = 0;
   double t = 0;
   const auto reject = [&](std::size_t r, std::string why) {

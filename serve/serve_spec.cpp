@@ -143,6 +143,7 @@ ServeSpec load_serve_spec(const std::filesystem::path& path, const std::vector<w
   try {
     hw::MappingReader root(doc, doc.root(), "");
     ServeSpec spec;
+    spec.file = path.string();
     spec.name = root.optional_text("name").value_or(path.stem().string());
     spec.model.name = spec.name;
     spec.model.model = workloads::read_model_keys(doc, root, models_dir);

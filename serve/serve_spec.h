@@ -42,6 +42,7 @@ struct Slo {
 };
 
 struct ServeSpec {
+  std::string file;  // the serve file, for messages
   std::string name;
   workloads::ModelWorkload model;  // phase decode, lowering fused: the engine's steps
   EngineSpec engine;

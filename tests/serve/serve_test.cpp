@@ -194,6 +194,8 @@ TEST(ServeRun, RequestsThatCanNeverRunAreReportedAndBadInputIsRefused) {
   EXPECT_EQ(status(serve_file("badfile", "  file: /nonexistent.jsonl\n")), 2);
   EXPECT_EQ(status(serve_file("fp32", kGenerated, "dtype: fp32\n").substr(0)), 2);
   EXPECT_EQ(status(serve_file("ok", kGenerated), {"--set", "workload.requests.rate=-1"}), 2);
+  // A cache too small for every request is an error, not a run of rejections.
+  EXPECT_EQ(status(serve_file("tiny_cache", kGenerated, "scheduler: {num_blocks: 1}\n")), 2);
   // A model too big for the chip's memory leaves no KV cache.
   EXPECT_EQ(status(temp_file("big.yaml", "model: llama3-70b\ndtype: bf16\nrequests:\n" + kGenerated)), 2);
 }
