@@ -70,7 +70,10 @@ std::vector<Request> read_jsonl(std::istream& in, const std::string& file) {
     }
     if (!j.is_object()) throw ConfigError(file, line, "", "expected one JSON object a line");
     Request r;
-    for (const auto& [key, value] : j.items()) {
+    for (const auto& item : j.items()) {
+      // Named copies: Clang 14 lets no lambda capture a structured binding.
+      const std::string key = item.key();
+      const nlohmann::json& value = item.value();
       const auto number = [&]() {
         if (!value.is_number()) throw ConfigError(file, line, key, "expected a number");
         return value.get<double>();

@@ -69,9 +69,10 @@ class Reference {
       }
     }
     // The step runs: caches grow; completed prompts sample; finished requests leave.
-    for (const auto& [id, n, cached] : plan) {
-      auto it = std::find_if(running_.begin(), running_.end(), [&](const RefSeq& s) { return s.id == static_cast<std::size_t>(id); });
-      it->cached += n;
+    for (const auto& entry : plan) {
+      const auto id = static_cast<std::size_t>(entry[0]);
+      auto it = std::find_if(running_.begin(), running_.end(), [&](const RefSeq& s) { return s.id == id; });
+      it->cached += entry[1];
       if (it->cached == target(*it)) ++it->sampled;
       if (it->sampled == r_[it->id].output_tokens) running_.erase(it);
     }
