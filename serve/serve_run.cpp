@@ -144,6 +144,16 @@ Percentiles percentiles(std::vector<double> v) {
   return p;
 }
 
+RequestFigures request_figures(const Request& q, const RequestResult& r) {
+  RequestFigures f;
+  if (r.rejected || r.token_s.empty()) return f;
+  f.ttft_s = r.token_s.front() - q.arrival_s;
+  f.e2e_s = r.token_s.back() - q.arrival_s;
+  f.queueing_s = r.first_scheduled_s - q.arrival_s;
+  if (r.token_s.size() > 1) f.tpot_s = (r.token_s.back() - r.token_s.front()) / static_cast<double>(r.token_s.size() - 1);
+  return f;
+}
+
 ServeSummary summarize(const ServeSpec& spec, const ServeResult& r) {
   ServeSummary s;
   s.requests = spec.requests.size();
@@ -159,22 +169,20 @@ ServeSummary summarize(const ServeSpec& spec, const ServeResult& r) {
     }
     ++s.completed;
     s.preemptions += rr.preemptions;
-    const double t_first = rr.token_s.front() - q.arrival_s, t_end = rr.token_s.back() - q.arrival_s;
-    ttft.push_back(t_first);
-    e2e.push_back(t_end);
-    queue.push_back(rr.first_scheduled_s - q.arrival_s);
-    double tp = 0;
-    if (rr.token_s.size() > 1) {
-      tp = (rr.token_s.back() - rr.token_s.front()) / static_cast<double>(rr.token_s.size() - 1);
-      tpot.push_back(tp);
+    const RequestFigures f = request_figures(q, rr);
+    ttft.push_back(f.ttft_s);
+    e2e.push_back(f.e2e_s);
+    queue.push_back(f.queueing_s);
+    if (f.tpot_s >= 0) {
+      tpot.push_back(f.tpot_s);
       for (std::size_t k = 1; k < rr.token_s.size(); ++k) itl.push_back(rr.token_s[k] - rr.token_s[k - 1]);
     }
     last = std::max(last, rr.token_s.back());
     out_tokens += static_cast<double>(q.output_tokens);
     in_tokens += static_cast<double>(q.prompt_tokens);
-    const bool good = (!spec.slo.ttft_s || t_first <= *spec.slo.ttft_s) &&
-                      (!spec.slo.tpot_s || rr.token_s.size() < 2 || tp <= *spec.slo.tpot_s) &&
-                      (!spec.slo.e2e_s || t_end <= *spec.slo.e2e_s);
+    const bool good = (!spec.slo.ttft_s || f.ttft_s <= *spec.slo.ttft_s) &&
+                      (!spec.slo.tpot_s || f.tpot_s < 0 || f.tpot_s <= *spec.slo.tpot_s) &&
+                      (!spec.slo.e2e_s || f.e2e_s <= *spec.slo.e2e_s);
     s.good += good ? 1 : 0;
   }
   s.duration_s = last - first;

@@ -48,6 +48,14 @@ struct ServeResult {
 ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const models::KernelModelRegistry& models,
                       const std::function<void(std::size_t, std::size_t)>& progress = {}, bool reuse = true);
 
+// One request's latencies in seconds: to its first token, per output token after the first,
+// end to end, and queued before its first step; -1 where one does not apply (a rejected request,
+// TPOT of a single token).
+struct RequestFigures {
+  double ttft_s = -1, tpot_s = -1, e2e_s = -1, queueing_s = -1;
+};
+RequestFigures request_figures(const Request& q, const RequestResult& r);
+
 // Latency and throughput figures of a run.
 struct Percentiles {
   double p50 = 0, p90 = 0, p99 = 0, mean = 0;

@@ -1,6 +1,5 @@
 #include "serve/step_timer.h"
 
-#include "workloads/layer_repeat.h"
 #include "workloads/model_run.h"
 #include "workloads/transformer_phases.h"
 
@@ -26,29 +25,18 @@ const StepTime& StepTimer::time(const std::vector<workloads::SeqSlice>& seqs) {
   }
   StepTime t;
   t.graph = tokens <= engine_.cuda_graph_max_tokens;
-  const auto mode = t.graph ? hw::LaunchMode::kGraph : hw::LaunchMode::kEager;
-  const workloads::StepShape shape(seqs);
-  std::optional<workloads::ExtendedStep> fast;
-  if (reuse_) fast = workloads::simulate_repeating_layers(w_, "serve", shape, lowering_, mode, outcomes_);
-  workloads::StepRun run;
-  if (fast) {
-    run = std::move(fast->run);
-  } else {
-    workloads::SimulateOptions options;
-    options.parallel_steps = false;
-    options.reuse = reuse_;
-    options.cache = reuse_ ? &outcomes_ : nullptr;
-    std::vector<workloads::StepProgram> steps;
-    steps.push_back(workloads::build_step(w_, "serve", shape, lowering_));
-    run = std::move(workloads::simulate_steps(w_, std::move(steps), hw_, mode, options).steps.front());
-  }
+  const workloads::StepRun run =
+      workloads::simulate_step(w_, "serve", workloads::StepShape(seqs), lowering_, hw_,
+                               t.graph ? hw::LaunchMode::kGraph : hw::LaunchMode::kEager, reuse_ ? &outcomes_ : nullptr);
   t.gpu_us = run.total_us;
   t.kernel_us = run.kernel_time_us;
   t.kernels = run.kernels;
+  ++simulated_;
   if (!reuse_) {
-    memo_.clear();
+    last_ = t;
+    return last_;
   }
-  return memo_.insert_or_assign(std::move(key), t).first->second;
+  return memo_.emplace(std::move(key), t).first->second;
 }
 
 double StepTimer::activation_peak_bytes(std::int64_t tokens) {

@@ -37,7 +37,7 @@ class StepTimer {
   // measures to size its KV cache).
   double activation_peak_bytes(std::int64_t tokens);
 
-  std::size_t simulated() const { return memo_.size(); }
+  std::size_t simulated() const { return simulated_; }
   std::size_t reused() const { return hits_; }
 
  private:
@@ -48,7 +48,8 @@ class StepTimer {
   hw::KernelOutcomeCache outcomes_;
   bool reuse_;
   std::map<std::vector<std::int64_t>, StepTime> memo_;  // key: (new, past, samples) per sequence
-  std::size_t hits_ = 0;
+  StepTime last_;                                       // without reuse: the step just simulated
+  std::size_t simulated_ = 0, hits_ = 0;
 };
 
 }  // namespace gpusim::serve

@@ -16,21 +16,6 @@ ordered_json pct_json(const serve::Percentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"n", p.n}};
 }
 
-// Per request: time to first token, time per output token, end to end, queueing (s; -1 when it
-// does not apply).
-struct RequestFigures {
-  double ttft = -1, tpot = -1, e2e = -1, queueing = -1;
-};
-RequestFigures figures(const serve::Request& q, const serve::RequestResult& r) {
-  RequestFigures f;
-  if (r.rejected || r.token_s.empty()) return f;
-  f.ttft = r.token_s.front() - q.arrival_s;
-  f.e2e = r.token_s.back() - q.arrival_s;
-  f.queueing = r.first_scheduled_s - q.arrival_s;
-  if (r.token_s.size() > 1) f.tpot = (r.token_s.back() - r.token_s.front()) / static_cast<double>(r.token_s.size() - 1);
-  return f;
-}
-
 }  // namespace
 
 void write_serve_table(const ServeOutput& o, std::ostream& out) {
@@ -126,16 +111,16 @@ std::string serve_json(const ServeOutput& o) {
   for (std::size_t i = 0; i < r.requests.size(); ++i) {
     const auto& q = o.spec.requests[i];
     const auto& rr = r.requests[i];
-    const auto f = figures(q, rr);
+    const auto f = serve::request_figures(q, rr);
     ordered_json x = {{"id", q.id}, {"arrival_s", q.arrival_s}, {"prompt_tokens", q.prompt_tokens},
                       {"output_tokens", q.output_tokens}};
     if (rr.rejected) {
       x["rejected"] = rr.why;
     } else {
-      x["ttft_s"] = f.ttft;
-      x["tpot_s"] = f.tpot;
-      x["e2e_s"] = f.e2e;
-      x["queueing_s"] = f.queueing;
+      x["ttft_s"] = f.ttft_s;
+      x["tpot_s"] = f.tpot_s;
+      x["e2e_s"] = f.e2e_s;
+      x["queueing_s"] = f.queueing_s;
       x["preemptions"] = rr.preemptions;
       x["token_times_s"] = rr.token_s;
     }
@@ -156,9 +141,9 @@ void write_serve_requests_csv(const ServeOutput& o, std::ostream& out) {
   for (std::size_t i = 0; i < o.result.requests.size(); ++i) {
     const auto& q = o.spec.requests[i];
     const auto& rr = o.result.requests[i];
-    const auto f = figures(q, rr);
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", q.id, q.arrival_s, q.prompt_tokens, q.output_tokens, f.ttft,
-                       f.tpot, f.e2e, f.queueing, rr.preemptions, rr.rejected ? 1 : 0);
+    const auto f = serve::request_figures(q, rr);
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", q.id, q.arrival_s, q.prompt_tokens, q.output_tokens, f.ttft_s,
+                       f.tpot_s, f.e2e_s, f.queueing_s, rr.preemptions, rr.rejected ? 1 : 0);
   }
 }
 

@@ -97,17 +97,22 @@ std::string fingerprint(const Study& study) {
 
 std::string number(double v) { return fmt::format("{}", v); }
 
-// The value of one metric for a simulated point ("" where it does not apply); `top` is the
+// A study metric's value at point `p`: `value(name)` for a plain metric; for METRIC/AXIS, the
+// metric's value divided by the point's value of that axis ("" where either is missing).
+template <class Value>
+std::string metric_or_ratio(const std::string& metric, const StudyPoint& p, const Value& value) {
+  const auto slash = metric.find('/');
+  if (slash == std::string::npos) return value(metric);
+  const std::string base = value(metric.substr(0, slash));
+  const std::string axis = setting_of(p, metric.substr(slash + 1));
+  if (base.empty() || axis.empty()) return "";
+  return number(std::stod(base) / std::stod(axis));
+}
+
+// The value of one plain metric for a simulated point ("" where it does not apply); `top` is the
 // run's costliest kernel (null when it ran none).
 std::string metric_value(const std::string& metric, const RunReport& r, const workloads::Workload& w,
-                         const StudyPoint& p, const KernelReport* top) {
-  const auto slash = metric.find('/');
-  if (slash != std::string::npos) {
-    const std::string base = metric_value(metric.substr(0, slash), r, w, p, top);
-    const std::string axis = setting_of(p, metric.substr(slash + 1));
-    if (base.empty() || axis.empty()) return "";
-    return number(std::stod(base) / std::stod(axis));
-  }
+                         const KernelReport* top) {
   const auto* model = std::get_if<workloads::ModelWorkload>(&w);
   const PhaseReport* prefill = nullptr;
   const PhaseReport* decode = nullptr;
@@ -154,7 +159,9 @@ std::vector<std::string> row_of(const Study& study, std::size_t index, const Run
   const KernelReport* top_kernel = top == r.kernels.end() ? nullptr : &*top;
   std::vector<std::string> row{std::to_string(index), p.name};
   for (const auto& c : study.columns) row.push_back(setting_of(p, c));
-  for (const auto& m : study.metrics) row.push_back(metric_value(m, r, w, p, top_kernel));
+  for (const auto& m : study.metrics) {
+    row.push_back(metric_or_ratio(m, p, [&](const std::string& name) { return metric_value(name, r, w, top_kernel); }));
+  }
   return row;
 }
 
@@ -190,10 +197,7 @@ std::vector<std::string> serve_row(const Study& study, std::size_t index, const 
   std::vector<std::string> row{std::to_string(index), p.name};
   for (const auto& c : study.columns) row.push_back(setting_of(p, c));
   for (const auto& m : study.metrics) {
-    const auto slash = m.find('/');
-    std::string v = serve_metric(m.substr(0, slash), s, r);
-    if (slash != std::string::npos && !v.empty()) v = number(std::stod(v) / std::stod(setting_of(p, m.substr(slash + 1))));
-    row.push_back(v);
+    row.push_back(metric_or_ratio(m, p, [&](const std::string& name) { return serve_metric(name, s, r); }));
   }
   return row;
 }

@@ -7,9 +7,7 @@
 #include "sim/error.h"
 #include "validation/case_json.h"
 #include "workloads/hf_config.h"
-#include "workloads/layer_repeat.h"
 #include "workloads/model_run.h"
-#include "workloads/transformer_phases.h"
 
 namespace gpusim::validation {
 
@@ -40,17 +38,8 @@ std::vector<Comparison> compare_serve_steps(const std::filesystem::path& file, c
         seqs.push_back({s.at(0).get<std::int64_t>(), s.at(1).get<std::int64_t>(), true});
       }
       const workloads::StepShape shape(std::move(seqs));
-      double simulated = 0;
-      if (auto fast = workloads::simulate_repeating_layers(w, "serve", shape, lowering, hw::LaunchMode::kGraph, cache)) {
-        simulated = fast->run.kernel_time_us;
-      } else {
-        std::vector<workloads::StepProgram> steps;
-        steps.push_back(workloads::build_step(w, "serve", shape, lowering));
-        workloads::SimulateOptions options;
-        options.parallel_steps = false;
-        options.cache = &cache;
-        simulated = workloads::simulate_steps(w, std::move(steps), hw, hw::LaunchMode::kGraph, options).steps.front().kernel_time_us;
-      }
+      const double simulated =
+          workloads::simulate_step(w, "serve", shape, lowering, hw, hw::LaunchMode::kGraph, &cache).kernel_time_us;
       const bool held_out = c.at("split").get<std::string>() == "holdout";
       out.push_back(figure_row(fmt::format("{} ({} seqs, {} tokens) kernel time", id, shape.batch, shape.tokens()),
                                "serve-step", held_out, c.at("kernel_time_us_median").get<double>(), simulated));

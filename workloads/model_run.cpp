@@ -155,6 +155,16 @@ ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::
   return run;
 }
 
+StepRun simulate_step(const ModelWorkload& w, const std::string& phase, const StepShape& shape, OpLoweringCache& lowering,
+                      const hw::HardwareSpec& hw, hw::LaunchMode mode, hw::KernelOutcomeCache* cache) {
+  if (cache) {
+    if (auto extended = simulate_repeating_layers(w, phase, shape, lowering, mode, *cache)) return std::move(extended->run);
+  }
+  SimulateOptions options;
+  options.reuse = cache != nullptr;
+  return run_step(build_step(w, phase, shape, lowering), false, hw, mode, options, cache);
+}
+
 ModelRun simulate_steps(const ModelWorkload& w, std::vector<StepProgram> steps, const hw::HardwareSpec& hw,
                         hw::LaunchMode mode, const SimulateOptions& options) {
   std::optional<hw::KernelOutcomeCache> own_cache;

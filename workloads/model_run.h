@@ -18,6 +18,7 @@
 #include "hw/timeline_recorder.h"
 #include "models/kernel_model.h"
 #include "workloads/memory_footprint.h"
+#include "workloads/op_lowering_cache.h"
 #include "workloads/transformer_phases.h"
 #include "workloads/transformer_step.h"
 #include "workloads/workload.h"
@@ -76,6 +77,12 @@ struct SimulateOptions {
 // chip, else `own` (made here).
 hw::KernelOutcomeCache* outcome_cache(const SimulateOptions& options, const hw::HardwareSpec& hw,
                                       std::optional<hw::KernelOutcomeCache>& own);
+
+// One step's totals as simulate_model gets them: with a cache, its repeating layers simulated
+// three deep and extended when they repeat (workloads/layer_repeat.h); otherwise, or when they do
+// not, the whole step lowered and run. The same result either way.
+StepRun simulate_step(const ModelWorkload& w, const std::string& phase, const StepShape& shape, OpLoweringCache& lowering,
+                      const hw::HardwareSpec& hw, hw::LaunchMode mode, hw::KernelOutcomeCache* cache);
 
 ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::LaunchMode mode,
                         const models::KernelModelRegistry& models, const SimulateOptions& options = {});

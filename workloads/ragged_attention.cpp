@@ -1,8 +1,6 @@
 #include "workloads/ragged_attention.h"
 
 #include <algorithm>
-#include <numeric>
-#include <map>
 
 #include "models/common.h"
 #include "models/flash_common.h"
