@@ -170,7 +170,9 @@ def cb_config(kind, max_batch_tokens=None):
 
 
 def run_mix(manager, reqs, vocab, seed):
-    """Adds the requests at their arrival times; returns per-request results and t0."""
+    """Adds the requests at their arrival times; returns per-request results and t0. Each run
+    draws its own prompt tokens (`seed`): the engine's prefix cache (allow_block_sharing) would
+    otherwise serve a repeated prompt's full blocks from an earlier run."""
     rng = random.Random(seed)
     prompts = {r["id"]: [rng.randrange(1000, vocab - 1000) for _ in range(r["prompt_tokens"])] for r in reqs}
     results = {}
@@ -309,14 +311,14 @@ def main():
                     manager.start()
                     # A first pass of the mix (CUDA graphs captured, cuDNN plans chosen), then the kept one.
                     log.enabled = False
-                    run_mix(manager, reqs, vocab, seed)
+                    run_mix(manager, reqs, vocab, seed + 500_000)
                     log.enabled = True
                     rows, t0 = run_mix(manager, reqs, vocab, seed)
                     steps = log.take(t0)
                     prof = None
                     if not args.no_profile and mi == min(i for i, m in enumerate(mixes)
                                                          if m[1] == model_name and kind in m[7].split(",")):
-                        prof = profile_steps(manager, reqs, vocab, seed, args.out, f"{model_name}_{kind}", log)
+                        prof = profile_steps(manager, reqs, vocab, seed + 900_000, args.out, f"{model_name}_{kind}", log)
                     facts = engine_facts(manager)
                     manager.stop(block=True, timeout=30)
                     del manager
