@@ -178,7 +178,7 @@ std::vector<Launch> FlashAttentionModel::lower(const Op& op, const hw::HardwareS
   p.H = s.H;
   p.Hk = s.H;
   p.Sq = s.S;
-  p.Sk = s.S;
+  p.Sk = s.keys > 0 ? s.keys : s.S;
   p.D = s.D;
   p.causal = s.causal;
   p.window = s.window;

@@ -52,7 +52,8 @@ std::string shape_text(const OpShape& shape) {
       return fmt::format("M={} N={} K={}{}", s.M, s.N, s.K, s.bias ? " bias" : "");
     }
     std::string operator()(const SdpaShape& s) const {
-      return fmt::format("B={} H={} S={} D={}{}{}{}{}", s.B, s.H, s.S, s.D, s.causal ? " causal" : "",
+      return fmt::format("B={} H={} S={} D={}{}{}{}{}{}", s.B, s.H, s.S, s.D,
+                         s.keys > 0 ? fmt::format(" keys={}", s.keys) : "", s.causal ? " causal" : "",
                          s.window > 0 ? fmt::format(" window={}", s.window) : "",
                          s.masked ? " mask" : "", s.dropout ? " dropout" : "");
     }

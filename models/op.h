@@ -47,6 +47,9 @@ struct SdpaShape {
   bool masked = false;
   // dropout_p > 0 (a model in training mode): the kernel draws a Philox number per score.
   bool dropout = false;
+  // Keys per (batch, head) when they differ from the S queries (a continuous-batching engine's
+  // packed batch attends every cached token through its mask); 0: S.
+  std::int64_t keys = 0;
 };
 struct SdpaDecodeShape {
   std::int64_t B, Hq, Hkv, L, D;  // Hq is a multiple of Hkv (grouped-query attention)

@@ -47,6 +47,7 @@ ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const m
     }
   }
   out.num_blocks = config.num_blocks;
+  timer.set_cache_tokens(config.num_blocks * config.block_size);
   out.block_size = config.block_size;
 
   const auto& requests = spec.requests;
@@ -101,7 +102,12 @@ ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const m
     const StepTime& st = timer.time(seqs);
     step.start_s = t;
     step.gpu_us = st.gpu_us;
-    step.duration_s = st.gpu_us * 1e-6 + spec.engine.step_overhead.seconds();
+    std::int64_t keys = 0;
+    for (const auto& q : plan.seqs) keys += q.past_tokens + q.new_tokens;
+    step.host_s = spec.engine.step_overhead.seconds() +
+                  static_cast<double>(plan.seqs.size()) * spec.engine.request_overhead.seconds() +
+                  static_cast<double>(keys) * spec.engine.key_overhead.seconds();
+    step.duration_s = st.gpu_us * 1e-6 + step.host_s;
     step.graph = st.graph;
     step.seqs = static_cast<std::int64_t>(plan.seqs.size());
     step.tokens = plan.tokens();
@@ -197,9 +203,10 @@ ServeSummary summarize(const ServeSpec& spec, const ServeResult& r) {
   s.itl_s = percentiles(std::move(itl));
   s.e2e_s = percentiles(std::move(e2e));
   s.queueing_s = percentiles(std::move(queue));
-  double busy = 0, batch = 0, kv = 0;
+  double busy = 0, batch = 0, kv = 0, host = 0;
   for (const auto& st : r.steps) {
     busy += st.duration_s;
+    host += st.host_s;
     batch += static_cast<double>(st.seqs) * st.duration_s;
     const double share = r.num_blocks > 0 ? static_cast<double>(st.kv_blocks) / static_cast<double>(r.num_blocks) : 0;
     kv += share * st.duration_s;
@@ -208,6 +215,7 @@ ServeSummary summarize(const ServeSpec& spec, const ServeResult& r) {
   if (busy > 0) {
     s.mean_batch = batch / busy;
     s.mean_kv_share = kv / busy;
+    s.host_share = host / busy;
   }
   return s;
 }

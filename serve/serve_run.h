@@ -25,6 +25,7 @@ struct RequestResult {
 
 struct StepRecord {
   double start_s = 0, duration_s = 0;  // duration: GPU time plus the engine's host time
+  double host_s = 0;                   // the engine's host time (serial with the GPU work)
   double gpu_us = 0;
   std::int64_t seqs = 0, tokens = 0, prefills = 0, decodes = 0;
   std::int64_t kv_blocks = 0;  // in use after the step
@@ -72,6 +73,7 @@ struct ServeSummary {
   double goodput_requests_per_s = 0;
   std::int64_t preemptions = 0;
   double mean_batch = 0, peak_kv_share = 0, mean_kv_share = 0;
+  double host_share = 0;  // of the steps' time, the engine's host time (the rest is GPU work)
 };
 ServeSummary summarize(const ServeSpec& spec, const ServeResult& r);
 

@@ -46,10 +46,20 @@ void read_engine_keys(const hw::YamlDocument& doc, hw::MappingReader& r, EngineS
   if (r.has("cuda_graph_max_tokens")) e.cuda_graph_max_tokens = r.integer("cuda_graph_max_tokens", 0, kMaxTokens);
   using K = workloads::ModelWorkload::ServingKernels;
   if (r.has("attention")) {
-    e.kernels.attention = r.choice("attention", {"split-decode", "unified-varlen"}) == "unified-varlen"
-                              ? K::Attention::kUnifiedVarlen
-                              : K::Attention::kSplitDecode;
+    const std::string a = r.choice("attention", {"split-decode", "unified-varlen", "paged-sdpa"});
+    e.kernels.attention = a == "unified-varlen" ? K::Attention::kUnifiedVarlen
+                          : a == "paged-sdpa"   ? K::Attention::kPagedSdpa
+                                                : K::Attention::kSplitDecode;
   }
+  if (const auto n = r.optional_node("padding")) {
+    if (!n->IsMap()) r.fail("padding", "expected {queries: TOKENS, keys: TOKENS}");
+    hw::MappingReader p(doc, *n, r.path("padding"));
+    if (p.has("queries")) e.padding.queries = p.integer("queries", 0, kMaxTokens);
+    if (p.has("keys")) e.padding.keys = p.integer("keys", 0, std::int64_t{1} << 40);
+    p.reject_unknown();
+  }
+  if (r.has("request_overhead")) e.request_overhead = duration(r, "request_overhead");
+  if (r.has("key_overhead")) e.key_overhead = duration(r, "key_overhead");
   if (r.has("fused_kernels")) {
     e.kernels.elementwise = r.choice("fused_kernels", {"cuda", "inductor"}) == "inductor" ? K::Elementwise::kInductor
                                                                                          : K::Elementwise::kCuda;
@@ -158,6 +168,13 @@ ServeSpec load_serve_spec(const std::filesystem::path& path, const std::vector<w
     spec.engine = load_engine(root.optional_text("engine").value_or("vllm-v1"), engines_dir, root);
     read_engine_keys(doc, root, spec.engine);
     spec.model.serving = spec.engine.kernels;
+    // transformers' continuous batching runs the model's own (eager) code over the packed batch.
+    if (spec.engine.kernels.attention == workloads::ModelWorkload::ServingKernels::Attention::kPagedSdpa) {
+      spec.model.lowering = workloads::Lowering::kHfEager;
+      if (spec.model.model.moe || spec.model.model.sliding_window) {
+        root.fail("engine", "the paged-sdpa engine is modeled for dense models with full attention only");
+      }
+    }
     read_requests_keys(doc, root, spec);
     if (const auto n = root.optional_node("slo")) {
       hw::MappingReader s(doc, *n, "slo");

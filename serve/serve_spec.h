@@ -34,6 +34,14 @@ struct EngineSpec {
   double gpu_memory_utilization = 0.9;
   std::int64_t cuda_graph_max_tokens = 0;  // steps of at most this many tokens replay CUDA graphs
   sim::Time step_overhead;                 // host time a step adds
+  sim::Time request_overhead;              // host time a step adds per sequence it schedules
+  sim::Time key_overhead;                  // host time a step adds per key its sequences attend
+  // Static shapes for CUDA graphs (transformers' continuous batching): a graph step's queries
+  // are padded up to a multiple of `queries` (at most max_num_batched_tokens) and its cached
+  // keys to a multiple of `keys` (at most the cache's tokens); 0: no padding.
+  struct Padding {
+    std::int64_t queries = 0, keys = 0;
+  } padding;
   workloads::ModelWorkload::ServingKernels kernels;  // attention and fused kernels of its steps
 };
 

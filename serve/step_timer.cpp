@@ -1,5 +1,7 @@
 #include "serve/step_timer.h"
 
+#include <algorithm>
+
 #include "workloads/model_run.h"
 #include "workloads/transformer_phases.h"
 
@@ -8,6 +10,33 @@ namespace gpusim::serve {
 StepTimer::StepTimer(const workloads::ModelWorkload& w, const hw::HardwareSpec& hw, const EngineSpec& engine,
                      const models::KernelModelRegistry& models, bool reuse)
     : w_(w), hw_(hw), engine_(engine), lowering_(hw, models), outcomes_(hw), reuse_(reuse) {}
+
+namespace {
+// transformers' pad_to_interval: the smallest multiple of `interval` at least `size` (one
+// interval for nothing), capped at `cap`.
+std::int64_t pad_to_interval(std::int64_t size, std::int64_t interval, std::int64_t cap) {
+  const std::int64_t padded = size > 0 ? (size + interval - 1) / interval * interval : interval;
+  return std::min(padded, cap);
+}
+}  // namespace
+
+workloads::StepShape StepTimer::padded(const std::vector<workloads::SeqSlice>& seqs) const {
+  workloads::StepShape s(seqs);
+  const auto& pad = engine_.padding;
+  if (pad.queries <= 0 && pad.keys <= 0) return s;
+  std::int64_t q = 0, kv = 0;
+  for (const auto& x : seqs) {
+    q += x.new_tokens;
+    kv += x.past_tokens;
+  }
+  if (q > engine_.cuda_graph_max_tokens) return s;  // launched eagerly: no static shapes
+  const auto& sc = engine_.scheduler;
+  if (pad.queries > 0) s.pad_tokens = std::max<std::int64_t>(0, pad_to_interval(q, pad.queries, sc.max_num_batched_tokens) - q);
+  if (pad.keys > 0 && cache_tokens_ > 0) s.pad_keys = std::max<std::int64_t>(0, pad_to_interval(kv, pad.keys, cache_tokens_) - kv);
+  // A padded batch samples a row for every padded sequence slot (min(queries, max_num_seqs)).
+  s.pad_rows = std::max<std::int64_t>(0, std::min(q + s.pad_tokens, sc.max_num_seqs) - s.sampled());
+  return s;
+}
 
 const StepTime& StepTimer::time(const std::vector<workloads::SeqSlice>& seqs) {
   std::vector<std::int64_t> key;
@@ -26,7 +55,7 @@ const StepTime& StepTimer::time(const std::vector<workloads::SeqSlice>& seqs) {
   StepTime t;
   t.graph = tokens <= engine_.cuda_graph_max_tokens;
   const workloads::StepRun run =
-      workloads::simulate_step(w_, "serve", workloads::StepShape(seqs), lowering_, hw_,
+      workloads::simulate_step(w_, "serve", padded(seqs), lowering_, hw_,
                                t.graph ? hw::LaunchMode::kGraph : hw::LaunchMode::kEager, reuse_ ? &outcomes_ : nullptr);
   t.gpu_us = run.total_us;
   t.kernel_us = run.kernel_time_us;

@@ -33,6 +33,10 @@ class StepTimer {
   StepTimer& operator=(const StepTimer&) = delete;
 
   const StepTime& time(const std::vector<workloads::SeqSlice>& seqs);
+  // The KV cache's tokens, the cap of the engine's key padding (EngineSpec::padding).
+  void set_cache_tokens(std::int64_t tokens) { cache_tokens_ = tokens; }
+  // The step a graph-captured engine runs for `seqs`: padded to its static shapes.
+  workloads::StepShape padded(const std::vector<workloads::SeqSlice>& seqs) const;
   // The activation peak of a step of `tokens` prompt tokens (what the engine's profiling run
   // measures to size its KV cache).
   double activation_peak_bytes(std::int64_t tokens);
@@ -47,6 +51,7 @@ class StepTimer {
   workloads::OpLoweringCache lowering_;
   hw::KernelOutcomeCache outcomes_;
   bool reuse_;
+  std::int64_t cache_tokens_ = 0;
   std::map<std::vector<std::int64_t>, StepTime> memo_;  // key: (new, past, samples) per sequence
   StepTime last_;                                       // without reuse: the step just simulated
   std::size_t simulated_ = 0, hits_ = 0;

@@ -42,8 +42,10 @@ void write_serve_table(const ServeOutput& o, std::ostream& out) {
     out << fmt::format("goodput: {:.2f} requests/s ({} of {} within the SLOs)\n", s.goodput_requests_per_s, s.good,
                        s.completed);
   }
-  out << fmt::format("batch: {:.1f} sequences on average; KV cache {:.0f}% used on average, {:.0f}% at most\n\n",
+  out << fmt::format("batch: {:.1f} sequences on average; KV cache {:.0f}% used on average, {:.0f}% at most\n",
                      s.mean_batch, 100 * s.mean_kv_share, 100 * s.peak_kv_share);
+  out << fmt::format("steps: {:.0f}% GPU work, {:.0f}% engine host time\n\n", 100 * (1 - s.host_share),
+                     100 * s.host_share);
   out << fmt::format("  {:<10s} {:>10s} {:>10s} {:>10s} {:>10s}\n", "latency", "p50 ms", "p90 ms", "p99 ms", "mean ms");
   const auto row = [&](const char* name, const serve::Percentiles& p) {
     if (p.n == 0) return;
@@ -102,6 +104,7 @@ std::string serve_json(const ServeOutput& o) {
                   {"mean_batch", s.mean_batch},
                   {"mean_kv_share", s.mean_kv_share},
                   {"peak_kv_share", s.peak_kv_share},
+                  {"host_share", s.host_share},
                   {"ttft_s", pct_json(s.ttft_s)},
                   {"tpot_s", pct_json(s.tpot_s)},
                   {"itl_s", pct_json(s.itl_s)},
@@ -129,7 +132,7 @@ std::string serve_json(const ServeOutput& o) {
   j["steps"] = ordered_json::array();
   for (const auto& st : r.steps) {
     j["steps"].push_back({{"start_s", st.start_s}, {"duration_s", st.duration_s}, {"gpu_us", st.gpu_us},
-                          {"seqs", st.seqs}, {"tokens", st.tokens}, {"prefills", st.prefills}, {"decodes", st.decodes},
+                          {"host_us", st.host_s * 1e6}, {"seqs", st.seqs}, {"tokens", st.tokens}, {"prefills", st.prefills}, {"decodes", st.decodes},
                           {"kv_blocks", st.kv_blocks}, {"waiting", st.waiting}, {"preempted", st.preempted},
                           {"graph", st.graph}});
   }
@@ -148,10 +151,11 @@ void write_serve_requests_csv(const ServeOutput& o, std::ostream& out) {
 }
 
 void write_serve_steps_csv(const ServeOutput& o, std::ostream& out) {
-  out << "start_s,duration_s,gpu_us,seqs,tokens,prefills,decodes,kv_blocks,kv_share,waiting,preempted,graph\n";
+  out << "start_s,duration_s,gpu_us,host_us,seqs,tokens,prefills,decodes,kv_blocks,kv_share,waiting,preempted,graph\n";
   const double blocks = static_cast<double>(std::max<std::int64_t>(1, o.result.num_blocks));
   for (const auto& st : o.result.steps) {
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", st.start_s, st.duration_s, st.gpu_us, st.seqs, st.tokens,
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", st.start_s, st.duration_s, st.gpu_us, st.host_s * 1e6,
+                       st.seqs, st.tokens,
                        st.prefills, st.decodes, st.kv_blocks, static_cast<double>(st.kv_blocks) / blocks, st.waiting,
                        st.preempted, st.graph ? 1 : 0);
   }

@@ -33,6 +33,7 @@
 #include "validation/host_suite.h"
 #include "validation/cs336_suite.h"
 #include "validation/replay_suite.h"
+#include "validation/serve_requests_suite.h"
 #include "validation/serve_steps_suite.h"
 #include "validation/train_suite.h"
 
@@ -51,6 +52,7 @@ struct SuiteSpec {
   bool train_wall = false;  // eager wall time of training steps; csv lists the files, ", "-separated
   bool replay = false;  // profiler traces replayed (validation/replay_suite.h); csv: the traces' index
   bool serve_steps = false;  // continuous-batching steps (validation/serve_steps_suite.h)
+  bool serve_requests = false;  // served request mixes (validation/serve_requests_suite.h)
 };
 
 // Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
@@ -254,6 +256,13 @@ const std::vector<SuiteSpec>& suites() {
        "set 2 on an H200 SXM, 2026-11-26 03:27 UTC (nothing measured on the H200 was used to fit anything), "
        "compared once",
        false, 0, false, false, false, false, false, false, false, true},
+      {"serve-requests-h100", "h100", "serve_requests_h100.json",
+       "request mixes served by Hugging Face transformers 5.17's continuous batching (paged|sdpa, CUDA graphs, "
+       "generate_batch's configuration) on an H100, 2026-11-26 05:24-05:28 UTC (validation/measure/"
+       "serve_requests.py: Llama-3.2-1B- and Llama-3-8B-shaped models, bursts and Poisson arrivals), against "
+       "gpusim serve with configs/engines/hf-paged-sdpa-graphs.yaml: set 1 calibration (the engine's host "
+       "costs were fitted on its step logs), set 2 held out",
+       false, 0, false, false, false, false, false, false, false, false, true},
       {"host-h100", "h100", "host_walls_h100.json",
        "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "
        "H100 machine's host, one session (2026-11-24 23:41 UTC): the layer sweep the preset's host "
@@ -562,6 +571,8 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       rows = validation::compare_measured_models(data / s.csv, spec, models);
     } else if (s.replay) {
       rows = validation::compare_replays(data / s.csv, s.hw, catalog, models);
+    } else if (s.serve_requests) {
+      rows = validation::compare_serve_requests(data / s.csv, env.config_dir, spec, models);
     } else if (s.serve_steps) {
       rows = validation::compare_serve_steps(data / s.csv, spec, models);
     } else if (s.train) {

@@ -852,60 +852,67 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
       tape->q_rot = q;
       tape->k_rot = k;
     }
-    const LayerKeys keys = layer_keys(m, e.s(), i);
-    if (m.sliding_layer(i) && e.s().past_tokens == 0) {
-      // DynamicSlidingWindowLayer's first update moves its window size to the device.
-      const TensorUse sw = e.b().state(L + ".attn.window_size", 8);
-      e.emit(L + ".attn.window_size", {models::detail::memcpy_launch(false, 8, sw, sw, e.hw())});
-    }
-    // Several tokens of one projection's heads are strided in [B, H, S, D] order (unless one KV
-    // head): a rotated k is the RoPE sum in the projection's layout, except Phi-3's (its pass cat
-    // writes a new tensor).
-    if (e.s().new_tokens > 1 && m.kv_heads > 1) {
-      dense_k = dense_k && m.fused_qkv;
-      dense_v = false;
-    }
-    // Gradient checkpointing turns the cache off (use_cache=False): attention reads k and v.
-    const bool no_cache = e.workload().phase == Phase::kTrain && e.workload().checkpointing == Checkpointing::kFull;
-    const TensorUse kc = no_cache ? k : cache_append(e, L + ".attn", "k", k, dense_k, keys.past, keys.window_full);
-    const TensorUse vc = no_cache ? v : cache_append(e, L + ".attn", "v", v, dense_v, keys.past, keys.window_full);
-    if (tape) tape->gpt2.cached = !no_cache;
-    // sdpa with dropout_p > 0 (GPT-2 in training): cuDNN's Philox seed and offset unpacked first.
-    if (gpt2_dropout(e)) e.emit(L + ".attn.philox_unpack", {models::lower_philox_unpack(e.b().state("philox_seed", 16), e.hw())});
-    // An fp32 training step runs SDPA's math backend as PyTorch composes it (hf_sdpa_math.cpp).
-    // Otherwise fp32 SDPA is charged as written-out attention (its fused kernels are not modeled).
-    const bool math = detail::uses_sdpa_math(e);
-    const bool naive = !math && (e.workload().attention == Attention::kNaive || e.lin() == DType::kFp32);
-    TensorUse qa = q, ka = kc, va = vc;
-    if (e.amp()) {
-      // Autocast casts sdpa's fp32 operands (the rotated q and k, the promoted v cache).
-      ka = e.cast(L + ".attn.k_cast", T * kv_dim, e.dtype_of(kc), e.lin(), kc);
-      va = e.cast(L + ".attn.v_cast", T * kv_dim, e.dtype_of(vc), e.lin(), vc);
-      qa = e.cast(L + ".attn.q_cast", T * q_dim, e.dtype_of(q), e.lin(), q);
-      if (tape) {
-        tape->q_sdpa = qa;
-        tape->k_sdpa = ka;
-        tape->v_sdpa = va;
+    if (e.packed()) {
+      // Continuous batching's packed batch: the paged cache and one masked SDPA.
+      const TensorUse att = detail::paged_sdpa(e, L + ".attn", q, k, v);
+      const TensorUse wo = e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d));
+      proj = e.linear(L + ".attn.o_proj", T, d, q_dim, m.attn_out_bias, att, wo);
+    } else {
+      const LayerKeys keys = layer_keys(m, e.s(), i);
+      if (m.sliding_layer(i) && e.s().past_tokens == 0) {
+        // DynamicSlidingWindowLayer's first update moves its window size to the device.
+        const TensorUse sw = e.b().state(L + ".attn.window_size", 8);
+        e.emit(L + ".attn.window_size", {models::detail::memcpy_launch(false, 8, sw, sw, e.hw())});
       }
-    }
-    const TensorUse att = math    ? detail::sdpa_math(e, L + ".attn", q, kc, vc, tape ? &tape->math : nullptr)
-                          : naive ? naive_attention(e, L + ".attn", q, kc, vc)
-                          : e.workload().attention == Attention::kFlash2
-                              ? flash_attention_2(e, L + ".attn", q, kc, vc, keys.keys)
-                              : attention_core(e, L + ".attn", qa, ka, va, keys.keys,
-                                               keys.masked ? window : std::optional<TensorUse>());
-    TensorUse out = att;
-    if (m.fused_qkv && e.s().past_tokens == 0 && !naive && !math) {
-      // Phi-3's q is a slice of qkv: sdpa's output keeps its strides and the transpose back is a copy.
-      out = e.pointwise(L + ".attn.out_contiguous", EwFunc::kCopy, T * q_dim, a, a, {att}, true);
-    }
-    const TensorUse wo = e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d));
-    proj = e.linear(L + (is_gpt2_style(m) ? ".attn.c_proj" : ".attn.o_proj"), T, d, q_dim, m.attn_out_bias, out, wo);
-    if (gpt2_dropout(e)) proj = dropout(e, L + ".attn.resid_dropout", proj, T * d, tape ? &tape->gpt2.attn_drop_mask : nullptr);
-    if (tape) {
-      tape->attn = att;
-      tape->attn_out = out;
-      tape->wo = wo;
+      // Several tokens of one projection's heads are strided in [B, H, S, D] order (unless one KV
+      // head): a rotated k is the RoPE sum in the projection's layout, except Phi-3's (its pass cat
+      // writes a new tensor).
+      if (e.s().new_tokens > 1 && m.kv_heads > 1) {
+        dense_k = dense_k && m.fused_qkv;
+        dense_v = false;
+      }
+      // Gradient checkpointing turns the cache off (use_cache=False): attention reads k and v.
+      const bool no_cache = e.workload().phase == Phase::kTrain && e.workload().checkpointing == Checkpointing::kFull;
+      const TensorUse kc = no_cache ? k : cache_append(e, L + ".attn", "k", k, dense_k, keys.past, keys.window_full);
+      const TensorUse vc = no_cache ? v : cache_append(e, L + ".attn", "v", v, dense_v, keys.past, keys.window_full);
+      if (tape) tape->gpt2.cached = !no_cache;
+      // sdpa with dropout_p > 0 (GPT-2 in training): cuDNN's Philox seed and offset unpacked first.
+      if (gpt2_dropout(e)) e.emit(L + ".attn.philox_unpack", {models::lower_philox_unpack(e.b().state("philox_seed", 16), e.hw())});
+      // An fp32 training step runs SDPA's math backend as PyTorch composes it (hf_sdpa_math.cpp).
+      // Otherwise fp32 SDPA is charged as written-out attention (its fused kernels are not modeled).
+      const bool math = detail::uses_sdpa_math(e);
+      const bool naive = !math && (e.workload().attention == Attention::kNaive || e.lin() == DType::kFp32);
+      TensorUse qa = q, ka = kc, va = vc;
+      if (e.amp()) {
+        // Autocast casts sdpa's fp32 operands (the rotated q and k, the promoted v cache).
+        ka = e.cast(L + ".attn.k_cast", T * kv_dim, e.dtype_of(kc), e.lin(), kc);
+        va = e.cast(L + ".attn.v_cast", T * kv_dim, e.dtype_of(vc), e.lin(), vc);
+        qa = e.cast(L + ".attn.q_cast", T * q_dim, e.dtype_of(q), e.lin(), q);
+        if (tape) {
+          tape->q_sdpa = qa;
+          tape->k_sdpa = ka;
+          tape->v_sdpa = va;
+        }
+      }
+      const TensorUse att = math    ? detail::sdpa_math(e, L + ".attn", q, kc, vc, tape ? &tape->math : nullptr)
+                            : naive ? naive_attention(e, L + ".attn", q, kc, vc)
+                            : e.workload().attention == Attention::kFlash2
+                                ? flash_attention_2(e, L + ".attn", q, kc, vc, keys.keys)
+                                : attention_core(e, L + ".attn", qa, ka, va, keys.keys,
+                                                 keys.masked ? window : std::optional<TensorUse>());
+      TensorUse out = att;
+      if (m.fused_qkv && e.s().past_tokens == 0 && !naive && !math) {
+        // Phi-3's q is a slice of qkv: sdpa's output keeps its strides and the transpose back is a copy.
+        out = e.pointwise(L + ".attn.out_contiguous", EwFunc::kCopy, T * q_dim, a, a, {att}, true);
+      }
+      const TensorUse wo = e.weight(L + ".attn.o_proj", static_cast<double>(q_dim * d));
+      proj = e.linear(L + (is_gpt2_style(m) ? ".attn.c_proj" : ".attn.o_proj"), T, d, q_dim, m.attn_out_bias, out, wo);
+      if (gpt2_dropout(e)) proj = dropout(e, L + ".attn.resid_dropout", proj, T * d, tape ? &tape->gpt2.attn_drop_mask : nullptr);
+      if (tape) {
+        tape->attn = att;
+        tape->attn_out = out;
+        tape->wo = wo;
+      }
     }
   }
   if (m.sandwich_norms) proj = norm(e, L + ".post_attention_norm", proj, tape ? &tape->attn_out_norm : nullptr);
@@ -924,7 +931,25 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
 }  // namespace
 
 void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
-  detail::lower_hf_eager_forward(w, s, b, nullptr);
+  if (!s.ragged()) {
+    detail::lower_hf_eager_forward(w, s, b, nullptr);
+    return;
+  }
+  // A serving step (gpusim serve): transformers' continuous batching packs every scheduled
+  // token into one sequence that attends the keys of all its sequences through one mask.
+  if (w.serving.attention != ModelWorkload::ServingKernels::Attention::kPagedSdpa) {
+    throw ModelError("hf-eager serving steps run transformers' continuous batching: attention paged-sdpa");
+  }
+  if (w.model.mla || w.model.sliding_window || w.model.moe) {
+    throw ModelError("transformers' continuous batching is modeled for dense models with full attention only");
+  }
+  std::int64_t keys = s.pad_keys;
+  for (const SeqSlice& q : s.seqs) keys += q.past_tokens + q.new_tokens;
+  const std::int64_t T = s.tokens();
+  keys += s.pad_tokens;
+  detail::StepEmitter e(w, StepShape(1, T, keys - T), b);
+  e.set_packed({s, keys});
+  detail::lower_hf_eager_forward(e, nullptr);
 }
 
 void detail::lower_hf_eager_forward(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b, ForwardTape* tape) {
@@ -979,9 +1004,11 @@ void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
   bool any_full = false, any_window = false;
   for (std::int64_t i = 0; i < m.layers; ++i) (m.sliding_layer(i) ? any_window : any_full) = true;
   const bool built = window_mask_built(m, s);
-  // A training step passes no attention mask: nothing to check.
-  if (any_full && !tape) mask_check(e);
-  if (any_window && !built && !tape) mask_check(e);
+  // A training step passes no attention mask: nothing to check. Continuous batching passes its
+  // own (prepared before the forward).
+  if (e.packed()) detail::paged_batch_prep(e);
+  else if (any_full && !tape) mask_check(e);
+  if (any_window && !built && !tape && !e.packed()) mask_check(e);
   std::optional<TensorUse> window;
   if (built) window = window_mask(e);
   std::pair<TensorUse, TensorUse> rot, rot_local;
@@ -1011,7 +1038,15 @@ void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
   // logits_to_keep=1: the head runs on each sequence's last position only (generate); a
   // training step's loss needs every position.
   const TensorUse head = m.tied_embeddings ? table : e.weight("lm_head", static_cast<double>(m.vocab * d));
-  TensorUse logits = e.linear("lm_head", tape ? T : s.batch, m.vocab, d, false, h, head);
+  const std::int64_t rows = tape ? T : e.packed() ? e.packed()->ragged.sampled() : s.batch;
+  TensorUse logits = e.linear("lm_head", rows, m.vocab, d, false, h, head);
+  if (e.packed()) {
+    // The model runner's logits.float() and greedy argmax over the sampled rows.
+    const TensorUse lf = e.cast("logits_float", rows * m.vocab, e.act(), kF32, logits);
+    const TensorUse next = e.new_bytes("next_tokens", static_cast<double>(rows) * 8);
+    e.emit("argmax", {models::lower_reduce(rows, m.vocab, kF32, kF32, true,
+                                           "at::native::ArgMaxOps<float>", lf, next, e.hw())});
+  }
   if (tape) {
     tape->hidden = h;
     tape->head = head;

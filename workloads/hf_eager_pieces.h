@@ -129,6 +129,19 @@ void lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape);
 // lowers it in a training step (llama-style layers, full attention); fills `lt`.
 void lower_hf_eager_layer(StepEmitter& e, int i, TensorUse& x, const ForwardTape& tape, LayerTape* lt);
 
+// transformers' continuous batching, per step before the forward (ContinuousBatchingIOs
+// .prepare_batch_tensors, launched eagerly by the host): the attention mask reset to -inf over
+// the batch's queries and keys, then each sequence's causal block written into it (full, triu,
+// copy into the mask's slice).
+void paged_batch_prep(StepEmitter& e);
+// paged|sdpa's attention of one layer over the packed batch (integrations/sdpa_paged.py):
+// PagedAttentionCache.update writes the new K and V rows into the cache (index_copy_) and
+// gathers every scheduled sequence's keys (index_select), repeat_kv expands them to every query
+// head (a copy each), and cuDNN's masked SDPA runs the queries against all of them (the mask is
+// block-diagonal, so no tile is skipped); the output is transposed back (a copy).
+TensorUse paged_sdpa(StepEmitter& e, const std::string& label, const TensorUse& q, const TensorUse& k,
+                     const TensorUse& v);
+
 // DeepseekV2RotaryEmbedding: the complex table freqs_cis (first; second unused).
 std::pair<TensorUse, TensorUse> mla_rotary_table(StepEmitter& e);
 

@@ -52,6 +52,16 @@ class StepEmitter {
   // A new autocast region (each forward): its weight-cast cache starts empty.
   void begin_autocast() { amp_weight_casts_.clear(); }
 
+  // transformers' continuous batching (attn_implementation "paged|sdpa"): s() is its packed
+  // batch (one sequence of every scheduled token, padding included) and this the ragged step it
+  // packs, whose sequences attend `keys` keys gathered from the paged cache.
+  struct PackedBatch {
+    StepShape ragged;
+    std::int64_t keys = 0;
+  };
+  const std::optional<PackedBatch>& packed() const { return packed_; }
+  void set_packed(PackedBatch p) { packed_ = std::move(p); }
+
   TensorUse weight(const std::string& name, double elements);
   TensorUse new_act(const std::string& name, double elements, hw::DType dtype);
   TensorUse new_act(const std::string& name, double elements) { return new_act(name, elements, act_); }
@@ -95,6 +105,7 @@ class StepEmitter {
   ProgramBuilder& b_;
   hw::DType act_, math_;
   std::optional<hw::DType> amp_;
+  std::optional<PackedBatch> packed_;
   std::map<std::string, hw::DType> dtypes_;                      // by tensor name
   std::map<std::string, TensorUse> amp_weight_casts_;            // by weight tensor name
   std::map<std::string, AutocastOperands> amp_operands_;         // by linear label

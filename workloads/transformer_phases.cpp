@@ -8,14 +8,14 @@ namespace gpusim::workloads {
 
 std::int64_t StepShape::tokens() const {
   if (seqs.empty()) return batch * new_tokens;
-  std::int64_t t = 0;
+  std::int64_t t = pad_tokens;
   for (const auto& q : seqs) t += q.new_tokens;
   return t;
 }
 
 std::int64_t StepShape::sampled() const {
   if (seqs.empty()) return batch;
-  std::int64_t n = 0;
+  std::int64_t n = pad_rows;
   for (const auto& q : seqs) n += q.samples ? 1 : 0;
   return n;
 }

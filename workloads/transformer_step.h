@@ -35,6 +35,10 @@ struct StepShape {
   // slice; `batch` is their count and the uniform fields above are unused.
   std::vector<SeqSlice> seqs;
   bool ragged() const { return !seqs.empty(); }
+  // Static-shape padding a CUDA-graph engine adds to a ragged step (transformers' continuous
+  // batching pads queries and keys to intervals): tokens through every kernel, keys of its
+  // packed attention and lm_head rows beyond the sequences' own.
+  std::int64_t pad_tokens = 0, pad_keys = 0, pad_rows = 0;
   // Tokens through the step's GEMMs, and rows of its lm_head.
   std::int64_t tokens() const;
   std::int64_t sampled() const;

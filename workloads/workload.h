@@ -102,8 +102,10 @@ struct ModelWorkload {
   struct ServingKernels {
     // split-decode: a varlen prefill launch and a flash-decoding (split-KV) launch for the decodes;
     // unified-varlen: every sequence in one FlashAttention-2 varlen launch (no split-KV; a
-    // decode-only batch of grouped-query heads swaps its query groups into rows, with copies).
-    enum class Attention { kSplitDecode, kUnifiedVarlen } attention = Attention::kSplitDecode;
+    // decode-only batch of grouped-query heads swaps its query groups into rows, with copies);
+    // paged-sdpa: transformers' continuous batching with attn_implementation "paged|sdpa" (the
+    // hf-eager lowering over the packed batch: every cached key gathered, one masked SDPA).
+    enum class Attention { kSplitDecode, kUnifiedVarlen, kPagedSdpa } attention = Attention::kSplitDecode;
     // cuda: hand-written vectorized kernels (serving engines'); inductor: TorchInductor's Triton.
     enum class Elementwise { kCuda, kInductor } elementwise = Elementwise::kCuda;
   } serving;

@@ -1,0 +1,72 @@
+#include "validation/serve_requests_suite.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "serve/serve_run.h"
+#include "serve/serve_spec.h"
+#include "sim/error.h"
+#include "validation/case_json.h"
+
+namespace gpusim::validation {
+namespace {
+
+// A serve file and its request file for one measured run, in a scratch folder of this process.
+std::filesystem::path write_run(const nlohmann::json& run, const std::filesystem::path& dir) {
+  std::ofstream reqs(dir / "requests.jsonl");
+  int i = 0;
+  for (const auto& r : run.at("requests")) {
+    reqs << fmt::format("{{\"id\": \"r{}\", \"arrival\": {}, \"prompt_tokens\": {}, \"output_tokens\": {}}}\n", i++,
+                        r.at(0).get<double>(), r.at(1).get<std::int64_t>(), r.at(2).get<std::int64_t>());
+  }
+  const auto serve = dir / "serve.yaml";
+  std::ofstream y(serve);
+  // generate_batch's engine: max_requests_per_batch from its workload hints, the block count the
+  // engine solved for at start-up (both recorded).
+  y << fmt::format("model: {}\nengine: hf-paged-sdpa-graphs\nscheduler: {{max_num_seqs: {}, num_blocks: {}}}\n"
+                   "requests: {{file: requests.jsonl}}\n",
+                   run.at("model").get<std::string>(), run.at("max_requests_per_batch").get<std::int64_t>(),
+                   run.at("num_blocks").get<std::int64_t>());
+  return serve;
+}
+
+}  // namespace
+
+std::vector<Comparison> compare_serve_requests(const std::filesystem::path& file,
+                                               const std::filesystem::path& config_dir, const hw::HardwareSpec& hw,
+                                               const models::KernelModelRegistry& models) {
+  const nlohmann::json doc = read_json_file(file);
+  std::vector<Comparison> out;
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("gpusim-serve-requests-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  try {
+    for (const auto& run : doc.at("runs")) {
+      // The eager engine is host-bound (about 25 us of Python per kernel, more with more
+      // requests): not modeled, so not compared (docs/serving.md).
+      if (run.at("config").get<std::string>() != "graphs") continue;
+      const auto spec = serve::load_serve_spec(write_run(run, dir), {}, config_dir / "engines", config_dir / "models");
+      const serve::ServeResult r = serve::run_serve(spec, hw, models);
+      const serve::ServeSummary s = serve::summarize(spec, r);
+      const std::string id = run.at("id").get<std::string>();
+      const bool held_out = run.at("split").get<std::string>() == "holdout";
+      const auto row = [&](const char* what, const char* key, double simulated_s) {
+        out.push_back(figure_row(fmt::format("{}: {}", id, what), "serve-requests", held_out,
+                                 run.at(key).get<double>() * 1e6, simulated_s * 1e6));
+      };
+      row("TTFT p50", "ttft_p50_s", s.ttft_s.p50);
+      row("TTFT p90", "ttft_p90_s", s.ttft_s.p90);
+      row("TPOT p50", "tpot_p50_s", s.tpot_s.p50);
+      row("TPOT p90", "tpot_p90_s", s.tpot_s.p90);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    std::filesystem::remove_all(dir);
+    throw ConfigError(file.string(), 0, "runs", std::string("malformed: ") + e.what());
+  }
+  std::filesystem::remove_all(dir);
+  return out;
+}
+
+}  // namespace gpusim::validation
