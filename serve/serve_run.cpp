@@ -25,8 +25,10 @@ double kv_bytes_per_token(const workloads::ModelWorkload& w) {
 }  // namespace
 
 ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const models::KernelModelRegistry& models,
-                      const std::function<void(std::size_t, std::size_t)>& progress, bool reuse) {
+                      const std::function<void(std::size_t, std::size_t)>& progress, bool reuse,
+                      const std::set<std::vector<std::int64_t>>& graphs) {
   ServeResult out;
+  out.graphs = graphs;
   StepTimer timer(spec.model, hw, spec.engine, models, reuse);
   SchedulerConfig config = spec.engine.scheduler;
   // The KV cache gets what the weights and the largest step's activations leave of the memory
@@ -101,13 +103,19 @@ ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const m
     }
     const StepTime& st = timer.time(seqs);
     step.start_s = t;
-    step.gpu_us = st.gpu_us;
     std::int64_t keys = 0;
     for (const auto& q : plan.seqs) keys += q.past_tokens + q.new_tokens;
     step.host_s = spec.engine.step_overhead.seconds() +
                   static_cast<double>(plan.seqs.size()) * spec.engine.request_overhead.seconds() +
                   static_cast<double>(keys) * spec.engine.key_overhead.seconds();
-    step.duration_s = st.gpu_us * 1e-6 + step.host_s;
+    // A lazily capturing engine's first step of a static shape captures its graph.
+    double gpu_us = st.gpu_us;
+    if (!st.graph_key.empty() && out.graphs.insert(st.graph_key).second) {
+      gpu_us = st.capture_us;
+      step.captured = true;
+    }
+    step.gpu_us = gpu_us;
+    step.duration_s = gpu_us * 1e-6 + step.host_s;
     step.graph = st.graph;
     step.seqs = static_cast<std::int64_t>(plan.seqs.size());
     step.tokens = plan.tokens();

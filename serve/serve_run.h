@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct StepRecord {
   std::int64_t waiting = 0;    // requests queued after it
   std::int64_t preempted = 0;
   bool graph = false;
+  bool captured = false;  // its graph was captured in it (a lazily capturing engine)
 };
 
 struct ServeResult {
@@ -41,13 +43,17 @@ struct ServeResult {
   double kv_bytes_per_token = 0, weights_bytes = 0, activation_bytes = 0, capacity_bytes = 0;
   double end_s = 0;  // the last step's end
   std::size_t shapes_simulated = 0, shapes_reused = 0;
+  std::set<std::vector<std::int64_t>> graphs;  // the static shapes captured by the end
 };
 
 // `progress(done, total)` is called as requests finish (for a progress display), may be empty.
 // `reuse`: steps of a shape seen before, and kernels that repeat, take the earlier results (the
 // same run, faster); off only to check that against a simulation of every step from scratch.
+// `graphs`: the static shapes a lazily capturing engine has captured before the run (an engine
+// that has served before), else none.
 ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const models::KernelModelRegistry& models,
-                      const std::function<void(std::size_t, std::size_t)>& progress = {}, bool reuse = true);
+                      const std::function<void(std::size_t, std::size_t)>& progress = {}, bool reuse = true,
+                      const std::set<std::vector<std::int64_t>>& graphs = {});
 
 // One request's latencies in seconds: to its first token, per output token after the first,
 // end to end, and queued before its first step; -1 where one does not apply (a rejected request,

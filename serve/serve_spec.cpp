@@ -58,6 +58,10 @@ void read_engine_keys(const hw::YamlDocument& doc, hw::MappingReader& r, EngineS
     if (p.has("keys")) e.padding.keys = p.integer("keys", 0, std::int64_t{1} << 40);
     p.reject_unknown();
   }
+  if (r.has("graph_capture")) {
+    e.graph_capture = r.choice("graph_capture", {"startup", "lazy"}) == "lazy" ? EngineSpec::GraphCapture::kLazy
+                                                                              : EngineSpec::GraphCapture::kStartup;
+  }
   if (r.has("request_overhead")) e.request_overhead = duration(r, "request_overhead");
   if (r.has("key_overhead")) e.key_overhead = duration(r, "key_overhead");
   if (r.has("fused_kernels")) {

@@ -42,6 +42,10 @@ struct EngineSpec {
   struct Padding {
     std::int64_t queries = 0, keys = 0;
   } padding;
+  // When graphs are captured: all at start-up (vLLM), or each the first time a step of its static
+  // shape runs (transformers: that step runs its forward eagerly, then the host records the
+  // forward's launches again into the graph).
+  enum class GraphCapture { kStartup, kLazy } graph_capture = GraphCapture::kStartup;
   workloads::ModelWorkload::ServingKernels kernels;  // attention and fused kernels of its steps
 };
 

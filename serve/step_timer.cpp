@@ -60,6 +60,23 @@ const StepTime& StepTimer::time(const std::vector<workloads::SeqSlice>& seqs) {
   t.gpu_us = run.total_us;
   t.kernel_us = run.kernel_time_us;
   t.kernels = run.kernels;
+  if (t.graph && engine_.graph_capture == EngineSpec::GraphCapture::kLazy) {
+    const workloads::StepShape shape = padded(seqs);
+    // transformers' key: padded queries, padded keys, and the longest sequence's keys padded to
+    // a power of two (at least 1024, at most the cache's tokens).
+    std::int64_t longest = 0;
+    for (const auto& s : seqs) longest = std::max(longest, s.past_tokens + s.new_tokens);
+    std::int64_t bucket = 1024;
+    while (bucket < longest) bucket *= 2;
+    if (cache_tokens_ > 0) bucket = std::min(bucket, cache_tokens_);
+    std::int64_t keys = shape.pad_keys;
+    for (const auto& s : seqs) keys += s.past_tokens;
+    t.graph_key = {shape.tokens(), keys, bucket};
+    const workloads::StepRun eager = workloads::simulate_step(w_, "serve", shape, lowering_, hw_, hw::LaunchMode::kEager,
+                                                              reuse_ ? &outcomes_ : nullptr);
+    t.capture_us = eager.total_us + hw_.host.forward_fixed.us() +
+                   static_cast<double>(eager.kernels) * hw_.host.model_kernel_issue.us();
+  }
   ++simulated_;
   if (!reuse_) {
     last_ = t;

@@ -23,6 +23,11 @@ struct StepTime {
   double kernel_us = 0;     // summed kernel time
   std::int64_t kernels = 0;
   bool graph = false;       // replayed as a CUDA graph
+  // A lazily capturing engine (EngineSpec::graph_capture): the graph's key (its static shape) and
+  // what the step costs the first time that shape runs: the forward eagerly, then the host
+  // recording its launches (host.forward_fixed and host.model_kernel_issue each).
+  std::vector<std::int64_t> graph_key;
+  double capture_us = 0;
 };
 
 class StepTimer {

@@ -134,7 +134,7 @@ std::string serve_json(const ServeOutput& o) {
     j["steps"].push_back({{"start_s", st.start_s}, {"duration_s", st.duration_s}, {"gpu_us", st.gpu_us},
                           {"host_us", st.host_s * 1e6}, {"seqs", st.seqs}, {"tokens", st.tokens}, {"prefills", st.prefills}, {"decodes", st.decodes},
                           {"kv_blocks", st.kv_blocks}, {"waiting", st.waiting}, {"preempted", st.preempted},
-                          {"graph", st.graph}});
+                          {"graph", st.graph}, {"captured", st.captured}});
   }
   return j.dump(2) + "\n";
 }

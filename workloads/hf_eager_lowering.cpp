@@ -1005,9 +1005,16 @@ void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
   for (std::int64_t i = 0; i < m.layers; ++i) (m.sliding_layer(i) ? any_window : any_full) = true;
   const bool built = window_mask_built(m, s);
   // A training step passes no attention mask: nothing to check. Continuous batching passes its
-  // own (prepared before the forward).
-  if (e.packed()) detail::paged_batch_prep(e);
-  else if (any_full && !tape) mask_check(e);
+  // own, prepared before the forward.
+  if (e.packed()) {
+    // The engine's Python launches these while it prepares the batch (its host time per request,
+    // serve's request_overhead); the model's forward follows.
+    b.begin_phase("engine_prepare");
+    detail::paged_batch_prep(e);
+    b.begin_phase("forward");
+  } else if (any_full && !tape) {
+    mask_check(e);
+  }
   if (any_window && !built && !tape && !e.packed()) mask_check(e);
   std::optional<TensorUse> window;
   if (built) window = window_mask(e);

@@ -12,9 +12,10 @@ void set_model_host_issue(KernelDag& dag, const hw::HardwareSpec& hw,
     if (v == 0 && (phase_starts.empty() || phase_starts.front().second > 0)) gap = h.forward_fixed;
     while (next < phase_starts.size() && phase_starts[next].second == v) {
       const std::string& name = phase_starts[next++].first;
-      per_kernel = name == "backward"    ? h.backward_kernel_issue
-                   : name == "optimizer" ? h.optimizer_kernel_issue
-                                         : h.model_kernel_issue;
+      per_kernel = name == "backward"         ? h.backward_kernel_issue
+                   : name == "optimizer"      ? h.optimizer_kernel_issue
+                   : name == "engine_prepare" ? sim::Time{}
+                                              : h.model_kernel_issue;
       if (name == "forward") gap = h.forward_fixed;
     }
     dag.set_host_gap(static_cast<KernelDag::Vertex>(v), gap + per_kernel);

@@ -18,8 +18,9 @@ namespace gpusim::workloads {
 // Sets the host gap of every vertex of one step's DAG. A training step's phases (`phase_starts`:
 // name and first vertex) differ: a forward runs model code (forward_fixed, then
 // model_kernel_issue a kernel), the backward autograd's engine (backward_kernel_issue), the
-// optimizer torch.optim's step (optimizer_kernel_issue). Without phases, the whole DAG is one
-// forward.
+// optimizer torch.optim's step (optimizer_kernel_issue); a serving engine's batch preparation
+// ("engine_prepare") costs nothing here (the engine's own host time per request counts it).
+// Without phases, the whole DAG is one forward.
 void set_model_host_issue(KernelDag& dag, const hw::HardwareSpec& hw,
                           const std::vector<std::pair<std::string, std::size_t>>& phase_starts = {});
 

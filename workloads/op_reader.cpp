@@ -19,7 +19,7 @@ std::vector<std::string_view> keys_of(OpKind kind) {
     case OpKind::kLinear:
       return {"M", "N", "K", "bias", "dtype"};
     case OpKind::kSdpa:
-      return {"B", "H", "S", "D", "causal", "window", "mask", "dtype"};
+      return {"B", "H", "S", "D", "causal", "window", "mask", "keys", "dtype"};
     case OpKind::kSdpaDecode:
       return {"B", "Hq", "Hkv", "L", "D", "dtype"};
     case OpKind::kNaiveAttention:
@@ -56,6 +56,9 @@ models::OpShape read_shape(OpKind kind, hw::MappingReader& r) {
       if (s.masked && (s.causal || s.window > 0)) {
         r.fail("mask", "an explicit mask replaces causal: and window: (set causal: false)");
       }
+      // Keys when they differ from the S queries (a packed batch's masked attention).
+      s.keys = r.optional_integer("keys", 1, kMaxExtent).value_or(0);
+      if (s.keys > 0 && (s.causal || s.window > 0)) r.fail("keys", "queries and keys of different lengths need causal: false");
       return s;
     }
     case OpKind::kSdpaDecode: {

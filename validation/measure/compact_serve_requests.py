@@ -38,6 +38,8 @@ def main():
             out["runs"].append({
                 "id": f"set{d['set']} {run['model']} {run['config']} {run['mix']}",
                 "split": "calibration" if d["set"] == 1 else "holdout",
+                "protocol": d.get("protocol", "warm-pass"),
+                "captures": sum(1 for s in run["steps"] if s.get("captured")),
                 "model": run["model"], "config": run["config"], "mix": run["mix"],
                 "num_blocks": run["engine"]["num_blocks"], "max_requests_per_batch": run["engine"]["max_requests_per_batch"],
                 "steps": len(run["steps"]),
