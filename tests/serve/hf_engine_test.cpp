@@ -109,6 +109,28 @@ TEST(HfEngine, AStepTakesItsHostTimeBesideItsGpuTime) {
   EXPECT_LT(s.host_share, 1.0);
 }
 
+TEST(HfEngine, AGraphIsCapturedTheFirstTimeItsShapeRunsAndNotAgain) {
+  const auto spec = load("capture", "");
+  ASSERT_EQ(spec.engine.graph_capture, EngineSpec::GraphCapture::kLazy);
+  const auto hw = gpusim::testing::preset("h100");
+  const auto models = models::default_kernel_models();
+  const auto fresh = run_serve(spec, hw, models);
+  // The prefill's shape, then the decodes' (64 padded queries): two captures, each dearer than
+  // the replays of its shape that follow.
+  ASSERT_EQ(fresh.steps.size(), 3u);
+  EXPECT_TRUE(fresh.steps[0].captured);
+  EXPECT_TRUE(fresh.steps[1].captured);
+  EXPECT_FALSE(fresh.steps[2].captured);
+  EXPECT_GT(fresh.steps[1].gpu_us, 2 * fresh.steps[2].gpu_us);
+  EXPECT_EQ(fresh.graphs.size(), 2u);
+  // An engine that has served these shapes before captures nothing: the same steps, cheaper.
+  const auto warm = run_serve(spec, hw, models, {}, true, fresh.graphs);
+  ASSERT_EQ(warm.steps.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_FALSE(warm.steps[i].captured) << i;
+  EXPECT_LT(warm.steps[0].gpu_us, fresh.steps[0].gpu_us);
+  EXPECT_NEAR(warm.steps[1].gpu_us, fresh.steps[2].gpu_us, 0.01 * fresh.steps[2].gpu_us);  // one more cached key
+}
+
 TEST(HfEngine, BadEngineKeysAreRefusedWithTheirKey) {
   const auto expect_error = [](const std::string& name, const std::string& extra, const std::string& key) {
     try {
