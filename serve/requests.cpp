@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -31,16 +32,6 @@ std::int64_t draw_length(const LengthSpec& s, std::mt19937_64& g) {
     case LengthSpec::Kind::kFixed: return s.value;
     case LengthSpec::Kind::kUniform:
       return s.min + static_cast<std::int64_t>(unit(g) * static_cast<double>(s.max - s.min + 1));
-    case LengthSpec::Kind::kTable: {
-      double total = 0;
-      for (const auto& [_, w] : s.table) total += w;
-      double u = unit(g) * total;
-      for (const auto& [len, w] : s.table) {
-        if (u < w) return len;
-        u -= w;
-      }
-      return s.table.back().first;
-    }
   }
   return s.value;
 }
@@ -168,6 +159,41 @@ std::vector<Request> read_requests(const std::filesystem::path& path) {
   return out;
 }
 
+LengthPairs read_length_pairs(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  std::ifstream in(path);
+  if (!in) throw ConfigError(file, 0, "", "cannot open the length distribution (no such file, or not readable)");
+  LengthPairs out;
+  out.name = path.stem().string();
+  std::string text;
+  bool header = false;
+  for (int line = 1; std::getline(in, text); ++line) {
+    const std::string t = trim(text);
+    if (t.empty() || t.front() == '#') continue;
+    const auto cells = split_csv(t);
+    if (!header) {
+      if (cells != std::vector<std::string>{"prompt_tokens", "output_tokens"}) {
+        throw ConfigError(file, line, "", "expected the header prompt_tokens,output_tokens");
+      }
+      header = true;
+      continue;
+    }
+    if (cells.size() != 2) throw ConfigError(file, line, "", "expected two integers: prompt_tokens,output_tokens");
+    std::int64_t v[2];
+    for (int c = 0; c < 2; ++c) {
+      const char* key = c == 0 ? "prompt_tokens" : "output_tokens";
+      const std::string& s = cells[static_cast<std::size_t>(c)];
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v[c]);
+      if (ec != std::errc() || end != s.data() + s.size() || v[c] < 1) {
+        throw ConfigError(file, line, key, fmt::format("expected a token count of 1 or more, got '{}'", s));
+      }
+    }
+    out.rows.emplace_back(v[0], v[1]);
+  }
+  if (out.rows.empty()) throw ConfigError(file, 0, "", "the length distribution holds no rows");
+  return out;
+}
+
 std::vector<Request> generate_requests(const GeneratorSpec& spec) {
   std::mt19937_64 arrivals(spec.seed), lengths(spec.seed ^ 0x9e3779b97f4a7c15ULL);
   std::vector<Request> out;
@@ -184,8 +210,15 @@ std::vector<Request> generate_requests(const GeneratorSpec& spec) {
         break;
     }
     r.arrival_s = t;
-    r.prompt_tokens = draw_length(spec.prompt, lengths);
-    r.output_tokens = draw_length(spec.output, lengths);
+    if (spec.lengths) {
+      const auto& rows = spec.lengths->rows;
+      const auto k = std::min(rows.size() - 1, static_cast<std::size_t>(unit(lengths) * static_cast<double>(rows.size())));
+      r.prompt_tokens = rows[k].first;
+      r.output_tokens = rows[k].second;
+    } else {
+      r.prompt_tokens = draw_length(spec.prompt, lengths);
+      r.output_tokens = draw_length(spec.output, lengths);
+    }
     out.push_back(std::move(r));
   }
   return out;

@@ -16,14 +16,21 @@ struct Request {
   std::int64_t prompt_tokens = 0, output_tokens = 0;
 };
 
-// Prompt or output lengths: one value, uniform over [min, max] (integers), or drawn from a table
-// of (length, weight) rows (a named empirical distribution).
+// Prompt or output lengths: one value, or uniform over [min, max] (integers).
 struct LengthSpec {
-  enum class Kind { kFixed, kUniform, kTable } kind = Kind::kFixed;
+  enum class Kind { kFixed, kUniform } kind = Kind::kFixed;
   std::int64_t value = 0, min = 0, max = 0;
-  std::string name;  // kTable: what it is called, for reports
-  std::vector<std::pair<std::int64_t, double>> table;
 };
+
+// A named empirical distribution of request lengths (configs/distributions/NAME.csv): rows of
+// (prompt tokens, output tokens) drawn whole, so each prompt keeps its own reply's length.
+struct LengthPairs {
+  std::string name;
+  std::vector<std::pair<std::int64_t, std::int64_t>> rows;
+};
+// Reads one: '#' comment lines, the header "prompt_tokens,output_tokens", then a row a line.
+// Errors name the file and line (ConfigError).
+LengthPairs read_length_pairs(const std::filesystem::path& file);
 
 // When requests arrive: Poisson at `rate` a second, one every 1 / `rate` seconds, or all at t = 0.
 struct ArrivalSpec {
@@ -35,6 +42,7 @@ struct GeneratorSpec {
   std::int64_t count = 0;
   ArrivalSpec arrival;
   LengthSpec prompt, output;
+  std::optional<LengthPairs> lengths;  // instead of prompt and output: whole rows of a distribution
   std::uint64_t seed = 0;
 };
 

@@ -115,7 +115,25 @@ LengthSpec read_length(const hw::YamlDocument& doc, hw::MappingReader& r, std::s
   return s;
 }
 
-void read_requests_keys(const hw::YamlDocument& doc, hw::MappingReader& root, ServeSpec& spec) {
+// A named length distribution of `dir` (configs/distributions), or an error listing them.
+LengthPairs load_lengths(hw::MappingReader& r, const std::filesystem::path& dir) {
+  const std::string name = r.text("lengths");
+  const auto file = dir / (name + ".csv");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    std::vector<std::string> names;
+    for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+      if (f.path().extension() == ".csv") names.push_back(f.path().stem().string());
+    }
+    std::sort(names.begin(), names.end());
+    r.fail("lengths", fmt::format("no length distribution '{}' in {} (distributions: {})", name, dir.string(),
+                                  fmt::join(names, ", ")));
+  }
+  return read_length_pairs(file);
+}
+
+void read_requests_keys(const hw::YamlDocument& doc, hw::MappingReader& root, ServeSpec& spec,
+                        const std::filesystem::path& distributions_dir) {
   const YAML::Node node = root.node("requests");
   if (!node.IsMap()) root.fail("requests", "expected a mapping: file: PATH, or a generator (count, arrival, ...)");
   hw::MappingReader r(doc, node, "requests");
@@ -139,13 +157,21 @@ void read_requests_keys(const hw::YamlDocument& doc, hw::MappingReader& root, Se
   } else if (r.has("rate")) {
     r.fail("rate", "all-at-once arrivals take no rate");
   }
-  g.prompt = read_length(doc, r, "prompt_tokens");
-  g.output = read_length(doc, r, "output_tokens");
+  if (r.has("lengths")) {
+    if (r.has("prompt_tokens") || r.has("output_tokens")) {
+      r.fail("lengths", "lengths: draws prompt and output together; give it or prompt_tokens and output_tokens");
+    }
+    g.lengths = load_lengths(r, distributions_dir);
+  } else {
+    g.prompt = read_length(doc, r, "prompt_tokens");
+    g.output = read_length(doc, r, "output_tokens");
+  }
   g.seed = static_cast<std::uint64_t>(r.has("seed") ? r.integer("seed", 0, std::int64_t{1} << 62) : 0);
   r.reject_unknown();
   spec.requests = generate_requests(g);
-  spec.requests_source = fmt::format("{} requests, {}{}, seed {}", g.count, arrival,
-                                     g.arrival.rate > 0 ? fmt::format(" at {}/s", g.arrival.rate) : "", g.seed);
+  spec.requests_source = fmt::format("{} requests, {}{}{}, seed {}", g.count, arrival,
+                                     g.arrival.rate > 0 ? fmt::format(" at {}/s", g.arrival.rate) : "",
+                                     g.lengths ? ", lengths " + g.lengths->name : "", g.seed);
 }
 
 }  // namespace
@@ -179,7 +205,8 @@ ServeSpec load_serve_spec(const std::filesystem::path& path, const std::vector<w
         root.fail("engine", "the paged-sdpa engine is modeled for dense models with full attention only");
       }
     }
-    read_requests_keys(doc, root, spec);
+    // The length distributions sit beside the engine presets (configs/distributions).
+    read_requests_keys(doc, root, spec, engines_dir.parent_path() / "distributions");
     if (const auto n = root.optional_node("slo")) {
       hw::MappingReader s(doc, *n, "slo");
       if (s.has("ttft")) spec.slo.ttft_s = duration(s, "ttft").seconds();

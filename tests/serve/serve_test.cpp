@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "serve/requests.h"
@@ -95,6 +96,39 @@ TEST(ServeRequests, GeneratorsAreSeededAndDrawWhatTheySay) {
   EXPECT_NEAR(mean_prompt, 15.0, 0.3);
   g.seed = 4;
   EXPECT_NE(generate_requests(g)[5].arrival_s, a[5].arrival_s);
+}
+
+TEST(ServeRequests, ANamedDistributionGivesWholeRowsOfItsTable) {
+  const auto spec = load_serve_spec(serve_file("sharegpt", "  count: 500\n  arrival: all-at-once\n  lengths: sharegpt-8k\n  seed: 3\n"),
+                                    {}, kRepo / "configs" / "engines", kRepo / "configs" / "models");
+  const auto table = read_length_pairs(kRepo / "configs" / "distributions" / "sharegpt-8k.csv");
+  ASSERT_EQ(table.rows.size(), 30731u);
+  const std::set<std::pair<std::int64_t, std::int64_t>> rows(table.rows.begin(), table.rows.end());
+  ASSERT_EQ(spec.requests.size(), 500u);
+  double prompt_sum = 0;
+  for (const auto& r : spec.requests) {
+    EXPECT_TRUE(rows.count({r.prompt_tokens, r.output_tokens})) << r.prompt_tokens << "," << r.output_tokens;
+    prompt_sum += static_cast<double>(r.prompt_tokens);
+  }
+  // The table's prompts average 2,340 tokens; 500 draws land near it.
+  EXPECT_NEAR(prompt_sum / 500, 2340, 250);
+  EXPECT_NE(spec.requests_source.find("sharegpt-8k"), std::string::npos);
+  // Bad tables and names: file, line and key.
+  const auto error = [](const std::string& text) {
+    try {
+      read_length_pairs(temp_file("pairs.csv", text));
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("prompt,output\n1,2\n").find("header"), std::string::npos);
+  EXPECT_NE(error("# c\nprompt_tokens,output_tokens\n1,2\n3,x\n").find(":4: output_tokens"), std::string::npos);
+  EXPECT_NE(error("prompt_tokens,output_tokens\n0,2\n").find("prompt_tokens"), std::string::npos);
+  EXPECT_NE(error("prompt_tokens,output_tokens\n").find("no rows"), std::string::npos);
+  const auto status = [](const std::string& f) { return gpusim::testing::run_gpusim({"serve", f, "--hw", "h100"}).status; };
+  EXPECT_EQ(status(serve_file("nodist", "  count: 3\n  arrival: all-at-once\n  lengths: alpaca\n")), 2);
+  EXPECT_EQ(status(serve_file("both", "  count: 3\n  arrival: all-at-once\n  lengths: sharegpt-8k\n  prompt_tokens: 8\n")), 2);
 }
 
 TEST(ServeRun, EveryRequestIsServedInOrderAndTheRunIsDeterministic) {
