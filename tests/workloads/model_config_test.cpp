@@ -50,9 +50,9 @@ TEST(ModelConfigTest, EveryPresetLoads) {
       "deepseek-v2-lite", "deepseek-v3",     "gemma2-2b",
       "gemma3-1b",        "gpt2-large",      "gpt2-medium",
       "gpt2-small",       "gpt2-xl",         "llama3-70b",
-      "llama3-8b",        "mistral-7b-v0.1", "mixtral-8x7b",
-      "phi3-mini-4k",     "qwen2-1.5b",      "qwen3-1.7b",
-      "qwen3-30b-a3b"};
+      "llama3-8b",        "llama3.2-1b",     "mistral-7b-v0.1",
+      "mixtral-8x7b",     "phi3-mini-4k",    "qwen2-1.5b",
+      "qwen3-1.7b",       "qwen3-30b-a3b"};
   EXPECT_EQ(model_preset_names(kModelsDir), expected);
   for (const auto& name : expected) {
     SCOPED_TRACE(name);
@@ -97,6 +97,11 @@ TEST(ModelConfigTest, LlamaPresetValues) {
   EXPECT_DOUBLE_EQ(m.norm_eps.value(), 1e-5);
   EXPECT_FALSE(m.max_positions.has_value());
   EXPECT_FALSE(m.moe.has_value());
+  // Llama 3.2 1B: 64-wide heads, tied embeddings; Hugging Face counts 1,235,814,400 parameters.
+  const ModelConfig small = preset("llama3.2-1b");
+  EXPECT_EQ(small.head_dim, 64);
+  EXPECT_TRUE(small.tied_embeddings);
+  EXPECT_EQ(parameter_count(small), 1235814400);
 }
 
 TEST(ModelConfigTest, DeepseekOcrDecoderIsDeepseekV2MoeWithoutMla) {
