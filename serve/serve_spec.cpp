@@ -71,18 +71,25 @@ void read_engine_keys(const hw::YamlDocument& doc, hw::MappingReader& r, EngineS
   if (r.has("step_overhead")) e.step_overhead = duration(r, "step_overhead");
 }
 
-EngineSpec load_engine(const std::string& name, const std::filesystem::path& engines_dir, hw::MappingReader& root) {
-  const auto file = engines_dir / (name + ".yaml");
+// The file of preset `name` (NAME + ext) in `dir`; a missing one fails `key` of `r`, listing what
+// `dir` offers (`what`: "engine preset", "length distribution").
+std::filesystem::path preset_file(hw::MappingReader& r, std::string_view key, const std::string& name,
+                                  const std::filesystem::path& dir, const std::string& ext, std::string_view what) {
+  const auto file = dir / (name + ext);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) {
     std::vector<std::string> names;
-    for (const auto& f : std::filesystem::directory_iterator(engines_dir, ec)) {
-      if (f.path().extension() == ".yaml") names.push_back(f.path().stem().string());
+    for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+      if (f.path().extension() == ext) names.push_back(f.path().stem().string());
     }
     std::sort(names.begin(), names.end());
-    root.fail("engine", fmt::format("no engine preset '{}' in {} (presets: {})", name, engines_dir.string(),
-                                    fmt::join(names, ", ")));
+    r.fail(key, fmt::format("no {} '{}' in {} (there are: {})", what, name, dir.string(), fmt::join(names, ", ")));
   }
+  return file;
+}
+
+EngineSpec load_engine(const std::string& name, const std::filesystem::path& engines_dir, hw::MappingReader& root) {
+  const auto file = preset_file(root, "engine", name, engines_dir, ".yaml", "engine preset");
   const auto doc = hw::YamlDocument::from_file(file);
   hw::MappingReader r(doc, doc.root(), "");
   EngineSpec e;
@@ -117,19 +124,7 @@ LengthSpec read_length(const hw::YamlDocument& doc, hw::MappingReader& r, std::s
 
 // A named length distribution of `dir` (configs/distributions), or an error listing them.
 LengthPairs load_lengths(hw::MappingReader& r, const std::filesystem::path& dir) {
-  const std::string name = r.text("lengths");
-  const auto file = dir / (name + ".csv");
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec)) {
-    std::vector<std::string> names;
-    for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
-      if (f.path().extension() == ".csv") names.push_back(f.path().stem().string());
-    }
-    std::sort(names.begin(), names.end());
-    r.fail("lengths", fmt::format("no length distribution '{}' in {} (distributions: {})", name, dir.string(),
-                                  fmt::join(names, ", ")));
-  }
-  return read_length_pairs(file);
+  return read_length_pairs(preset_file(r, "lengths", r.text("lengths"), dir, ".csv", "length distribution"));
 }
 
 void read_requests_keys(const hw::YamlDocument& doc, hw::MappingReader& root, ServeSpec& spec,
