@@ -26,9 +26,9 @@ double kv_bytes_per_token(const workloads::ModelWorkload& w) {
 
 ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const models::KernelModelRegistry& models,
                       const std::function<void(std::size_t, std::size_t)>& progress, bool reuse,
-                      const std::set<std::vector<std::int64_t>>& graphs) {
+                      const EngineState& engine) {
   ServeResult out;
-  out.graphs = graphs;
+  out.engine = engine;
   StepTimer timer(spec.model, hw, spec.engine, models, reuse);
   SchedulerConfig config = spec.engine.scheduler;
   // The KV cache gets what the weights and the largest step's activations leave of the memory
@@ -108,9 +108,15 @@ ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const m
     step.host_s = spec.engine.step_overhead.seconds() +
                   static_cast<double>(plan.seqs.size()) * spec.engine.request_overhead.seconds() +
                   static_cast<double>(keys) * spec.engine.key_overhead.seconds();
+    // The first step to run the decode or the prefill attention kernel builds it.
+    const bool prefill = std::any_of(plan.seqs.begin(), plan.seqs.end(),
+                                     [](const auto& q) { return q.new_tokens > 1 || q.past_tokens == 0; });
+    if (spec.engine.attention_first_use > sim::Time{} && out.engine.attention_kernels.insert(prefill ? 1 : 0).second) {
+      step.host_s += spec.engine.attention_first_use.seconds();
+    }
     // A lazily capturing engine's first step of a static shape captures its graph.
     double gpu_us = st.gpu_us;
-    if (!st.graph_key.empty() && out.graphs.insert(st.graph_key).second) {
+    if (!st.graph_key.empty() && out.engine.graphs.insert(st.graph_key).second) {
       gpu_us = st.capture_us;
       step.captured = true;
     }

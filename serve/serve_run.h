@@ -36,6 +36,13 @@ struct StepRecord {
   bool captured = false;  // its graph was captured in it (a lazily capturing engine)
 };
 
+// What a served engine carries into its next run: the static shapes whose graphs it captured,
+// and the attention kernels (decode, prefill) it has built (EngineSpec::attention_first_use).
+struct EngineState {
+  std::set<std::vector<std::int64_t>> graphs;
+  std::set<int> attention_kernels;
+};
+
 struct ServeResult {
   std::vector<RequestResult> requests;  // as spec.requests
   std::vector<StepRecord> steps;
@@ -43,17 +50,16 @@ struct ServeResult {
   double kv_bytes_per_token = 0, weights_bytes = 0, activation_bytes = 0, capacity_bytes = 0;
   double end_s = 0;  // the last step's end
   std::size_t shapes_simulated = 0, shapes_reused = 0;
-  std::set<std::vector<std::int64_t>> graphs;  // the static shapes captured by the end
+  EngineState engine;  // by the end of the run
 };
 
 // `progress(done, total)` is called as requests finish (for a progress display), may be empty.
 // `reuse`: steps of a shape seen before, and kernels that repeat, take the earlier results (the
 // same run, faster); off only to check that against a simulation of every step from scratch.
-// `graphs`: the static shapes a lazily capturing engine has captured before the run (an engine
-// that has served before), else none.
+// `engine`: what the engine has from serving before (none for a fresh engine).
 ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const models::KernelModelRegistry& models,
                       const std::function<void(std::size_t, std::size_t)>& progress = {}, bool reuse = true,
-                      const std::set<std::vector<std::int64_t>>& graphs = {});
+                      const EngineState& engine = {});
 
 // One request's latencies in seconds: to its first token, per output token after the first,
 // end to end, and queued before its first step; -1 where one does not apply (a rejected request,

@@ -64,6 +64,7 @@ void read_engine_keys(const hw::YamlDocument& doc, hw::MappingReader& r, EngineS
   }
   if (r.has("request_overhead")) e.request_overhead = duration(r, "request_overhead");
   if (r.has("key_overhead")) e.key_overhead = duration(r, "key_overhead");
+  if (r.has("attention_first_use")) e.attention_first_use = duration(r, "attention_first_use");
   if (r.has("fused_kernels")) {
     e.kernels.elementwise = r.choice("fused_kernels", {"cuda", "inductor"}) == "inductor" ? K::Elementwise::kInductor
                                                                                          : K::Elementwise::kCuda;

@@ -36,6 +36,9 @@ struct EngineSpec {
   sim::Time step_overhead;                 // host time a step adds
   sim::Time request_overhead;              // host time a step adds per sequence it schedules
   sim::Time key_overhead;                  // host time a step adds per key its sequences attend
+  // Host time of the first step that runs the decode, and the first that runs the prefill,
+  // attention kernel of a fresh engine (cuDNN builds and compiles its generated SDPA kernels).
+  sim::Time attention_first_use;
   // Static shapes for CUDA graphs (transformers' continuous batching): a graph step's queries
   // are padded up to a multiple of `queries` (at most max_num_batched_tokens) and its cached
   // keys to a multiple of `keys` (at most the cache's tokens); 0: no padding.

@@ -122,9 +122,9 @@ TEST(HfEngine, AGraphIsCapturedTheFirstTimeItsShapeRunsAndNotAgain) {
   EXPECT_TRUE(fresh.steps[1].captured);
   EXPECT_FALSE(fresh.steps[2].captured);
   EXPECT_GT(fresh.steps[1].gpu_us, 2 * fresh.steps[2].gpu_us);
-  EXPECT_EQ(fresh.graphs.size(), 2u);
+  EXPECT_EQ(fresh.engine.graphs.size(), 2u);
   // An engine that has served these shapes before captures nothing: the same steps, cheaper.
-  const auto warm = run_serve(spec, hw, models, {}, true, fresh.graphs);
+  const auto warm = run_serve(spec, hw, models, {}, true, fresh.engine);
   ASSERT_EQ(warm.steps.size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) EXPECT_FALSE(warm.steps[i].captured) << i;
   EXPECT_LT(warm.steps[0].gpu_us, fresh.steps[0].gpu_us);

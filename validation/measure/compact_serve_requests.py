@@ -38,8 +38,10 @@ def main():
             wall = sum(s["t_updated"] - s["t_schedule"] for s in run["steps"])
             out["runs"].append({
                 "id": f"set{d['set']} {run['model']} {run['config']} {run['mix']}",
+                "set": d["set"],
                 "split": "holdout" if d["set"] >= 3 else "calibration",
                 "protocol": d.get("protocol", "warm-pass"),
+                "process": d.get("process", "shared"),
                 "captures": sum(1 for s in run["steps"] if s.get("captured")),
                 "model": run["model"], "config": run["config"], "mix": run["mix"],
                 "num_blocks": run["engine"]["num_blocks"], "max_requests_per_batch": run["engine"]["max_requests_per_batch"],

@@ -74,10 +74,20 @@ MIXES = {
         ("burst-8b-s3", "llama3-8b", 20, "all-at-once", 0, (256, 1536), (32, 128), "graphs"),
         ("poisson-5-8b", "llama3-8b", 36, "poisson", 5.0, (128, 1536), (32, 128), "graphs"),
     ],
+    # Set 4: each mix in its own process (run with --mixes NAME and --out a folder of its own), so
+    # each pays what a fresh generate_batch script pays (cuDNN builds its attention kernels).
+    4: [
+        ("burst-s4", "llama3.2-1b", 32, "all-at-once", 0, (128, 1536), (16, 160), "graphs"),
+        ("poisson-s4", "llama3.2-1b", 48, "poisson", 8.0, (64, 1024), (32, 128), "graphs"),
+        ("burst-8b-s4", "llama3-8b", 16, "all-at-once", 0, (256, 2048), (32, 128), "graphs"),
+        ("poisson-8b-s4", "llama3-8b", 30, "poisson", 4.0, (128, 1536), (32, 128), "graphs"),
+    ],
 }
 # Sets measured on a fresh engine; the others serve their mix once first (the warm-pass protocol:
 # its graphs captured, as on a server that has run a while).
-FRESH_SETS = {3}
+FRESH_SETS = {3, 4}
+# Sets whose mixes each ran in a process of their own.
+OWN_PROCESS_SETS = {4}
 
 
 def draw_requests(seed, count, arrival, rate, prompt_range, output_range):
@@ -304,7 +314,8 @@ def main():
     log.install()
     mixes = [m for m in MIXES[args.set] if not args.mixes or m[0] in args.mixes.split(",")]
     result = {"provenance": provenance(args.gpu), "set": args.set, "attn_implementation": "paged|sdpa",
-              "protocol": "fresh" if args.set in FRESH_SETS else "warm-pass", "runs": []}
+              "protocol": "fresh" if args.set in FRESH_SETS else "warm-pass",
+              "process": "own" if args.set in OWN_PROCESS_SETS else "shared", "runs": []}
     out_path = os.path.join(args.out, f"serve_requests{args.set}_{args.gpu}.json.gz")
 
     for model_name in dict.fromkeys(m[1] for m in mixes):
