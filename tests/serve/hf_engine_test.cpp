@@ -97,13 +97,21 @@ TEST(HfEngine, APackedStepGathersEveryKeyAndRunsOneMaskedSdpaPerLayer) {
 }
 
 TEST(HfEngine, AStepTakesItsHostTimeBesideItsGpuTime) {
-  const auto spec = load("host", "step_overhead: 1ms\nrequest_overhead: 0.5ms\nkey_overhead: 1us\n");
+  const auto spec =
+      load("host", "step_overhead: 1ms\nrequest_overhead: 0.5ms\nkey_overhead: 1us\nattention_first_use: 20ms\n");
   const auto hw = gpusim::testing::preset("h100");
   const auto r = run_serve(spec, hw, models::default_kernel_models());
-  ASSERT_FALSE(r.steps.empty());
-  // The first step prefills the four 100-token prompts: 1 ms + 4 x 0.5 ms + 400 keys x 1 us.
-  EXPECT_NEAR(r.steps[0].host_s, 3.4e-3, 1e-9);
+  ASSERT_EQ(r.steps.size(), 3u);
+  // The first step prefills the four 100-token prompts: 1 ms + 4 x 0.5 ms + 400 keys x 1 us, and
+  // builds the prefill attention kernel; the second, the first decode, builds the decode one.
+  EXPECT_NEAR(r.steps[0].host_s, 3.4e-3 + 20e-3, 1e-9);
+  EXPECT_NEAR(r.steps[1].host_s, 1e-3 + 2e-3 + 404e-6 + 20e-3, 1e-9);
+  EXPECT_NEAR(r.steps[2].host_s, 1e-3 + 2e-3 + 408e-6, 1e-9);
   EXPECT_NEAR(r.steps[0].duration_s, r.steps[0].gpu_us * 1e-6 + r.steps[0].host_s, 1e-12);
+  // An engine that built both kernels before pays neither.
+  EngineState built;
+  built.attention_kernels = {0, 1};
+  EXPECT_NEAR(run_serve(spec, hw, models::default_kernel_models(), {}, true, built).steps[0].host_s, 3.4e-3, 1e-9);
   const auto s = summarize(spec, r);
   EXPECT_GT(s.host_share, 0.0);
   EXPECT_LT(s.host_share, 1.0);

@@ -3,11 +3,12 @@
 token kept there) into what the serve-requests validation suite reads: per run, the engine's
 sizes, the requests (arrival, prompt and output tokens), the measured TTFT and TPOT percentiles,
 and the measured split of the run's step time into GPU work (CUDA events around each forward)
-and host time (the rest of each step). Sets 1 and 2 are calibration (the engine's host costs were fitted
-on set 1; lazy graph capture was added after set 2 was compared), set 3 held out.
+and host time (the rest of each step). Sets 1-3 are calibration (the engine's host costs were fitted
+on set 1; lazy graph capture was added after set 2 was compared, the attention kernels' first use
+after set 3), set 4 held out.
 
-Usage: python3 validation/measure/compact_serve_requests.py validation/data/serve_requests1_h100.json.gz \
-           validation/data/serve_requests2_h100.json.gz > validation/data/serve_requests_h100.json
+Usage: python3 validation/measure/compact_serve_requests.py validation/data/serve_requests{1,2,3,4}_h100.json.gz \
+           > validation/data/serve_requests_h100.json
 """
 import gzip
 import json
@@ -39,7 +40,7 @@ def main():
             out["runs"].append({
                 "id": f"set{d['set']} {run['model']} {run['config']} {run['mix']}",
                 "set": d["set"],
-                "split": "holdout" if d["set"] >= 3 else "calibration",
+                "split": "holdout" if d["set"] >= 4 else "calibration",
                 "protocol": d.get("protocol", "warm-pass"),
                 "process": d.get("process", "shared"),
                 "captures": sum(1 for s in run["steps"] if s.get("captured")),
