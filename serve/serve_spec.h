@@ -37,7 +37,8 @@ struct EngineSpec {
   sim::Time request_overhead;              // host time a step adds per sequence it schedules
   sim::Time key_overhead;                  // host time a step adds per key its sequences attend
   // Host time of the first step that runs the decode, and the first that runs the prefill,
-  // attention kernel of a fresh engine (cuDNN builds and compiles its generated SDPA kernels).
+  // attention kernel, on a machine whose cuDNN has not compiled them before (cuDNN builds its
+  // generated SDPA kernels and keeps them in the process and on disk).
   sim::Time attention_first_use;
   // Static shapes for CUDA graphs (transformers' continuous batching): a graph step's queries
   // are padded up to a multiple of `queries` (at most max_num_batched_tokens) and its cached

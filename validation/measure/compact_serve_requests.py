@@ -40,7 +40,7 @@ def main():
             out["runs"].append({
                 "id": f"set{d['set']} {run['model']} {run['config']} {run['mix']}",
                 "set": d["set"],
-                "split": "holdout" if d["set"] >= 4 else "calibration",
+                "split": "holdout" if d["set"] >= 5 else "calibration",
                 "protocol": d.get("protocol", "warm-pass"),
                 "process": d.get("process", "shared"),
                 "captures": sum(1 for s in run["steps"] if s.get("captured")),
