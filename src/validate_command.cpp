@@ -258,11 +258,11 @@ const std::vector<SuiteSpec>& suites() {
        false, 0, false, false, false, false, false, false, false, true},
       {"serve-requests-h100", "h100", "serve_requests_h100.json",
        "request mixes served by Hugging Face transformers 5.17's continuous batching (paged|sdpa, CUDA graphs, "
-       "generate_batch's configuration) on an H100, 2026-11-26 05:24-06:07 UTC (validation/measure/"
+       "generate_batch's configuration) on an H100, 2026-11-26 05:24-06:27 UTC (validation/measure/"
        "serve_requests.py: Llama-3.2-1B- and Llama-3-8B-shaped models, bursts and Poisson arrivals), against "
        "gpusim serve with configs/engines/hf-paged-sdpa-graphs.yaml: sets 1 and 2 (each mix served once before "
-       "the recorded run; the simulation does the same) and 3 (fresh engines) calibration, set 4 (each mix a "
-       "fresh process, 06:05 UTC, measured after the last change) held out",
+       "the recorded run; the simulation does the same), 3 (fresh engines) and 4 calibration, set 5 (a fresh "
+       "machine, each mix a fresh process, 06:25 UTC, measured after the last change) held out",
        false, 0, false, false, false, false, false, false, false, false, true},
       {"host-h100", "h100", "host_walls_h100.json",
        "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "

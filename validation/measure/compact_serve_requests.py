@@ -3,11 +3,11 @@
 token kept there) into what the serve-requests validation suite reads: per run, the engine's
 sizes, the requests (arrival, prompt and output tokens), the measured TTFT and TPOT percentiles,
 and the measured split of the run's step time into GPU work (CUDA events around each forward)
-and host time (the rest of each step). Sets 1-3 are calibration (the engine's host costs were fitted
+and host time (the rest of each step). Sets 1-4 are calibration (the engine's host costs were fitted
 on set 1; lazy graph capture was added after set 2 was compared, the attention kernels' first use
-after set 3), set 4 held out.
+after set 3, their persistence on the machine after set 4), set 5 held out.
 
-Usage: python3 validation/measure/compact_serve_requests.py validation/data/serve_requests{1,2,3,4}_h100.json.gz \
+Usage: python3 validation/measure/compact_serve_requests.py validation/data/serve_requests{1,2,3,4,5}_h100.json.gz \
            > validation/data/serve_requests_h100.json
 """
 import gzip
