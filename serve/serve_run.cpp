@@ -109,9 +109,8 @@ ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const m
                   static_cast<double>(plan.seqs.size()) * spec.engine.request_overhead.seconds() +
                   static_cast<double>(keys) * spec.engine.key_overhead.seconds();
     // The first step to run the decode or the prefill attention kernel builds it.
-    const bool prefill = std::any_of(plan.seqs.begin(), plan.seqs.end(),
-                                     [](const auto& q) { return q.new_tokens > 1 || q.past_tokens == 0; });
-    if (spec.engine.attention_first_use > sim::Time{} && out.engine.attention_kernels.insert(prefill ? 1 : 0).second) {
+    if (spec.engine.attention_first_use > sim::Time{} &&
+        out.engine.attention_kernels.insert(step.prefills > 0 ? 1 : 0).second) {
       step.host_s += spec.engine.attention_first_use.seconds();
     }
     // A lazily capturing engine's first step of a static shape captures its graph.

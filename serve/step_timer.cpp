@@ -54,14 +54,14 @@ const StepTime& StepTimer::time(const std::vector<workloads::SeqSlice>& seqs) {
   }
   StepTime t;
   t.graph = tokens <= engine_.cuda_graph_max_tokens;
+  const workloads::StepShape shape = padded(seqs);
   const workloads::StepRun run =
-      workloads::simulate_step(w_, "serve", padded(seqs), lowering_, hw_,
+      workloads::simulate_step(w_, "serve", shape, lowering_, hw_,
                                t.graph ? hw::LaunchMode::kGraph : hw::LaunchMode::kEager, reuse_ ? &outcomes_ : nullptr);
   t.gpu_us = run.total_us;
   t.kernel_us = run.kernel_time_us;
   t.kernels = run.kernels;
   if (t.graph && engine_.graph_capture == EngineSpec::GraphCapture::kLazy) {
-    const workloads::StepShape shape = padded(seqs);
     // transformers' key: padded queries, padded keys, and the longest sequence's keys padded to
     // a power of two (at least 1024, at most the cache's tokens).
     std::int64_t longest = 0;
