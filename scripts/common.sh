@@ -6,7 +6,8 @@ GPUSIM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GPUSIM_PACKAGES=(g++ cmake ninja-build pkg-config
   libboost-graph-dev libboost-program-options-dev libyaml-cpp-dev libfmt-dev
   libtbb-dev nlohmann-json3-dev libdeflate-dev libsqlite3-dev libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libopenmpi-dev openmpi-bin libjemalloc-dev python3-matplotlib)
+  libopenmpi-dev openmpi-bin libjemalloc-dev python3-matplotlib
+  python3-dev python3-pybind11 python3-pytest python3-pandas)
 
 # Installs only what is missing, so a second run neither needs the network nor root.
 gpusim_install_deps() {
@@ -30,7 +31,10 @@ gpusim_build() {
     # CI holds the code to warnings as errors; a user's build only warns.
     local werror=OFF
     [ -n "${CI:-}" ] && werror=ON
-    cmake -S "$GPUSIM_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSIM_WERROR=$werror "$@" >&2
+    # The Python package is built for (and tested with) Debian's interpreter, which has the
+    # packages above, whatever python3 comes first on PATH.
+    cmake -S "$GPUSIM_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSIM_WERROR=$werror \
+      -DGPUSIM_PYTHON=ON -DPython3_EXECUTABLE=/usr/bin/python3 "$@" >&2
   fi
   cmake --build "$dir" --parallel "$(nproc)" >&2
 }

@@ -170,17 +170,15 @@ void read_requests_keys(const hw::YamlDocument& doc, hw::MappingReader& root, Se
                                      g.lengths ? ", lengths " + g.lengths->name : "", g.seed);
 }
 
-}  // namespace
-
-ServeSpec load_serve_spec(const std::filesystem::path& path, const std::vector<workloads::WorkloadOverride>& overrides,
+// A serve file's document (from a file or from text), read with `overrides` applied.
+ServeSpec read_serve_spec(const hw::YamlDocument& doc, const std::vector<workloads::WorkloadOverride>& overrides,
                           const std::filesystem::path& engines_dir, const std::filesystem::path& models_dir) {
-  const auto doc = hw::YamlDocument::from_file(path);
   workloads::apply_overrides(doc, overrides);
   try {
     hw::MappingReader root(doc, doc.root(), "");
     ServeSpec spec;
-    spec.file = path.string();
-    spec.name = root.optional_text("name").value_or(path.stem().string());
+    spec.file = doc.label();
+    spec.name = root.optional_text("name").value_or(std::filesystem::path(doc.label()).stem().string());
     spec.model.name = spec.name;
     spec.model.model = workloads::read_model_keys(doc, root, models_dir);
     spec.model.phase = workloads::Phase::kDecode;
@@ -216,6 +214,18 @@ ServeSpec load_serve_spec(const std::filesystem::path& path, const std::vector<w
     if (auto blamed = workloads::blame_override(e, doc, overrides)) throw *blamed;
     throw;
   }
+}
+
+}  // namespace
+
+ServeSpec load_serve_spec(const std::filesystem::path& file, const std::vector<workloads::WorkloadOverride>& overrides,
+                          const std::filesystem::path& engines_dir, const std::filesystem::path& models_dir) {
+  return read_serve_spec(hw::YamlDocument::from_file(file), overrides, engines_dir, models_dir);
+}
+
+ServeSpec parse_serve_spec(std::string text, const std::string& label, const std::vector<workloads::WorkloadOverride>& overrides,
+                           const std::filesystem::path& engines_dir, const std::filesystem::path& models_dir) {
+  return read_serve_spec(hw::YamlDocument::from_string(std::move(text), label), overrides, engines_dir, models_dir);
 }
 
 }  // namespace gpusim::serve

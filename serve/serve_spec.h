@@ -72,5 +72,9 @@ struct ServeSpec {
 // presets from `models_dir`. Bad input is a ConfigError naming file, line and key.
 ServeSpec load_serve_spec(const std::filesystem::path& file, const std::vector<workloads::WorkloadOverride>& overrides,
                           const std::filesystem::path& engines_dir, const std::filesystem::path& models_dir);
+// The same for text already in memory (the Python API's dicts); `label` names it in messages and
+// files it names are relative to the working folder.
+ServeSpec parse_serve_spec(std::string text, const std::string& label, const std::vector<workloads::WorkloadOverride>& overrides,
+                           const std::filesystem::path& engines_dir, const std::filesystem::path& models_dir);
 
 }  // namespace gpusim::serve

@@ -36,31 +36,36 @@ Global options:
 
 }  // namespace
 
+int dispatch_command(const std::vector<std::string>& args, const Environment& env, std::ostream& out,
+                     std::ostream& err) {
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    if (args.size() >= 2 && args[0] == "help") {
+      return dispatch_command({args[1], "--help"}, env, out, err);
+    }
+    out << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    out << "gpusim " << GPUSIM_VERSION << "\n";
+    return 0;
+  }
+  const std::string& command = args[0];
+  const Args rest(args.begin() + 1, args.end());
+  if (command == "run") return run_command(rest, env, out, err);
+  if (command == "hw") return hw_command(rest, env, out);
+  if (command == "occupancy") return occupancy_command(rest, env, out);
+  if (command == "validate") return validate_command(rest, env, out);
+  if (command == "report") return report_command(rest, env, out, err);
+  if (command == "sweep") return sweep_command(rest, env, out, err);
+  if (command == "replay") return replay_command(rest, env, out, err);
+  if (command == "serve") return serve_command(rest, env, out, err);
+  throw ConfigError("command line", 0, "", "unknown command '" + command + "' (see gpusim --help)");
+}
+
 int run_cli(const std::vector<std::string>& args, const Environment& env, std::ostream& out,
             std::ostream& err) {
   try {
-    if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-      if (args.size() >= 2 && args[0] == "help") {
-        return run_cli({args[1], "--help"}, env, out, err);
-      }
-      out << kUsage;
-      return args.empty() ? 2 : 0;
-    }
-    if (args[0] == "--version") {
-      out << "gpusim " << GPUSIM_VERSION << "\n";
-      return 0;
-    }
-    const std::string& command = args[0];
-    const Args rest(args.begin() + 1, args.end());
-    if (command == "run") return run_command(rest, env, out, err);
-    if (command == "hw") return hw_command(rest, env, out);
-    if (command == "occupancy") return occupancy_command(rest, env, out);
-    if (command == "validate") return validate_command(rest, env, out);
-    if (command == "report") return report_command(rest, env, out, err);
-    if (command == "sweep") return sweep_command(rest, env, out, err);
-    if (command == "replay") return replay_command(rest, env, out, err);
-    if (command == "serve") return serve_command(rest, env, out, err);
-    throw ConfigError("command line", 0, "", "unknown command '" + command + "' (see gpusim --help)");
+    return dispatch_command(args, env, out, err);
   } catch (const ConfigError& e) {
     err << "gpusim: error: " << e.what() << "\n";
     return 2;

@@ -19,4 +19,9 @@ struct Environment {
 int run_cli(const std::vector<std::string>& args, const Environment& env, std::ostream& out,
             std::ostream& err);
 
+// The same without turning errors into messages: bad input throws ConfigError, a model's
+// limits ModelError (the Python API raises them as Python exceptions).
+int dispatch_command(const std::vector<std::string>& args, const Environment& env, std::ostream& out,
+                     std::ostream& err);
+
 }  // namespace gpusim::cli

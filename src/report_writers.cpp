@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <sstream>
+
+#include "src/output_files.h"
 
 namespace gpusim::cli {
 namespace {
@@ -268,6 +271,19 @@ void write_csv(const RunReport& r, std::ostream& out) {
                        m.l2_hit_rate, m.l2_input_hit_rate, m.clock_mhz, bound_name(k),
                        m.achieved_occupancy_active, m.memory_throughput_pct);
   }
+}
+
+void write_run_folder(const RunReport& report, const std::filesystem::path& dir, int top) {
+  std::filesystem::create_directories(dir);
+  std::ostringstream table, json, csv, trace;
+  write_table(report, table, top);
+  write_json(report, json);
+  write_csv(report, csv);
+  write_chrome_trace(report, trace);
+  write_file(dir / "summary.txt", table.str());
+  write_file(dir / "result.json", json.str());
+  write_file(dir / "kernels.csv", csv.str());
+  write_file(dir / "trace.json", trace.str());
 }
 
 }  // namespace gpusim::cli

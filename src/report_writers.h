@@ -2,6 +2,7 @@
 // (one row per kernel) and a Chrome trace (Perfetto, chrome://tracing).
 #pragma once
 
+#include <filesystem>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 
@@ -21,5 +22,9 @@ void write_csv(const RunReport& report, std::ostream& out);
 // Kernel spans on one track per stream, counter tracks for DRAM bandwidth and resident warps,
 // and CTA spans on one track per SM (lanes where CTA groups overlap) when the timeline has them.
 void write_chrome_trace(const RunReport& report, std::ostream& out);
+
+// Every format into `dir` (made when missing): summary.txt (the table with `top` kernels),
+// result.json, kernels.csv, trace.json.
+void write_run_folder(const RunReport& report, const std::filesystem::path& dir, int top);
 
 }  // namespace gpusim::cli

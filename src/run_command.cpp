@@ -1,23 +1,19 @@
 // `gpusim run WORKLOAD.yaml --hw NAME|FILE`: loads and validates both files (with `--set`
-// overrides), simulates the workload (src/simulate_workload.h) and writes the results.
+// overrides), simulates the workload (src/run_request.h) and writes the results.
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <ostream>
 #include <sstream>
 
-#include "hw/hardware_loader.h"
-#include "models/kernel_model.h"
 #include "sim/error.h"
 #include "src/commands.h"
 #include "src/options.h"
 #include "src/output_files.h"
 #include "src/progress.h"
 #include "src/report_writers.h"
-#include "src/run_bands.h"
 #include "src/run_report.h"
-#include "src/simulate_workload.h"
-#include "workloads/workload.h"
+#include "src/run_request.h"
 
 namespace gpusim::cli {
 namespace {
@@ -73,37 +69,21 @@ int run_command(const Args& args, const Environment& env, std::ostream& out, std
     throw ConfigError("command line", 0, "--format", "'" + format + "' is not one of: table, json, csv");
   }
 
-  const auto overrides = parse_overrides(sets);
-  const hw::PresetCatalog catalog(env.config_dir / "hw");
-  const hw::HardwareSpec spec = hw::load_hardware(hw_name, catalog, hardware_overrides(overrides));
-  const std::string workload_file = vm["workload"].as<std::string>();
-  const workloads::Workload workload = workloads::load_workload(
-      workload_file, workload_overrides(overrides), env.config_dir / "models");
-
   if (vm.count("out")) check_out_folder(vm["out"].as<std::string>());
-
-  const auto launch_mode = mode == "eager" ? hw::LaunchMode::kEager : hw::LaunchMode::kGraph;
-  const auto models = models::default_kernel_models();
   ProgressLine progress(env.progress ? &err : nullptr, "simulating steps");
-  workloads::SimulateOptions simulate;
-  simulate.record_timeline = vm.count("trace") > 0 || vm.count("out") > 0;
-  simulate.record_ctas = vm.count("trace-ctas") > 0;
-  simulate.reuse = vm.count("no-cache") == 0;
-  simulate.on_step = [&progress](std::size_t done, std::size_t total) { progress.update(done, total); };
-  RunReport report = simulate_workload(spec, workload, workload_file, launch_mode, models, simulate);
-  // Kernels outside their family's calibrated range are counted in the results (the table's
-  // band line, JSON bands.kernels_outside_calibration, band_calibrated per kernel).
-  attach_shipped_bands(report, spec.name, env.config_dir, err);
+  RunRequest request;
+  request.workload_file = vm["workload"].as<std::string>();
+  request.hw = hw_name;
+  request.sets = sets;
+  request.mode = mode == "eager" ? hw::LaunchMode::kEager : hw::LaunchMode::kGraph;
+  request.simulate.record_timeline = vm.count("trace") > 0 || vm.count("out") > 0;
+  request.simulate.record_ctas = vm.count("trace-ctas") > 0;
+  request.simulate.reuse = vm.count("no-cache") == 0;
+  request.simulate.on_step = [&progress](std::size_t done, std::size_t total) { progress.update(done, total); };
+  const RunReport report = run_request(request, env, err);
 
   // Everything is computed before anything is written.
-  if (vm.count("out")) {
-    const std::filesystem::path dir = vm["out"].as<std::string>();
-    std::filesystem::create_directories(dir);
-    write_file(dir / "summary.txt", render(report, [top](const RunReport& r, std::ostream& s) { write_table(r, s, top); }));
-    write_file(dir / "result.json", render(report, write_json));
-    write_file(dir / "kernels.csv", render(report, write_csv));
-    write_file(dir / "trace.json", render(report, write_chrome_trace));
-  }
+  if (vm.count("out")) write_run_folder(report, vm["out"].as<std::string>(), top);
   if (vm.count("trace")) write_file(vm["trace"].as<std::string>(), render(report, write_chrome_trace));
   if (format == "json") {
     write_json(report, out);

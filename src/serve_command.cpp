@@ -7,16 +7,12 @@
 #include <ostream>
 #include <sstream>
 
-#include "hw/hardware_loader.h"
-#include "models/kernel_model.h"
-#include "serve/serve_run.h"
-#include "serve/serve_spec.h"
 #include "sim/error.h"
 #include "src/commands.h"
 #include "src/options.h"
 #include "src/output_files.h"
 #include "src/progress.h"
-#include "src/python_plot.h"
+#include "src/serve_request.h"
 #include "src/serve_writers.h"
 
 namespace gpusim::cli {
@@ -51,38 +47,17 @@ int serve_command(const Args& args, const Environment& env, std::ostream& out, s
   if (format != "table" && format != "json" && format != "csv") {
     throw ConfigError("command line", 0, "--format", "'" + format + "' is not one of: table, json, csv");
   }
-  const auto overrides = parse_overrides(sets);
-  const hw::PresetCatalog catalog(env.config_dir / "hw");
-  const hw::HardwareSpec spec_hw = hw::load_hardware(hw_name, catalog, hardware_overrides(overrides));
   if (vm.count("out")) check_out_folder(vm["out"].as<std::string>());
-  const serve::ServeSpec spec = serve::load_serve_spec(vm["serve-file"].as<std::string>(), workload_overrides(overrides),
-                                                       env.config_dir / "engines", env.config_dir / "models");
-  const auto models = models::default_kernel_models();
   ProgressLine progress(env.progress ? &err : nullptr, "serving requests");
-  const serve::ServeResult result =
-      serve::run_serve(spec, spec_hw, models, [&progress](std::size_t done, std::size_t total) { progress.update(done, total); });
-  const serve::ServeSummary summary = serve::summarize(spec, result);
-  const ServeOutput o{spec, result, summary, spec_hw.name};
+  ServeRequest request;
+  request.serve_file = vm["serve-file"].as<std::string>();
+  request.hw = hw_name;
+  request.sets = sets;
+  request.on_request = [&progress](std::size_t done, std::size_t total) { progress.update(done, total); };
+  const ServeRun run = serve_request(request, env);
+  const ServeOutput o = run.output();
 
-  if (vm.count("out")) {
-    const std::filesystem::path dir = vm["out"].as<std::string>();
-    std::filesystem::create_directories(dir);
-    std::ostringstream table, reqs, steps, trace;
-    write_serve_table(o, table);
-    write_file(dir / "summary.txt", table.str());
-    write_file(dir / "result.json", serve_json(o));
-    write_serve_requests_csv(o, reqs);
-    write_file(dir / "requests.csv", reqs.str());
-    write_serve_steps_csv(o, steps);
-    write_file(dir / "steps.csv", steps.str());
-    write_serve_trace(o, trace);
-    write_file(dir / "trace.json", trace.str());
-    const PlotResult plot = draw_plot(plot_script(env.config_dir, "plot_serve.py"),
-                                      {"--requests", (dir / "requests.csv").string(), "--steps", (dir / "steps.csv").string(),
-                                       "--title", fmt::format("{} on {}", spec.name, spec_hw.name)},
-                                      dir / "serve.png");
-    if (!plot.drawn) err << "gpusim: no plot: " << plot.reason << "\n" << plot.output;
-  }
+  if (vm.count("out")) write_serve_folder(o, vm["out"].as<std::string>(), env, err);
   if (vm.count("trace")) {
     std::ostringstream trace;
     write_serve_trace(o, trace);

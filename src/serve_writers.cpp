@@ -4,6 +4,10 @@
 
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <sstream>
+
+#include "src/output_files.h"
+#include "src/python_plot.h"
 
 namespace gpusim::cli {
 namespace {
@@ -195,6 +199,25 @@ void write_serve_trace(const ServeOutput& o, std::ostream& out) {
     if (rr.token_s.size() > 1) span("decode", rr.token_s.front(), rr.token_s.back());
   }
   out << ordered_json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << "\n";
+}
+
+void write_serve_folder(const ServeOutput& o, const std::filesystem::path& dir, const Environment& env, std::ostream& err) {
+  std::filesystem::create_directories(dir);
+  std::ostringstream table, reqs, steps, trace;
+  write_serve_table(o, table);
+  write_file(dir / "summary.txt", table.str());
+  write_file(dir / "result.json", serve_json(o));
+  write_serve_requests_csv(o, reqs);
+  write_file(dir / "requests.csv", reqs.str());
+  write_serve_steps_csv(o, steps);
+  write_file(dir / "steps.csv", steps.str());
+  write_serve_trace(o, trace);
+  write_file(dir / "trace.json", trace.str());
+  const PlotResult plot = draw_plot(plot_script(env.config_dir, "plot_serve.py"),
+                                    {"--requests", (dir / "requests.csv").string(), "--steps", (dir / "steps.csv").string(),
+                                     "--title", fmt::format("{} on {}", o.spec.name, o.hw)},
+                                    dir / "serve.png");
+  if (!plot.drawn) err << "gpusim: no plot: " << plot.reason << "\n" << plot.output;
 }
 
 }  // namespace gpusim::cli

@@ -2,11 +2,13 @@
 // trace with a scheduler track (one span per step), one track per request and counters.
 #pragma once
 
+#include <filesystem>
 #include <iosfwd>
 #include <string>
 
 #include "serve/serve_run.h"
 #include "serve/serve_spec.h"
+#include "src/cli.h"
 
 namespace gpusim::cli {
 
@@ -22,5 +24,9 @@ std::string serve_json(const ServeOutput& o);
 void write_serve_requests_csv(const ServeOutput& o, std::ostream& out);
 void write_serve_steps_csv(const ServeOutput& o, std::ostream& out);
 void write_serve_trace(const ServeOutput& o, std::ostream& out);
+
+// Everything into `dir` (made when missing): summary.txt, result.json, requests.csv, steps.csv,
+// trace.json and serve.png (a note on `err` when it cannot be drawn).
+void write_serve_folder(const ServeOutput& o, const std::filesystem::path& dir, const Environment& env, std::ostream& err);
 
 }  // namespace gpusim::cli

@@ -173,8 +173,11 @@ const std::vector<std::string>& study_metric_names() {
   return kNames;
 }
 
-Study load_study(const std::filesystem::path& file) {
-  const hw::YamlDocument doc = hw::YamlDocument::from_file(file);
+namespace {
+
+// `file` is the study file, or for text the label naming it: files the study names are relative
+// to its folder (to the working folder for text).
+Study read_study(const hw::YamlDocument& doc, const std::filesystem::path& file) {
   if (!doc.root().IsMap()) throw ConfigError(doc.label(), 1, "", "a study file is a mapping (name, workload, hw, grid or points)");
   hw::MappingReader r(doc, doc.root(), "");
   Study s;
@@ -203,6 +206,14 @@ Study load_study(const std::filesystem::path& file) {
   if (const auto plot = r.optional_node("plot")) s.plot = read_plot(s, doc, *plot);
   r.reject_unknown();
   return s;
+}
+
+}  // namespace
+
+Study load_study(const std::filesystem::path& file) { return read_study(hw::YamlDocument::from_file(file), file); }
+
+Study parse_study(std::string text, const std::string& label) {
+  return read_study(hw::YamlDocument::from_string(std::move(text), label), label);
 }
 
 }  // namespace gpusim::cli

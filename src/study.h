@@ -51,5 +51,8 @@ const std::vector<std::string>& serve_metric_names();
 
 // Reads and checks a study file (ConfigError naming file, line and key on bad input).
 Study load_study(const std::filesystem::path& file);
+// The same for text already in memory (the Python API's dicts); `label` names it in messages and
+// the files it names are relative to the working folder.
+Study parse_study(std::string text, const std::string& label);
 
 }  // namespace gpusim::cli

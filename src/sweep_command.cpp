@@ -12,7 +12,7 @@
 #include "src/csv_line.h"
 #include "src/options.h"
 #include "src/output_files.h"
-#include "src/python_plot.h"
+#include "src/study_plot.h"
 #include "src/study.h"
 #include "src/sweep_runner.h"
 
@@ -83,15 +83,7 @@ int sweep_command(const Args& args, const Environment& env, std::ostream& out, s
                      s.points, s.simulated, s.reused, s.csv.string());
   print_results(s.csv, out);
   if (study.plot) {
-    std::vector<std::string> plot_args{"--csv", s.csv.string(), "--metric", study.plot->metric, "--x",
-                                       study.plot->x, "--title", fmt::format("{}: {}", study.name, study.plot->metric)};
-    if (study.plot->series) plot_args.insert(plot_args.end(), {"--series", *study.plot->series});
-    std::string others;
-    for (const auto& c : study.columns) {
-      if (c != study.plot->x) others += (others.empty() ? "" : ",") + c;
-    }
-    if (!others.empty()) plot_args.insert(plot_args.end(), {"--others", others});
-    const PlotResult plot = draw_plot(plot_script(env.config_dir, "plot_sweep.py"), plot_args, dir / "plot.png");
+    const PlotResult plot = draw_study_plot(study, s.csv, dir / "plot.png", env);
     out << "\n" << (plot.drawn ? "plot: " + (dir / "plot.png").string() : "no plot: " + plot.reason) << "\n";
     if (!plot.drawn && !plot.output.empty()) err << plot.output;
   }
