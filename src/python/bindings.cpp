@@ -68,7 +68,7 @@ hw::LaunchMode launch_mode(const std::string& mode) {
 // gpusim.run: the JSON document of `gpusim run --format json`, the table, and what went to stderr.
 py::tuple run(const std::string& workload_file, const std::optional<std::string>& workload_text, const std::string& hw,
               const std::vector<std::string>& sets, const std::string& mode, bool cache,
-              const std::optional<std::string>& out_dir, int top, const std::string& config_dir) {
+              bool kernels, const std::optional<std::string>& out_dir, int top, const std::string& config_dir) {
   nlohmann::ordered_json json;
   std::string table;
   std::ostringstream err;
@@ -83,12 +83,15 @@ py::tuple run(const std::string& workload_file, const std::optional<std::string>
     request.simulate.reuse = cache;
     request.simulate.record_timeline = out_dir.has_value();
     if (out_dir) cli::check_out_folder(*out_dir);
-    const cli::RunReport report = cli::run_request(request, environment(config_dir), err);
+    cli::RunReport report = cli::run_request(request, environment(config_dir), err);
     if (out_dir) cli::write_run_folder(report, *out_dir, top);
-    json = cli::report_json(report);
     std::ostringstream t;
     cli::write_table(report, t, top);
     table = t.str();
+    // A run's totals without its kernel list: what a loop over many points wants, several times
+    // faster (the list of a model step is thousands of records).
+    if (!kernels) report.kernels.clear();
+    json = cli::report_json(report);
   }
   return py::make_tuple(to_python(json), table, err.str());
 }
@@ -162,7 +165,7 @@ PYBIND11_MODULE(_gpusim, m) {
   using namespace gpusim::python;
   m.doc() = "gpusim's library calls (use the gpusim package, not this module)";
   m.def("run", &run, py::arg("workload_file"), py::arg("workload_text"), py::arg("hw"), py::arg("sets"), py::arg("mode"),
-        py::arg("cache"), py::arg("out_dir"), py::arg("top"), py::arg("config_dir"));
+        py::arg("cache"), py::arg("kernels"), py::arg("out_dir"), py::arg("top"), py::arg("config_dir"));
   m.def("serve", &serve, py::arg("serve_file"), py::arg("serve_text"), py::arg("hw"), py::arg("sets"), py::arg("out_dir"),
         py::arg("config_dir"));
   m.def("sweep", &sweep, py::arg("study_file"), py::arg("study_text"), py::arg("out_dir"), py::arg("threads"),

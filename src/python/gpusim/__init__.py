@@ -86,18 +86,20 @@ def _command(args):
     return out
 
 
-def run(workload, hw="h100", overrides=None, mode="graph", cache=True, out=None, top=15):
+def run(workload, hw="h100", overrides=None, mode="graph", cache=True, kernels=True, out=None, top=15):
     """Simulates a workload (ops or a model phase) on a chip, as `gpusim run`.
 
     workload: a workload file or a dict of its keys. hw: a preset name or hardware file.
     overrides: {"hw.KEY": value, "workload.KEY": value} as --set. mode: "graph" or "eager".
-    cache: replay kernel outcomes simulated before (the same results, faster). out: a folder to
+    cache: replay kernel outcomes simulated before (the same results, faster). kernels: False
+    leaves the per-kernel list out of the result (totals, groups and bands stay; a loop over
+    many points runs several times faster). out: a folder to
     write summary.txt, result.json, kernels.csv and trace.json into. top: kernels the table
     (str(result)) lists. Returns a RunResult.
     """
     label, text = _source(workload, "workload")
     data, table, err = _gpusim.run(label, text, _path_arg(hw, "hw"), _sets(overrides), mode, bool(cache),
-                                   None if out is None else os.fspath(out), int(top), config_dir())
+                                   bool(kernels), None if out is None else os.fspath(out), int(top), config_dir())
     _warn(err)
     return RunResult(data, table)
 
