@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "sim/error.h"
+#include "sim/input_file.h"
 #include "workloads/hf_config.h"
 #include "workloads/op_reader.h"
 
@@ -46,9 +47,8 @@ OpWorkload read_op_workload(const hw::YamlDocument& doc, hw::MappingReader& root
 ModelConfig read_hf_model(const hw::YamlDocument& doc, hw::MappingReader& root) {
   const std::filesystem::path named = root.text("hf_config");
   const auto file = named.is_absolute() ? named : doc.path().parent_path() / named;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec)) {
-    root.fail("hf_config", fmt::format("no such file: {}", file.string()));
+  if (const std::string problem = input_file_problem(file); !problem.empty()) {
+    root.fail("hf_config", fmt::format("{}: {}", problem, file.string()));
   }
   return load_hf_config(file);
 }
