@@ -200,6 +200,8 @@ nlohmann::ordered_json report_json(const RunReport& r) {
   j["hw"] = r.hw;
   j["workload"] = r.workload;
   j["mode"] = r.mode;
+  if (!r.dtype.empty()) j["dtype"] = r.dtype;
+  if (!r.dtype_default.empty()) j["dtype_default"] = r.dtype_default;
   j["total_us"] = r.total_us;
   j["kernel_time_us"] = r.kernel_time_us;
   if (!r.band_source.empty()) {

@@ -47,6 +47,8 @@ RunReport simulate_workload(const hw::HardwareSpec& hw, const workloads::Workloa
   check_model_dtype(model, hw, workload_file);
   RunReport report = make_model_report(hw, model, mode, workloads::simulate_model(model, hw, mode, models, options));
   report.description = workloads::describe_workload(workload);
+  report.dtype = hw::name(model.dtype);
+  report.dtype_default = model.dtype_default;
   return report;
 }
 

@@ -88,6 +88,12 @@ ModelConfig parse_hf_config(const std::string& json_text, const std::string& lab
   }
   ModelConfig m = read_config(Source(json_text, label), root);
   m.name = default_name;
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (m.hf_dtype.empty() && root.contains(key) && root[key].is_string()) {
+      m.hf_dtype = root[key].get<std::string>();
+      m.hf_dtype_key = key;
+    }
+  }
   return m;
 }
 

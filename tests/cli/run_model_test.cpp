@@ -261,5 +261,22 @@ TEST(RunTrainCli, AutocastOnAChipWithoutThatTypesTensorCoresIsRefused) {
   EXPECT_NE(r.err.find("train-amp.yaml"), std::string::npos) << r.err;
 }
 
+// A model workload without dtype runs in bf16 and says so, in the table and in the JSON.
+TEST(RunModel, DefaultDtypeIsReported) {
+  const TempDir dir;
+  const auto w = dir.write("w.yaml", "model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: 128\n").string();
+  const auto j = run_json(w, "h100");
+  EXPECT_EQ(j["dtype"], "bf16");
+  EXPECT_EQ(j["dtype_default"], "gpusim's default");
+  const Result table = run({"run", w, "--hw", "h100"});
+  EXPECT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("dtype bf16 (default: gpusim's default)"), std::string::npos) << table.out;
+  // Given in the file: no default to report.
+  const auto given = run_json(job("decode"), "h100");
+  EXPECT_EQ(given["dtype"], "bf16");
+  EXPECT_FALSE(given.contains("dtype_default"));
+}
+
+
 }  // namespace
 }  // namespace gpusim::cli
