@@ -5,6 +5,7 @@
 
 #include "src/commands.h"
 #include "sim/error.h"
+#include "sim/time_checks.h"
 
 namespace gpusim::cli {
 namespace {
@@ -62,6 +63,9 @@ int run_cli(const std::vector<std::string>& args, const Environment& env, std::o
     if (command == "serve") return serve_command(rest, env, out, err);
     throw ConfigError("command line", 0, "", "unknown command '" + command + "' (see gpusim --help)");
   } catch (const ConfigError& e) {
+    err << "gpusim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const sim::ClockOverflow& e) {  // a run too long to simulate (run names the file itself)
     err << "gpusim: error: " << e.what() << "\n";
     return 2;
   } catch (const ModelError& e) {
