@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "src/commands.h"
+#include "src/version.h"
 #include "sim/error.h"
 #include "sim/time_checks.h"
 
@@ -48,7 +49,7 @@ int run_cli(const std::vector<std::string>& args, const Environment& env, std::o
       return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version") {
-      out << "gpusim " << GPUSIM_VERSION << "\n";
+      out << version_text() << "\n";
       return 0;
     }
     const std::string& command = args[0];
