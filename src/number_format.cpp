@@ -23,4 +23,45 @@ void round_numbers(nlohmann::ordered_json& j) {
   }
 }
 
+namespace {
+
+void dump_to(const nlohmann::ordered_json& j, int indent, int level, std::string& out) {
+  const bool pretty = indent >= 0;
+  const std::string inner = pretty ? "\n" + std::string(static_cast<std::size_t>(indent * (level + 1)), ' ') : "";
+  const std::string outer = pretty ? "\n" + std::string(static_cast<std::size_t>(indent * level), ' ') : "";
+  if (j.is_object() && !j.empty()) {
+    out += '{';
+    bool first = true;
+    for (const auto& [key, value] : j.items()) {
+      out += (first ? "" : ",") + inner + nlohmann::ordered_json(key).dump() + (pretty ? ": " : ":");
+      dump_to(value, indent, level + 1, out);
+      first = false;
+    }
+    out += outer + '}';
+  } else if (j.is_array() && !j.empty()) {
+    out += '[';
+    bool first = true;
+    for (const auto& value : j) {
+      out += (first ? "" : ",") + inner;
+      dump_to(value, indent, level + 1, out);
+      first = false;
+    }
+    out += outer + ']';
+  } else if (j.is_number_float() && std::isfinite(j.get<double>())) {
+    std::string text = fmt::format("{}", j.get<double>());  // shortest round trip
+    if (text.find_first_of(".e") == std::string::npos) text += ".0";
+    out += text;
+  } else {
+    out += j.dump();  // strings (escaped), integers, booleans, null, NaN as null, {} and []
+  }
+}
+
+}  // namespace
+
+std::string dump_json(const nlohmann::ordered_json& j, int indent) {
+  std::string out;
+  dump_to(j, indent, 0, out);
+  return out;
+}
+
 }  // namespace gpusim::cli

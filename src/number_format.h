@@ -18,7 +18,12 @@ double rounded(double v);
 std::string number(double v);
 
 // Rounds every floating-point value in `j`, recursively (a JSON document just before it is
-// written), so nlohmann's dump prints each in its short form.
+// written).
 void round_numbers(nlohmann::ordered_json& j);
+
+// j.dump(indent) (indent -1: compact), except that floating-point values print in their shortest
+// form: nlohmann's Grisu2 sometimes prints a rounded value long (1012.6367299999999 for
+// 1012.63673). Integral ones keep their ".0", as nlohmann writes them.
+std::string dump_json(const nlohmann::ordered_json& j, int indent = -1);
 
 }  // namespace gpusim::cli

@@ -169,7 +169,7 @@ std::string render_json(const RunReport& report, const ReplaySummary& s) {
   nlohmann::ordered_json j = report_json(report);
   j["replay"] = replay_json(s);
   round_numbers(j);
-  return j.dump(2) + "\n";
+  return dump_json(j, 2) + "\n";
 }
 
 }  // namespace

@@ -251,7 +251,7 @@ nlohmann::ordered_json report_json(const RunReport& r) {
   return j;
 }
 
-void write_json(const RunReport& report, std::ostream& out) { out << report_json(report).dump(2) << "\n"; }
+void write_json(const RunReport& report, std::ostream& out) { out << dump_json(report_json(report), 2) << "\n"; }
 
 void write_csv(const RunReport& r, std::ostream& out) {
   out << "index,op,name,family,category,stream,start_us,duration_us,grid_x,grid_y,grid_z,block_x,"

@@ -139,7 +139,7 @@ std::string serve_json(const ServeOutput& o) {
                           {"graph", st.graph}, {"captured", st.captured}});
   }
   round_numbers(j);
-  return j.dump(2) + "\n";
+  return dump_json(j, 2) + "\n";
 }
 
 void write_serve_requests_csv(const ServeOutput& o, std::ostream& out) {

@@ -32,7 +32,14 @@ TEST(NumberFormat, JsonValuesAreRoundedWhereverTheyAre) {
   nlohmann::ordered_json j = {{"a", 9412.278038999999}, {"n", 7}, {"list", {121.52983690042423, "text"}},
                               {"nested", {{"b", 0.1 + 0.2}}}};
   round_numbers(j);
-  EXPECT_EQ(j.dump(), R"({"a":9412.27804,"n":7,"list":[121.529837,"text"],"nested":{"b":0.3}})");
+  EXPECT_EQ(dump_json(j), R"({"a":9412.27804,"n":7,"list":[121.529837,"text"],"nested":{"b":0.3}})");
+  // nlohmann's own dump prints this rounded value long; dump_json does not.
+  EXPECT_EQ(dump_json(rounded(1012.636729999)), "1012.63673");
+  // Otherwise it writes what nlohmann writes, indented or not.
+  const nlohmann::ordered_json doc = {{"s", "a\"b"}, {"one", 1.0}, {"e", nlohmann::ordered_json::array()},
+                                      {"o", nlohmann::ordered_json::object()}, {"x", {{"y", {1, true, nullptr}}}}};
+  EXPECT_EQ(dump_json(doc, 2), doc.dump(2));
+  EXPECT_EQ(dump_json(doc), doc.dump());
 }
 
 // The significant digits of a number as written, zeros at either end aside ("0.00123" has 3,
