@@ -33,9 +33,7 @@ constexpr double kDrainRoundTrips = 3.0;
 // Damped fixed-point steps that settle loaded memory latency against DRAM utilization.
 constexpr int kLoadedLatencySteps = 3;
 
-sim::Time seconds_to_time_ceil(double seconds) {
-  return sim::Time::from_ps(static_cast<std::int64_t>(std::ceil(seconds * 1e12)));
-}
+sim::Time seconds_to_time_ceil(double seconds) { return sim::from_seconds_ceil(seconds); }
 
 struct KernelState {
   const KernelNode* node = nullptr;
@@ -553,8 +551,8 @@ class Engine {
       // the busiest SM beyond those starts one launch.cta_interval after the previous one.
       const std::int64_t per_sm = (k.node->launch.grid.count() + hw_.sm_count - 1) / hw_.sm_count;
       const std::int64_t later = std::max<std::int64_t>(0, per_sm - std::max(1, k.occupancy.ctas_per_sm));
-      const sim::Time paced = k.result.start + hw_.launch.kernel_overhead +
-                              sim::Time::from_ps(hw_.launch.cta_interval.ps() * later);
+      const sim::Time paced = sim::checked_sum(k.result.start + hw_.launch.kernel_overhead,
+                                               sim::checked_product(hw_.launch.cta_interval, later));
       end_after = std::max(end_after, paced - sim_.now());
       sim_.after(end_after, kCompletion, [this, index] {
                    advance();
@@ -686,7 +684,7 @@ class Engine {
     if (pending_completion_) sim_.cancel(*pending_completion_);
     pending_completion_.reset();
     if (!std::isfinite(soonest)) return;
-    pending_completion_ = sim_.at(sim_.now() + seconds_to_time_ceil(soonest), kCompletion, [this] {
+    pending_completion_ = sim_.at(sim::checked_sum(sim_.now(), seconds_to_time_ceil(soonest)), kCompletion, [this] {
       pending_completion_.reset();
       advance();
       dirty_ = true;

@@ -3,10 +3,9 @@
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
-#include <fstream>
-#include <sstream>
 
 #include "sim/error.h"
+#include "sim/input_file.h"
 
 namespace gpusim::hw {
 namespace {
@@ -44,13 +43,7 @@ YamlDocument::YamlDocument(std::string text, std::string label, std::filesystem:
 }
 
 YamlDocument YamlDocument::from_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path)) {
-    throw ConfigError(path.string(), 0, "", "cannot read this file (missing or not a file)");
-  }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return YamlDocument(buf.str(), path.string(), path);
+  return YamlDocument(read_input_file(path), path.string(), path);
 }
 
 YamlDocument YamlDocument::from_string(std::string text, std::string label) {

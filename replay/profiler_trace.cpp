@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "sim/error.h"
+#include "sim/input_file.h"
 
 namespace gpusim::replay {
 namespace {
@@ -49,6 +50,7 @@ void read_bytes(const std::filesystem::path& file, char* out, std::size_t n) {
 }
 
 TraceText read_text(const std::filesystem::path& file) {
+  check_input_file(file);
   std::error_code ec;
   const auto file_size = static_cast<std::size_t>(std::filesystem::file_size(file, ec));
   if (ec) throw ConfigError(file.string(), 0, "", "cannot open the trace (no such file, or not readable)");

@@ -9,6 +9,7 @@
 #include "hw/kernel_outcome_cache.h"
 #include "replay/nsys_trace.h"
 #include "replay/stream_order.h"
+#include "sim/input_file.h"
 
 namespace gpusim::replay {
 
@@ -64,6 +65,7 @@ ReplayRun run_replay(const RecordedTrace& trace, const hw::HardwareSpec& to, con
 }
 
 RecordedTrace read_trace(const std::filesystem::path& file, const std::string& nsys_type) {
+  check_input_file(file);  // before a peek at its first bytes, which a FIFO would block
   return is_sqlite_file(file) ? read_nsys_trace(file, nsys_type) : read_profiler_trace(file);
 }
 

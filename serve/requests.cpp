@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "sim/error.h"
+#include "sim/input_file.h"
 
 namespace gpusim::serve {
 namespace {
@@ -151,8 +152,8 @@ std::vector<Request> read_csv(std::istream& in, const std::string& file) {
 
 std::vector<Request> read_requests(const std::filesystem::path& path) {
   const std::string file = path.string();
+  check_input_file(path);
   std::ifstream in(path);
-  if (!in) throw ConfigError(file, 0, "", "cannot open the request file (no such file, or not readable)");
   std::vector<Request> out = path.extension() == ".csv" ? read_csv(in, file) : read_jsonl(in, file);
   if (out.empty()) throw ConfigError(file, 0, "", "the request file holds no requests");
   std::stable_sort(out.begin(), out.end(), [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });
@@ -161,8 +162,8 @@ std::vector<Request> read_requests(const std::filesystem::path& path) {
 
 LengthPairs read_length_pairs(const std::filesystem::path& path) {
   const std::string file = path.string();
+  check_input_file(path);
   std::ifstream in(path);
-  if (!in) throw ConfigError(file, 0, "", "cannot open the length distribution (no such file, or not readable)");
   LengthPairs out;
   out.name = path.stem().string();
   std::string text;

@@ -5,6 +5,7 @@
 #include "hw/units.h"
 #include "hw/yaml_document.h"
 #include "sim/error.h"
+#include "sim/input_file.h"
 #include "workloads/op_reader.h"
 
 namespace gpusim::serve {
@@ -136,6 +137,9 @@ void read_requests_keys(const hw::YamlDocument& doc, hw::MappingReader& root, Se
   if (r.has("file")) {
     const std::filesystem::path named = r.text("file");
     const auto file = named.is_absolute() ? named : doc.path().parent_path() / named;
+    if (const std::string problem = input_file_problem(file); !problem.empty()) {
+      r.fail("file", fmt::format("{}: {}", problem, file.string()));
+    }
     spec.requests = read_requests(file);
     spec.requests_source = "file " + named.string();
     r.reject_unknown();

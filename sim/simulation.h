@@ -7,6 +7,7 @@
 
 #include "sim/event_queue.h"
 #include "sim/time.h"
+#include "sim/time_checks.h"
 
 namespace gpusim::sim {
 
@@ -17,7 +18,7 @@ class Simulation {
   // Schedules `action` at absolute time `at` (not before now).
   EventId at(Time at, int priority, std::function<void()> action);
   EventId after(Time delay, int priority, std::function<void()> action) {
-    return at(now_ + delay, priority, std::move(action));
+    return at(checked_sum(now_, delay), priority, std::move(action));
   }
   // Withdraws an event that has not run yet: it neither runs nor counts, nor opens an instant.
   void cancel(EventId id) { queue_.cancel(id); }

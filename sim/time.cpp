@@ -6,13 +6,25 @@
 #include <limits>
 #include <stdexcept>
 
+#include "sim/time_checks.h"
+
 namespace gpusim::sim {
+
+ClockOverflow::ClockOverflow()
+    : std::out_of_range(fmt::format("the simulated time overflows gpusim's clock (at most {:.0f} hours of "
+                                    "simulated time: picoseconds in 64 bits)",
+                                    kMaxTime.seconds() / 3600)) {}
 
 Time Time::from_seconds(double seconds) {
   const double ps = std::round(seconds * 1e12);
-  if (!std::isfinite(ps) || std::fabs(ps) > static_cast<double>(std::numeric_limits<std::int64_t>::max())) {
-    throw std::out_of_range(fmt::format("time of {} s does not fit in picoseconds", seconds));
-  }
+  // 2^63 itself does not fit: the comparison is strict (and false for NaN).
+  if (!(std::fabs(ps) < 0x1p63)) throw ClockOverflow();
+  return Time::from_ps(static_cast<std::int64_t>(ps));
+}
+
+Time from_seconds_ceil(double seconds) {
+  const double ps = std::ceil(seconds * 1e12);
+  if (!(std::fabs(ps) < 0x1p63)) throw ClockOverflow();
   return Time::from_ps(static_cast<std::int64_t>(ps));
 }
 

@@ -4,7 +4,9 @@
 #include <ostream>
 
 #include "src/commands.h"
+#include "src/version.h"
 #include "sim/error.h"
+#include "sim/time_checks.h"
 
 namespace gpusim::cli {
 namespace {
@@ -46,7 +48,7 @@ int dispatch_command(const std::vector<std::string>& args, const Environment& en
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "--version") {
-    out << "gpusim " << GPUSIM_VERSION << "\n";
+    out << version_text() << "\n";
     return 0;
   }
   const std::string& command = args[0];
@@ -67,6 +69,9 @@ int run_cli(const std::vector<std::string>& args, const Environment& env, std::o
   try {
     return dispatch_command(args, env, out, err);
   } catch (const ConfigError& e) {
+    err << "gpusim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const sim::ClockOverflow& e) {  // a run too long to simulate (run names the file itself)
     err << "gpusim: error: " << e.what() << "\n";
     return 2;
   } catch (const ModelError& e) {

@@ -20,6 +20,7 @@
 #include "replay/replay_run.h"
 #include "sim/error.h"
 #include "src/commands.h"
+#include "src/number_format.h"
 #include "src/options.h"
 #include "src/output_files.h"
 #include "src/report_writers.h"
@@ -167,7 +168,8 @@ nlohmann::ordered_json replay_json(const ReplaySummary& s) {
 std::string render_json(const RunReport& report, const ReplaySummary& s) {
   nlohmann::ordered_json j = report_json(report);
   j["replay"] = replay_json(s);
-  return j.dump(2) + "\n";
+  round_numbers(j);
+  return dump_json(j, 2) + "\n";
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 
 #include "src/output_files.h"
 
+#include "src/number_format.h"
+
 namespace gpusim::cli {
 namespace {
 
@@ -129,6 +131,7 @@ nlohmann::ordered_json kernel_json(const KernelReport& k) {
     j["band_us"] = {k.band_low_us, k.band_high_us};
     j["band_calibrated"] = k.band_calibrated;
   }
+  round_numbers(j);  // the trace writer's kernel args too
   return j;
 }
 
@@ -200,6 +203,8 @@ nlohmann::ordered_json report_json(const RunReport& r) {
   j["hw"] = r.hw;
   j["workload"] = r.workload;
   j["mode"] = r.mode;
+  if (!r.dtype.empty()) j["dtype"] = r.dtype;
+  if (!r.dtype_default.empty()) j["dtype_default"] = r.dtype_default;
   j["total_us"] = r.total_us;
   j["kernel_time_us"] = r.kernel_time_us;
   if (!r.band_source.empty()) {
@@ -245,10 +250,11 @@ nlohmann::ordered_json report_json(const RunReport& r) {
   j["kernels"] = nlohmann::ordered_json::array();
   for (const auto& k : r.kernels) j["kernels"].push_back(kernel_json(k));
   j["simulation"] = {{"events", r.events}};
+  round_numbers(j);
   return j;
 }
 
-void write_json(const RunReport& report, std::ostream& out) { out << report_json(report).dump(2) << "\n"; }
+void write_json(const RunReport& report, std::ostream& out) { out << dump_json(report_json(report), 2) << "\n"; }
 
 void write_csv(const RunReport& r, std::ostream& out) {
   out << "index,op,name,family,category,stream,start_us,duration_us,grid_x,grid_y,grid_z,block_x,"
@@ -260,16 +266,18 @@ void write_csv(const RunReport& r, std::ostream& out) {
     const KernelReport& k = r.kernels[i];
     const hw::KernelMetrics& m = k.metrics;
     out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},", i, csv_quoted(k.op),
-                       csv_quoted(k.name), k.family, csv_quoted(k.category), k.stream, k.start_us,
-                       m.duration_us, k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z,
+                       csv_quoted(k.name), k.family, csv_quoted(k.category), k.stream, number(k.start_us),
+                       number(m.duration_us), k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z,
                        k.regs, k.smem);
     out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                       m.flops, m.tensor_flops, m.dram_bytes, m.l2_bytes, m.arithmetic_intensity,
-                       m.ridge_point, m.flops_per_s, m.dram_bytes_per_s, m.ctas, m.ctas_per_sm,
-                       m.waves, m.theoretical_occupancy, m.achieved_occupancy,
-                       m.achieved_warps_per_sm, m.sm_throughput_pct, m.dram_throughput_pct,
-                       m.l2_hit_rate, m.l2_input_hit_rate, m.clock_mhz, bound_name(k),
-                       m.achieved_occupancy_active, m.memory_throughput_pct);
+                       number(m.flops), number(m.tensor_flops), number(m.dram_bytes), number(m.l2_bytes),
+                       number(m.arithmetic_intensity), number(m.ridge_point), number(m.flops_per_s),
+                       number(m.dram_bytes_per_s), m.ctas, m.ctas_per_sm, number(m.waves),
+                       number(m.theoretical_occupancy), number(m.achieved_occupancy),
+                       number(m.achieved_warps_per_sm), number(m.sm_throughput_pct),
+                       number(m.dram_throughput_pct), number(m.l2_hit_rate), number(m.l2_input_hit_rate),
+                       number(m.clock_mhz), bound_name(k), number(m.achieved_occupancy_active),
+                       number(m.memory_throughput_pct));
   }
 }
 

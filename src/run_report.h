@@ -86,6 +86,8 @@ struct RunReport {
   std::vector<KernelGroup> by_category, by_bound;  // over `kernels`, costliest first
   std::string kernels_scope;  // which steps `kernels` lists when not all (generate)
   std::string description;    // the workload in words (model workloads), for the table
+  // A model workload's dtype, and where it came from when the file gives none ("" when it does).
+  std::string dtype, dtype_default;
   std::uint64_t events = 0;
   std::vector<PhaseReport> phases;                // model workloads
   std::optional<workloads::MemoryFootprint> memory;

@@ -9,6 +9,8 @@
 #include "src/output_files.h"
 #include "src/python_plot.h"
 
+#include "src/number_format.h"
+
 namespace gpusim::cli {
 namespace {
 
@@ -140,7 +142,8 @@ std::string serve_json(const ServeOutput& o) {
                           {"kv_blocks", st.kv_blocks}, {"waiting", st.waiting}, {"preempted", st.preempted},
                           {"graph", st.graph}, {"captured", st.captured}});
   }
-  return j.dump(2) + "\n";
+  round_numbers(j);
+  return dump_json(j, 2) + "\n";
 }
 
 void write_serve_requests_csv(const ServeOutput& o, std::ostream& out) {
@@ -149,8 +152,9 @@ void write_serve_requests_csv(const ServeOutput& o, std::ostream& out) {
     const auto& q = o.spec.requests[i];
     const auto& rr = o.result.requests[i];
     const auto f = serve::request_figures(q, rr);
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", q.id, q.arrival_s, q.prompt_tokens, q.output_tokens, f.ttft_s,
-                       f.tpot_s, f.e2e_s, f.queueing_s, rr.preemptions, rr.rejected ? 1 : 0);
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", q.id, number(q.arrival_s), q.prompt_tokens, q.output_tokens,
+                       number(f.ttft_s), number(f.tpot_s), number(f.e2e_s), number(f.queueing_s), rr.preemptions,
+                       rr.rejected ? 1 : 0);
   }
 }
 
@@ -158,10 +162,10 @@ void write_serve_steps_csv(const ServeOutput& o, std::ostream& out) {
   out << "start_s,duration_s,gpu_us,host_us,seqs,tokens,prefills,decodes,kv_blocks,kv_share,waiting,preempted,graph\n";
   const double blocks = static_cast<double>(std::max<std::int64_t>(1, o.result.num_blocks));
   for (const auto& st : o.result.steps) {
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", st.start_s, st.duration_s, st.gpu_us, st.host_s * 1e6,
-                       st.seqs, st.tokens,
-                       st.prefills, st.decodes, st.kv_blocks, static_cast<double>(st.kv_blocks) / blocks, st.waiting,
-                       st.preempted, st.graph ? 1 : 0);
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", number(st.start_s), number(st.duration_s),
+                       number(st.gpu_us), number(st.host_s * 1e6), st.seqs, st.tokens, st.prefills, st.decodes,
+                       st.kv_blocks, number(static_cast<double>(st.kv_blocks) / blocks), st.waiting, st.preempted,
+                       st.graph ? 1 : 0);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sim/error.h"
+#include "sim/time_checks.h"
 #include "workloads/op_lowering.h"
 #include "workloads/plan_summary.h"
 
@@ -27,14 +28,11 @@ void check_model_dtype(const workloads::ModelWorkload& w, const hw::HardwareSpec
   }
 }
 
-}  // namespace
-
-RunReport simulate_workload(const hw::HardwareSpec& hw, const workloads::Workload& workload,
-                            const std::string& workload_file, hw::LaunchMode mode,
-                            const models::KernelModelRegistry& models,
-                            const workloads::SimulateOptions& options) {
+RunReport simulate(const hw::HardwareSpec& hw, const workloads::Workload& workload, const std::string& workload_file,
+                   hw::LaunchMode mode, const models::KernelModelRegistry& models,
+                   const workloads::SimulateOptions& options) {
   if (const auto* ops = std::get_if<workloads::OpWorkload>(&workload)) {
-    const auto nodes = workloads::lower_ops(*ops, hw, models);
+    const auto nodes = workloads::lower_ops(*ops, hw, models, workload_file);
     hw::TimelineRecorder recorder(options.record_ctas);
     std::optional<hw::KernelOutcomeCache> own;
     hw::KernelOutcomeCache* cache = workloads::outcome_cache(options, hw, own);
@@ -47,7 +45,23 @@ RunReport simulate_workload(const hw::HardwareSpec& hw, const workloads::Workloa
   check_model_dtype(model, hw, workload_file);
   RunReport report = make_model_report(hw, model, mode, workloads::simulate_model(model, hw, mode, models, options));
   report.description = workloads::describe_workload(workload);
+  report.dtype = hw::name(model.dtype);
+  report.dtype_default = model.dtype_default;
   return report;
+}
+
+}  // namespace
+
+RunReport simulate_workload(const hw::HardwareSpec& hw, const workloads::Workload& workload,
+                            const std::string& workload_file, hw::LaunchMode mode,
+                            const models::KernelModelRegistry& models,
+                            const workloads::SimulateOptions& options) {
+  try {
+    return simulate(hw, workload, workload_file, mode, models, options);
+  } catch (const sim::ClockOverflow& e) {
+    // What lowering could not foresee (a model workload's steps, latencies): the engine's clock.
+    throw ConfigError(workload_file, 0, "", e.what());
+  }
 }
 
 }  // namespace gpusim::cli

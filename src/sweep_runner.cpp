@@ -17,6 +17,7 @@
 #include "sim/error.h"
 #include "src/csv_line.h"
 #include "src/mpi_world.h"
+#include "src/number_format.h"
 #include "src/output_files.h"
 #include "src/progress.h"
 #include "serve/serve_run.h"
@@ -94,8 +95,6 @@ std::string fingerprint(const Study& study) {
   for (const unsigned char c : text) h = (h ^ c) * 1099511628211ull;
   return fmt::format("{:016x}", h);
 }
-
-std::string number(double v) { return fmt::format("{}", v); }
 
 // A study metric's value at point `p`: `value(name)` for a plain metric; for METRIC/AXIS, the
 // metric's value divided by the point's value of that axis ("" where either is missing).

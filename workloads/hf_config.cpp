@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
 #include "sim/error.h"
+#include "sim/input_file.h"
 #include "workloads/hf_fields.h"
 
 namespace gpusim::workloads {
@@ -89,22 +88,23 @@ ModelConfig parse_hf_config(const std::string& json_text, const std::string& lab
   }
   ModelConfig m = read_config(Source(json_text, label), root);
   m.name = default_name;
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (m.hf_dtype.empty() && root.contains(key) && root[key].is_string()) {
+      m.hf_dtype = root[key].get<std::string>();
+      m.hf_dtype_key = key;
+    }
+  }
   return m;
 }
 
 ModelConfig load_hf_config(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in || std::filesystem::is_directory(file)) {
-    throw ConfigError(file.string(), 0, "", "cannot read this file (missing or not a file)");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::string text = read_input_file(file);
   std::string name = file.stem().string();
   if (name == "config") {
     const auto folder = std::filesystem::absolute(file).lexically_normal().parent_path();
     if (!folder.filename().empty()) name = folder.filename().string();
   }
-  return parse_hf_config(text.str(), file.string(), name);
+  return parse_hf_config(text, file.string(), name);
 }
 
 }  // namespace gpusim::workloads

@@ -188,6 +188,11 @@ struct ModelConfig {
   std::optional<double> rope_local_theta;
   std::optional<MlaConfig> mla;
 
+  // A Hugging Face config's `torch_dtype` (or `dtype`, which newer transformers writes) as
+  // written, e.g. "bfloat16", and which key held it: the dtype of a workload that gives none.
+  // Empty for presets and inline models.
+  std::string hf_dtype, hf_dtype_key;
+
   // Whether layer i attends within the window.
   bool sliding_layer(std::int64_t i) const {
     if (!sliding_window) return false;

@@ -4,6 +4,7 @@
 // each op starts cold, as a profiler that flushes L2 between measurements sees it.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "hw/gpu_engine.h"
@@ -13,7 +14,9 @@
 
 namespace gpusim::workloads {
 
+// An op whose kernels would take the simulated time past the engine's clock (sim::Time) is a
+// ConfigError naming `file`, its line and ops[i].
 std::vector<hw::KernelNode> lower_ops(const OpWorkload& workload, const hw::HardwareSpec& hw,
-                                      const models::KernelModelRegistry& models);
+                                      const models::KernelModelRegistry& models, const std::string& file);
 
 }  // namespace gpusim::workloads

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 namespace gpusim::workloads {
@@ -99,6 +102,40 @@ models::OpShape read_shape(OpKind kind, hw::MappingReader& r) {
   r.fail("op", "unhandled op");
 }
 
+// Byte counts are 64-bit integers: a tensor of more than 2^56 elements (2^58 bytes at 4 bytes
+// each, leaving room for sums of several) cannot be counted. Each op's largest tensor, with a
+// name for the message.
+constexpr double kMaxTensorElements = 0x1p56;
+
+struct Tensor {
+  std::string name;
+  double elements;
+};
+
+std::vector<Tensor> tensors_of(const models::OpShape& shape) {
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  return std::visit(
+      [&](const auto& s) -> std::vector<Tensor> {
+        using S = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<S, models::MatmulShape> || std::is_same_v<S, models::LinearShape>) {
+          return {{"A[M,K]", d(s.M) * d(s.K)}, {"B[K,N]", d(s.K) * d(s.N)}, {"C[M,N]", d(s.M) * d(s.N)}};
+        } else if constexpr (std::is_same_v<S, models::SdpaShape>) {
+          const double keys = d(s.keys > 0 ? s.keys : s.S);
+          return {{"Q[B,H,S,D]", d(s.B) * d(s.H) * d(s.S) * d(s.D)}, {"K[B,H,keys,D]", d(s.B) * d(s.H) * keys * d(s.D)},
+                  {"the mask [B,S,keys]", s.masked ? d(s.B) * d(s.S) * keys : 0}};
+        } else if constexpr (std::is_same_v<S, models::SdpaDecodeShape>) {
+          return {{"Q[B,Hq,D]", d(s.B) * d(s.Hq) * d(s.D)}, {"the KV cache [B,Hkv,L,D]", d(s.B) * d(s.Hkv) * d(s.L) * d(s.D)}};
+        } else if constexpr (std::is_same_v<S, models::NaiveAttentionShape>) {
+          return {{"Q[B,H,S,D]", d(s.B) * d(s.H) * d(s.S) * d(s.D)}, {"the scores [B,H,S,S]", d(s.B) * d(s.H) * d(s.S) * d(s.S)}};
+        } else if constexpr (std::is_same_v<S, models::RowShape>) {
+          return {{"x[R,C]", d(s.R) * d(s.C)}};
+        } else {
+          return {{"x[n]", d(s.n)}};
+        }
+      },
+      shape);
+}
+
 }  // namespace
 
 std::optional<hw::DType> read_optional_dtype(hw::MappingReader& reader, std::string_view key) {
@@ -120,6 +157,13 @@ models::Op read_op(const hw::YamlDocument& doc, const YAML::Node& item, const st
   r.reject_unknown();
 
   models::OpShape shape = read_shape(kind, r);
+  for (const Tensor& t : tensors_of(shape)) {
+    if (t.elements > kMaxTensorElements) {
+      doc.fail(item, key_path, fmt::format("{} would hold {:.3g} elements, more than gpusim counts in 64-bit byte counts "
+                               "(at most 2^56 elements a tensor)",
+                               t.name, t.elements));
+    }
+  }
   if (kind == OpKind::kCast) {
     const hw::DType to = std::get<models::CastShape>(shape).to;
     return models::Op(kind, to, shape);

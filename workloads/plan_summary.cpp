@@ -160,7 +160,8 @@ std::string architecture_text(const ModelConfig& m) {
 std::string describe_model(const ModelWorkload& w) {
   std::string out = fmt::format("workload {}: {} {}, batch {}, {}\n", w.name, w.model.name,
                                 name(w.phase), w.batch, sequence_text(w));
-  out += fmt::format("  dtype {}, lowering {}, attention {}\n", hw::name(w.dtype), name(w.lowering),
+  out += fmt::format("  dtype {}{}, lowering {}, attention {}\n", hw::name(w.dtype),
+                     w.dtype_default.empty() ? "" : fmt::format(" (default: {})", w.dtype_default), name(w.lowering),
                      w.lowering == Lowering::kCs336Basics ? "written out (cs336_basics)" : name(w.attention));
   if (w.model.moe && w.lowering == Lowering::kHfEager) out += fmt::format("  MoE experts: {}\n", name(w.moe));
   out += architecture_text(w.model);

@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "sim/error.h"
+#include "sim/input_file.h"
 #include "workloads/hf_config.h"
 #include "workloads/op_reader.h"
 
@@ -46,9 +47,8 @@ OpWorkload read_op_workload(const hw::YamlDocument& doc, hw::MappingReader& root
 ModelConfig read_hf_model(const hw::YamlDocument& doc, hw::MappingReader& root) {
   const std::filesystem::path named = root.text("hf_config");
   const auto file = named.is_absolute() ? named : doc.path().parent_path() / named;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec)) {
-    root.fail("hf_config", fmt::format("no such file: {}", file.string()));
+  if (const std::string problem = input_file_problem(file); !problem.empty()) {
+    root.fail("hf_config", fmt::format("{}: {}", problem, file.string()));
   }
   return load_hf_config(file);
 }
@@ -362,6 +362,15 @@ void check_cs336(hw::MappingReader& root, const ModelWorkload& w) {
   }
 }
 
+// A Hugging Face dtype name ("bfloat16", "torch.float16"); nullopt for one gpusim does not run.
+std::optional<hw::DType> hf_dtype(std::string text) {
+  if (text.rfind("torch.", 0) == 0) text = text.substr(6);
+  if (text == "bfloat16") return hw::DType::kBf16;
+  if (text == "float16" || text == "half") return hw::DType::kFp16;
+  if (text == "float32" || text == "float") return hw::DType::kFp32;
+  return std::nullopt;
+}
+
 ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader& root,
                                   std::string default_name,
                                   const std::filesystem::path& models_dir) {
@@ -385,8 +394,22 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
     root.fail("output_len", "is for phase: generate only");
   }
   const auto dtype = read_optional_dtype(root, "dtype");
-  if (!dtype) root.fail("dtype", "missing required key");
-  w.dtype = *dtype;
+  if (dtype) {
+    w.dtype = *dtype;
+  } else if (!w.model.hf_dtype.empty()) {
+    // As transformers loads a checkpoint with dtype="auto": in the dtype its config names.
+    const auto from_config = hf_dtype(w.model.hf_dtype);
+    if (!from_config) {
+      root.fail("dtype", fmt::format("missing, and the hf_config's {} '{}' is not one gpusim runs (bfloat16, "
+                                     "float16, float32): give dtype:",
+                                     w.model.hf_dtype_key, w.model.hf_dtype));
+    }
+    w.dtype = *from_config;
+    w.dtype_default = fmt::format("{} of the hf_config", w.model.hf_dtype_key);
+  } else {
+    w.dtype = hw::DType::kBf16;  // as serve files default it (serve/serve_spec.cpp)
+    w.dtype_default = "gpusim's default";
+  }
   w.lowering = read_choice<Lowering>(
       root, "lowering",
       {{"hf-eager", Lowering::kHfEager}, {"fused", Lowering::kFused}, {"cs336-basics", Lowering::kCs336Basics}},

@@ -84,6 +84,9 @@ struct ModelWorkload {
   std::int64_t seq_len = 0;                // prompt length, or KV length for decode
   std::optional<std::int64_t> output_len;  // generate only
   hw::DType dtype = hw::DType::kBf16;
+  // Where `dtype` came from when the file gives none ("" when it does): "torch_dtype of the
+  // hf_config", or "gpusim's default" for presets and inline models. Reports show it.
+  std::string dtype_default;
   Lowering lowering = Lowering::kHfEager;
   Attention attention = Attention::kSdpa;
   MoePath moe = MoePath::kGroupedMm;

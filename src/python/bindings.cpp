@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/error.h"
+#include "sim/time_checks.h"
 #include "src/cli.h"
 #include "src/output_files.h"
 #include "src/report_writers.h"
@@ -22,6 +23,7 @@
 #include "src/study.h"
 #include "src/study_plot.h"
 #include "src/sweep_runner.h"
+#include "src/version.h"
 
 namespace py = pybind11;
 
@@ -172,6 +174,7 @@ PYBIND11_MODULE(_gpusim, m) {
         py::arg("cache"), py::arg("config_dir"));
   m.def("command", &command, py::arg("args"), py::arg("config_dir"));
   m.attr("version") = GPUSIM_VERSION;
+  m.def("version_text", &gpusim::cli::version_text);
   m.attr("source_config_dir") = GPUSIM_SOURCE_CONFIG_DIR;
   // Bad input and a model's limits become the package's exception classes (gpusim/errors.py).
   py::register_exception_translator([](std::exception_ptr p) {
@@ -181,6 +184,9 @@ PYBIND11_MODULE(_gpusim, m) {
       const py::object cls = py::module_::import("gpusim.errors").attr("ConfigError");
       const py::object error = cls(e.what(), e.file(), e.line(), e.key(), e.detail());
       PyErr_SetObject(cls.ptr(), error.ptr());
+    } catch (const gpusim::sim::ClockOverflow& e) {  // bad input, as the command line treats it
+      const py::object cls = py::module_::import("gpusim.errors").attr("ConfigError");
+      PyErr_SetObject(cls.ptr(), cls(e.what(), "", 0, "", e.what()).ptr());
     } catch (const gpusim::ModelError& e) {
       const py::object cls = py::module_::import("gpusim.errors").attr("ModelError");
       PyErr_SetObject(cls.ptr(), cls(e.what()).ptr());

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "tests/support/cli_runner.h"
@@ -33,6 +34,10 @@ TEST(Cli, HelpAndVersion) {
   const Result version = run({"--version"});
   EXPECT_EQ(version.status, 0);
   EXPECT_TRUE(contains(version.out, "gpusim " GPUSIM_VERSION));
+  // The release and the commit built: a short hash, "-dirty" for uncommitted changes, or
+  // "unknown" outside git.
+  EXPECT_TRUE(std::regex_match(version.out, std::regex(R"(gpusim \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,}(-dirty)?|unknown)\)\n)")))
+      << version.out;
   for (const char* cmd : {"run", "occupancy"}) {
     const Result r = run({cmd, "--help"});
     EXPECT_EQ(r.status, 0) << cmd;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "src/number_format.h"
 #include "src/study.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/temp_files.h"
@@ -62,6 +63,7 @@ TEST(Sweep, EveryPointMatchesTheSameRun) {
     EXPECT_EQ(f[2], expected[i].first);
     EXPECT_EQ(f[3], expected[i].second);
     EXPECT_DOUBLE_EQ(std::stod(f[4]), j["total_us"].get<double>()) << rows[i + 1];
+    EXPECT_EQ(f[5], number(j["kernel_time_us"].get<double>()));  // 9 significant digits, as every output
     EXPECT_EQ(f[6], std::to_string(j["kernels"].size()));
   }
 }
@@ -179,7 +181,8 @@ TEST(Sweep, OccupancyStudyDividesByTheAxis) {
     std::vector<std::string> f;
     for (std::string cell; std::getline(row, cell, ',');) f.push_back(cell);
     ASSERT_EQ(f.size(), 6u);
-    EXPECT_NEAR(std::stod(f[4]), std::stod(f[3]) / std::stod(f[2]), 1e-9);
+    // Within the outputs' 9 significant digits.
+    EXPECT_NEAR(std::stod(f[4]), std::stod(f[3]) / std::stod(f[2]), 1e-8 * std::stod(f[4]));
   }
 }
 

@@ -20,6 +20,11 @@ OPS = {
 def test_version_matches_the_command_line():
     assert gpusim.__version__ == gpusim._gpusim.version
     assert gpusim.__version__.count(".") == 2
+    binary = os.environ.get("GPUSIM_BINARY")
+    if binary:
+        printed = subprocess.run([binary, "--version"], check=True, capture_output=True, text=True).stdout
+        assert printed.strip() == gpusim.version()
+    assert gpusim.version().startswith(f"gpusim {gpusim.__version__} (commit ")
 
 
 def test_run_returns_the_same_document_as_the_command_line(configs):

@@ -1,6 +1,10 @@
 #include "sim/time.h"
 
+#include "sim/time_checks.h"
+
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace gpusim::sim {
 namespace {
@@ -23,7 +27,23 @@ TEST(Time, OrdersAndAddsExactly) {
 }
 
 TEST(Time, RejectsValuesOutsidePicosecondRange) {
-  EXPECT_THROW(Time::from_seconds(1e300), std::out_of_range);
+  EXPECT_THROW(Time::from_seconds(1e300), ClockOverflow);
+  EXPECT_THROW(from_seconds_ceil(1e7), ClockOverflow);  // 2778 hours
+  EXPECT_THROW(Time::from_seconds(std::nan("")), ClockOverflow);
+  EXPECT_EQ(from_seconds_ceil(1.5e-12).ps(), 2);
+  // Checked sums and products past the range throw instead of wrapping into the past.
+  const Time late = kMaxTime - Time::from_ps(10);
+  EXPECT_EQ(checked_sum(late, Time::from_ps(10)), kMaxTime);
+  EXPECT_THROW(checked_sum(late, Time::from_ps(11)), ClockOverflow);
+  EXPECT_EQ(checked_product(Time::from_ps(3), 4).ps(), 12);
+  EXPECT_THROW(checked_product(Time::from_ps(10'000'000), std::int64_t{1} << 60), ClockOverflow);
+  try {
+    checked_sum(late, late);
+    ADD_FAILURE() << "no overflow";
+  } catch (const ClockOverflow& e) {
+    EXPECT_STREQ(e.what(), "the simulated time overflows gpusim's clock (at most 2562 hours of simulated time: "
+                           "picoseconds in 64 bits)");
+  }
 }
 
 TEST(Time, PrintsWithTheLargestFittingUnit) {

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/support/temp_files.h"
 #include "tests/workloads/config_error_matchers.h"
+#include "workloads/plan_summary.h"
 
 namespace gpusim::workloads {
 namespace {
@@ -232,8 +235,42 @@ TEST(WorkloadTest, BadModelWorkloads) {
   EXPECT_EQ(e.key(), "lowering");
   e = parse_error(tiny_decode("attention: flash\n"));
   EXPECT_EQ(e.key(), "attention");
-  e = parse_error("model: tiny\nphase: decode\nbatch: 4\nseq_len: 64\n");
+}
+
+// Without dtype: a Hugging Face config's torch_dtype (or dtype), else bf16; the workload says which.
+TEST(WorkloadTest, DtypeDefaults) {
+  const auto preset = std::get<ModelWorkload>(parse("model: tiny\nphase: decode\nbatch: 4\nseq_len: 64\n"));
+  EXPECT_EQ(preset.dtype, DType::kBf16);
+  EXPECT_EQ(preset.dtype_default, "gpusim's default");
+  EXPECT_NE(describe_workload(preset).find("dtype bf16 (default: gpusim's default)"), std::string::npos)
+      << describe_workload(preset);
+  EXPECT_EQ(std::get<ModelWorkload>(parse(tiny_decode())).dtype_default, "");  // given
+
+  const gpusim::testing::TempDir dir;
+  nlohmann::json config = nlohmann::json::parse(
+      gpusim::testing::read_file(kRepo / "validation/data/hf_configs/qwen2-7b_decode_b2_l512.json"));
+  const auto workload = [&](const nlohmann::json& c, const std::string& extra = "") {
+    dir.write("config.json", c.dump());
+    return load_workload(dir.write("w.yaml", "hf_config: config.json\nphase: decode\nbatch: 1\nseq_len: 128\n" + extra),
+                         {}, kModelsDir);
+  };
+  config.erase("dtype");
+  config["torch_dtype"] = "float16";
+  auto w = std::get<ModelWorkload>(workload(config));
+  EXPECT_EQ(w.dtype, DType::kFp16);
+  EXPECT_EQ(w.dtype_default, "torch_dtype of the hf_config");
+  EXPECT_EQ(std::get<ModelWorkload>(workload(config, "dtype: bf16\n")).dtype, DType::kBf16);  // the file wins
+  config.erase("torch_dtype");
+  config["dtype"] = "float32";  // as newer transformers writes it
+  w = std::get<ModelWorkload>(workload(config));
+  EXPECT_EQ(w.dtype, DType::kFp32);
+  EXPECT_EQ(w.dtype_default, "dtype of the hf_config");
+  config.erase("dtype");  // a config without one: bf16
+  EXPECT_EQ(std::get<ModelWorkload>(workload(config)).dtype_default, "gpusim's default");
+  config["torch_dtype"] = "int8";
+  const ConfigError e = expect_config_error([&] { workload(config); });
   EXPECT_EQ(e.key(), "dtype");
+  EXPECT_NE(e.detail().find("torch_dtype 'int8' is not one gpusim runs"), std::string::npos) << e.detail();
 }
 
 TEST(WorkloadTest, ModelReferenceErrors) {

@@ -23,9 +23,14 @@ from .results import (Record, ReplayResult, ReportResult, RunResult, ServeResult
                       read_csv_records)
 
 __version__ = _gpusim.version
-__all__ = ["run", "serve", "sweep", "report", "replay", "occupancy", "hw", "config_dir", "ConfigError",
+__all__ = ["version", "run", "serve", "sweep", "report", "replay", "occupancy", "hw", "config_dir", "ConfigError",
            "ModelError", "GpusimWarning", "Record", "RunResult", "ServeResult", "SweepResult",
            "ReportResult", "ReplayResult", "__version__"]
+
+
+def version():
+    """What `gpusim --version` prints: the release and the commit it was built from."""
+    return _gpusim.version_text()
 
 
 def config_dir():
