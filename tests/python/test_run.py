@@ -127,3 +127,11 @@ def test_to_pandas_has_a_row_per_kernel():
     assert set(r.to_pandas("by_category").name) == {g.name for g in r.by_category}
     with pytest.raises(ValueError):
         r.to_pandas("nothing")
+
+
+def test_dtype_defaults_and_clock_overflow_are_reported():
+    r = gpusim.run({"model": "llama3.2-1b", "phase": "decode", "batch": 1, "seq_len": 64})
+    assert r.data["dtype"] == "bf16" and r.data["dtype_default"]
+    with pytest.raises(gpusim.ConfigError) as e:
+        gpusim.run({"ops": [{"op": "matmul", "M": 99999999, "N": 99999999, "K": 99999999, "dtype": "bf16"}]})
+    assert e.value.key == "ops[0]" and "overflow" in e.value.detail
