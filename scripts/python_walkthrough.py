@@ -111,13 +111,13 @@ a notebook); `occupancy` is CUDA's occupancy rules for one block shape; `hw.list
 the presets; `replay` a profiler trace re-simulated on another chip.""", """
 rep = gpusim.report("configs/workloads/decode.yaml", hw="h100", out=os.path.join(tmp, "report-decode"),
                     batches=[1, 16], seq_lens=[1024])
-print(repr(rep), os.path.basename(rep.roofline), len(rep.kernels))
+print(os.path.basename(rep.folder), os.path.basename(rep.roofline), len(rep.kernels))
 print(rep.markdown.splitlines()[0])
 o = gpusim.occupancy(hw="h100", threads=256, regs=128, smem="48KiB")
 print(o.ctas_per_sm, o.theoretical_occupancy, o.limited_by)
 print(gpusim.hw.list())
 h200 = gpusim.hw.show("h200")
-print([f["key"] + " = " + str(f["value"]) for f in h200["fields"] if f["key"] in ("sm_count", "l2.size")])
+print(h200["fields"]["sm_count"]["value"], h200["fields"]["l2.size"]["value"], h200["fields"]["l2.size"]["source"])
 t = gpusim.replay("tests/replay/data/replay_h200_streams_gemm_elementwise.json.gz", hw="h100", recorded_on="h200")
 print(t, t.replay["coverage_pct"])
 """),

@@ -67,7 +67,7 @@ class _Document:
         return self.data.keys()
 
     def __str__(self):
-        return self.table
+        return self.table or repr(self)
 
 
 class RunResult(_Document):
