@@ -28,7 +28,7 @@ PYTHONPATH=build/python python3     # or jupyter, with the same PYTHONPATH
 
 ## One run""", """
 import gpusim
-print(gpusim.version())
+print(gpusim.__version__)   # gpusim.version() adds the commit it was built from
 r = gpusim.run("configs/workloads/decode.yaml", hw="h100")
 r
 """),
