@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <mutex>
 
 #include "hw/yaml_document.h"
 #include "sim/error.h"
+#include "sim/input_file.h"
 
 namespace gpusim::hw {
 namespace {
@@ -17,6 +19,43 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+PresetInfo parse_preset_info(const std::filesystem::path& file, std::string text) {
+  const YamlDocument doc = YamlDocument::from_string(std::move(text), file.string());
+  if (!doc.root().IsMap()) doc.fail(doc.root(), "(document)", "expected a mapping");
+  PresetInfo info{file.stem().string(), {}, {}, file};
+  if (const YAML::Node d = doc.root()["description"]; d.IsDefined()) {
+    info.description = scalar_text(doc, d, "description");
+  }
+  if (const YAML::Node a = doc.root()["aliases"]; a.IsDefined()) {
+    if (!a.IsSequence()) doc.fail(a, "aliases", "expected a list of short names");
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      info.aliases.push_back(scalar_text(doc, a[i], "aliases[" + std::to_string(i) + "]"));
+    }
+  }
+  return info;
+}
+
+// Every command lists the presets to resolve a name, and parsing their YAML is most of a small
+// call's time (the Python API makes many). A file's entry is reused only while its text is the
+// same to the byte, so the cached catalog is the catalog a fresh parse gives.
+PresetInfo preset_info(const std::filesystem::path& file) {
+  struct Parsed {
+    std::string text;
+    PresetInfo info;
+  };
+  static std::mutex mutex;
+  static std::map<std::string, Parsed> parsed;  // by path
+  std::string text = read_input_file(file);
+  {
+    const std::lock_guard lock(mutex);
+    if (const auto it = parsed.find(file.string()); it != parsed.end() && it->second.text == text) return it->second.info;
+  }
+  PresetInfo info = parse_preset_info(file, text);
+  const std::lock_guard lock(mutex);
+  parsed.insert_or_assign(file.string(), Parsed{std::move(text), info});
+  return info;
+}
+
 }  // namespace
 
 PresetCatalog::PresetCatalog(std::filesystem::path dir) : dir_(std::move(dir)) {
@@ -26,19 +65,7 @@ PresetCatalog::PresetCatalog(std::filesystem::path dir) : dir_(std::move(dir)) {
   }
   for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
     if (!entry.is_regular_file() || entry.path().extension() != ".yaml") continue;
-    const YamlDocument doc = YamlDocument::from_file(entry.path());
-    if (!doc.root().IsMap()) doc.fail(doc.root(), "(document)", "expected a mapping");
-    PresetInfo info{entry.path().stem().string(), {}, {}, entry.path()};
-    if (const YAML::Node d = doc.root()["description"]; d.IsDefined()) {
-      info.description = scalar_text(doc, d, "description");
-    }
-    if (const YAML::Node a = doc.root()["aliases"]; a.IsDefined()) {
-      if (!a.IsSequence()) doc.fail(a, "aliases", "expected a list of short names");
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        info.aliases.push_back(scalar_text(doc, a[i], "aliases[" + std::to_string(i) + "]"));
-      }
-    }
-    presets_.push_back(std::move(info));
+    presets_.push_back(preset_info(entry.path()));
   }
   std::sort(presets_.begin(), presets_.end(),
             [](const PresetInfo& a, const PresetInfo& b) { return a.name < b.name; });
