@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
+#include <streambuf>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "sim/time_checks.h"
 #include "src/cli.h"
 #include "src/output_files.h"
+#include "src/progress.h"
 #include "src/report_writers.h"
 #include "src/run_request.h"
 #include "src/serve_request.h"
@@ -61,6 +64,37 @@ py::object to_python(const nlohmann::ordered_json& j) {
 
 Environment environment(const std::string& config_dir) { return Environment{config_dir, false}; }
 
+// Progress lines (src/progress.h) written to Python's sys.stderr, so a notebook shows them: the
+// text is kept until the line is flushed, then written with the GIL taken (the simulation runs
+// without it, on any thread).
+class PythonStderr : public std::streambuf {
+ protected:
+  int_type overflow(int_type c) override {
+    if (c != traits_type::eof()) text_.push_back(static_cast<char>(c));
+    return c;
+  }
+  int sync() override {
+    if (text_.empty()) return 0;
+    py::gil_scoped_acquire gil;
+    const py::object err = py::module_::import("sys").attr("stderr");
+    err.attr("write")(text_);
+    err.attr("flush")();
+    text_.clear();
+    return 0;
+  }
+
+ private:
+  std::string text_;
+};
+
+// A progress stream for a call: Python's stderr when asked for, else none.
+struct Progress {
+  explicit Progress(bool on) : stream(on ? &buffer : nullptr) {}
+  std::ostream* out() { return stream.rdbuf() ? &stream : nullptr; }
+  PythonStderr buffer;
+  std::ostream stream;
+};
+
 hw::LaunchMode launch_mode(const std::string& mode) {
   if (mode == "graph") return hw::LaunchMode::kGraph;
   if (mode == "eager") return hw::LaunchMode::kEager;
@@ -70,7 +104,8 @@ hw::LaunchMode launch_mode(const std::string& mode) {
 // gpusim.run: the JSON document of `gpusim run --format json`, the table, and what went to stderr.
 py::tuple run(const std::string& workload_file, const std::optional<std::string>& workload_text, const std::string& hw,
               const std::vector<std::string>& sets, const std::string& mode, bool cache,
-              bool kernels, const std::optional<std::string>& out_dir, int top, const std::string& config_dir) {
+              bool kernels, const std::optional<std::string>& out_dir, int top, bool progress,
+              const std::string& config_dir) {
   nlohmann::ordered_json json;
   std::string table;
   std::ostringstream err;
@@ -84,6 +119,9 @@ py::tuple run(const std::string& workload_file, const std::optional<std::string>
     request.mode = launch_mode(mode);
     request.simulate.reuse = cache;
     request.simulate.record_timeline = out_dir.has_value();
+    Progress p(progress);
+    cli::ProgressLine line(p.out(), "simulating steps");
+    request.simulate.on_step = [&line](std::size_t done, std::size_t total) { line.update(done, total); };
     if (out_dir) cli::check_out_folder(*out_dir);
     cli::RunReport report = cli::run_request(request, environment(config_dir), err);
     if (out_dir) cli::write_run_folder(report, *out_dir, top);
@@ -100,7 +138,8 @@ py::tuple run(const std::string& workload_file, const std::optional<std::string>
 
 // gpusim.serve: the JSON document of `gpusim serve --format json`, the table, stderr.
 py::tuple serve(const std::string& serve_file, const std::optional<std::string>& serve_text, const std::string& hw,
-                const std::vector<std::string>& sets, const std::optional<std::string>& out_dir, const std::string& config_dir) {
+                const std::vector<std::string>& sets, const std::optional<std::string>& out_dir, bool progress,
+                const std::string& config_dir) {
   std::string json, table;
   std::ostringstream err;
   {
@@ -111,6 +150,9 @@ py::tuple serve(const std::string& serve_file, const std::optional<std::string>&
     request.serve_text = serve_text;
     request.hw = hw;
     request.sets = sets;
+    Progress p(progress);
+    cli::ProgressLine line(p.out(), "serving requests");
+    request.on_request = [&line](std::size_t done, std::size_t total) { line.update(done, total); };
     if (out_dir) cli::check_out_folder(*out_dir);
     const cli::ServeRun run = cli::serve_request(request, env);
     if (out_dir) cli::write_serve_folder(run.output(), *out_dir, env, err);
@@ -125,7 +167,7 @@ py::tuple serve(const std::string& serve_file, const std::optional<std::string>&
 // gpusim.sweep: runs a study into `out_dir` (resuming what is there) and draws its plot: (results CSV,
 // points, reused, simulated, plot drawn, the plot's path or why not).
 py::tuple sweep(const std::string& study_file, const std::optional<std::string>& study_text, const std::string& out_dir,
-                int threads, bool cache, const std::string& config_dir) {
+                int threads, bool cache, bool progress, const std::string& config_dir) {
   cli::SweepSummary summary;
   std::string plot;  // the image's path, or why there is none ("" when the study has no plot)
   bool drawn = false;
@@ -138,6 +180,8 @@ py::tuple sweep(const std::string& study_file, const std::optional<std::string>&
     options.out_dir = out_dir;
     options.threads = threads;
     options.reuse = cache;
+    Progress p(progress);
+    options.progress = p.out();
     summary = cli::run_sweep(study, env, options);
     if (study.plot) {
       const auto png = std::filesystem::path(out_dir) / "plot.png";
@@ -167,11 +211,11 @@ PYBIND11_MODULE(_gpusim, m) {
   using namespace gpusim::python;
   m.doc() = "gpusim's library calls (use the gpusim package, not this module)";
   m.def("run", &run, py::arg("workload_file"), py::arg("workload_text"), py::arg("hw"), py::arg("sets"), py::arg("mode"),
-        py::arg("cache"), py::arg("kernels"), py::arg("out_dir"), py::arg("top"), py::arg("config_dir"));
+        py::arg("cache"), py::arg("kernels"), py::arg("out_dir"), py::arg("top"), py::arg("progress"), py::arg("config_dir"));
   m.def("serve", &serve, py::arg("serve_file"), py::arg("serve_text"), py::arg("hw"), py::arg("sets"), py::arg("out_dir"),
-        py::arg("config_dir"));
+        py::arg("progress"), py::arg("config_dir"));
   m.def("sweep", &sweep, py::arg("study_file"), py::arg("study_text"), py::arg("out_dir"), py::arg("threads"),
-        py::arg("cache"), py::arg("config_dir"));
+        py::arg("cache"), py::arg("progress"), py::arg("config_dir"));
   m.def("command", &command, py::arg("args"), py::arg("config_dir"));
   m.attr("version") = GPUSIM_VERSION;
   m.def("version_text", &gpusim::cli::version_text);

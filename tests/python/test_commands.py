@@ -97,3 +97,13 @@ def test_replay_a_profiler_trace(repo):
     r = gpusim.replay(trace, hw="h100", recorded_on="h200")
     assert r.total_us > 0 and len(r.kernels) > 0 and 0 < r.replay["coverage_pct"] <= 100
     assert r.replay["target"] == "h100-sxm5" and {f["family"] for f in r.replay["families"]} >= {"gemm", "elementwise"}
+
+
+def test_progress_lines_go_to_python_stderr(configs, capsys):
+    gpusim.sweep(study(configs), threads=2, progress=True)
+    gpusim.serve(SERVE, hw="h100", progress=True)
+    err = capsys.readouterr().err
+    assert "study tiny" in err and "4/4 (100%)" in err
+    assert "serving requests" in err and "12/12 (100%)" in err
+    gpusim.sweep(study(configs), progress=False)
+    assert capsys.readouterr().err == ""

@@ -14,6 +14,7 @@ while it simulates, so threads run points side by side. See docs/python.md.
 import json
 import os
 import shutil
+import sys
 import tempfile
 import warnings
 
@@ -91,7 +92,15 @@ def _command(args):
     return out
 
 
-def run(workload, hw="h100", overrides=None, mode="graph", cache=True, kernels=True, out=None, top=15):
+def _progress(progress):
+    """None: a progress line when stderr is a terminal, as the command line draws it."""
+    if progress is None:
+        return hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
+    return bool(progress)
+
+
+def run(workload, hw="h100", overrides=None, mode="graph", cache=True, kernels=True, out=None, top=15,
+        progress=None):
     """Simulates a workload (ops or a model phase) on a chip, as `gpusim run`.
 
     workload: a workload file or a dict of its keys. hw: a preset name or hardware file.
@@ -100,42 +109,46 @@ def run(workload, hw="h100", overrides=None, mode="graph", cache=True, kernels=T
     leaves the per-kernel list out of the result (totals, groups and bands stay; a loop over
     many points runs several times faster). out: a folder to
     write summary.txt, result.json, kernels.csv and trace.json into. top: kernels the table
-    (str(result)) lists. Returns a RunResult.
+    (str(result)) lists. progress: a progress line on sys.stderr over a run's steps (True in a
+    notebook; None: when stderr is a terminal). Returns a RunResult.
     """
     label, text = _source(workload, "workload")
     data, table, err = _gpusim.run(label, text, _path_arg(hw, "hw"), _sets(overrides), mode, bool(cache),
-                                   bool(kernels), None if out is None else os.fspath(out), int(top), config_dir())
+                                   bool(kernels), None if out is None else os.fspath(out), int(top),
+                                   _progress(progress), config_dir())
     _warn(err)
     return RunResult(data, table)
 
 
-def serve(serve_file, hw="h100", overrides=None, out=None):
+def serve(serve_file, hw="h100", overrides=None, out=None, progress=None):
     """Serves a stream of requests with a continuous-batching engine, as `gpusim serve`.
 
     serve_file: a serve file or a dict of its keys. overrides: {"workload.requests.rate": 8,
     "hw.l2.size": "100MiB"}. out: a folder to write every output into (serve.png included).
-    Returns a ServeResult.
+    progress: a progress line on sys.stderr as requests finish. Returns a ServeResult.
     """
     label, text = _source(serve_file, "serve")
     data, table, err = _gpusim.serve(label, text, _path_arg(hw, "hw"), _sets(overrides),
-                                     None if out is None else os.fspath(out), config_dir())
+                                     None if out is None else os.fspath(out), _progress(progress), config_dir())
     _warn(err)
     return ServeResult(data, table)
 
 
-def sweep(study, out=None, threads=0, cache=True):
+def sweep(study, out=None, threads=0, cache=True, progress=None):
     """Runs every point of a design study, as `gpusim sweep`.
 
     study: a study file or a dict of its keys. out: the results folder (results.csv, plot.png; an
     interrupted sweep resumes from it); None runs in a temporary folder and keeps only the rows.
-    threads: simulations at once (0: all cores). Returns a SweepResult.
+    threads: simulations at once (0: all cores). progress: a progress line on sys.stderr as
+    points finish. Returns a SweepResult.
     """
     label, text = _source(study, "study")
     keep = out is not None
     folder = os.fspath(out) if keep else tempfile.mkdtemp(prefix="gpusim-sweep-")
     try:
         csv_path, points, reused, simulated, drawn, plot = _gpusim.sweep(label, text, folder, int(threads),
-                                                                         bool(cache), config_dir())
+                                                                         bool(cache), _progress(progress),
+                                                                         config_dir())
         rows = read_csv_records(csv_path)
     finally:
         if not keep:
