@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 #include <map>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "hw/hardware_schema.h"
 #include "hw/yaml_document.h"
 #include "sim/error.h"
+#include "sim/parsed_file_cache.h"
 
 namespace gpusim::hw {
 namespace {
@@ -96,6 +99,48 @@ void flatten(const YamlDocument& doc, const YAML::Node& node, const std::string&
   }
 }
 
+// What one hardware file says by itself: its own keys flattened, the base it names (resolved by
+// the caller, against the catalog of the moment), its name and description.
+struct FileLayer {
+  Layers own;
+  std::optional<std::string> base;
+  int base_line = 0;
+  bool has_description = false;
+};
+
+FileLayer parse_file_layer(const std::filesystem::path& file, const std::string& text) {
+  const YamlDocument doc = YamlDocument::from_string(text, file.string());
+  if (!doc.root().IsMap()) {
+    doc.fail(doc.root(), "(document)", "expected a mapping of hardware keys");
+  }
+  const YAML::Node& root = doc.root();
+  FileLayer layer;
+  if (const YAML::Node base = root["base"]; base.IsDefined()) {
+    layer.base = scalar_text(doc, base, "base");
+    layer.base_line = YamlDocument::line_of(base);
+  }
+  layer.own.name = file.stem().string();
+  if (const YAML::Node n = root["name"]; n.IsDefined()) {
+    layer.own.name = scalar_text(doc, n, "name");
+  }
+  if (const YAML::Node d = root["description"]; d.IsDefined()) {
+    layer.own.description = scalar_text(doc, d, "description");
+    layer.has_description = true;
+  }
+  if (const YAML::Node a = root["aliases"]; a.IsDefined() && !a.IsSequence()) {
+    doc.fail(a, "aliases", "expected a list of short names");
+  }
+  flatten(doc, root, "", layer.own);
+  return layer;
+}
+
+// Each call loads its chip's files; their parse is kept while their text is unchanged (parsing
+// was most of a short call's time), and bases are resolved afresh every time.
+std::shared_ptr<const FileLayer> file_layer(const std::filesystem::path& file) {
+  static ParsedFileCache<FileLayer> cache;
+  return cache.get(file, [&file](const std::string& text) { return parse_file_layer(file, text); });
+}
+
 Layers load_layers(const std::filesystem::path& file, const PresetCatalog& catalog,
                    std::vector<std::filesystem::path>& chain) {
   const std::filesystem::path canonical = std::filesystem::weakly_canonical(file);
@@ -104,36 +149,27 @@ Layers load_layers(const std::filesystem::path& file, const PresetCatalog& catal
   }
   chain.push_back(canonical);
 
-  const YamlDocument doc = YamlDocument::from_file(file);
-  if (!doc.root().IsMap()) {
-    doc.fail(doc.root(), "(document)", "expected a mapping of hardware keys");
-  }
-  const YAML::Node& root = doc.root();
+  const auto layer = file_layer(file);
   Layers layers;
-  if (const YAML::Node base = root["base"]; base.IsDefined()) {
-    const std::string target = scalar_text(doc, base, "base");
+  if (layer->base) {
+    const std::string& target = *layer->base;
     std::filesystem::path base_file;
     if (const PresetInfo* preset = catalog.find(target); preset && !looks_like_path(target)) {
       base_file = preset->file;
     } else if (looks_like_path(target)) {
       base_file = file.parent_path() / target;
     } else {
-      doc.fail(base, "base",
-               fmt::format("unknown preset '{}' (presets: {})", target, catalog.summary()));
+      throw ConfigError(file.string(), layer->base_line, "base",
+                        fmt::format("unknown preset '{}' (presets: {})", target, catalog.summary()));
     }
     layers = load_layers(base_file, catalog, chain);
     layers.section_lines.clear();  // lines refer to the top file only
     layers.description = "based on " + layers.name + ": " + layers.description;
   }
-  layers.name = file.stem().string();
-  if (const YAML::Node n = root["name"]; n.IsDefined()) layers.name = scalar_text(doc, n, "name");
-  if (const YAML::Node d = root["description"]; d.IsDefined()) {
-    layers.description = scalar_text(doc, d, "description");
-  }
-  if (const YAML::Node a = root["aliases"]; a.IsDefined() && !a.IsSequence()) {
-    doc.fail(a, "aliases", "expected a list of short names");
-  }
-  flatten(doc, root, "", layers);
+  layers.name = layer->own.name;
+  if (layer->has_description) layers.description = layer->own.description;
+  for (const auto& [key, value] : layer->own.values) layers.values[key] = value;
+  for (const auto& [section, line] : layer->own.section_lines) layers.section_lines.emplace(section, line);
   chain.pop_back();
   return layers;
 }

@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <mutex>
 
 #include "hw/yaml_document.h"
 #include "sim/error.h"
-#include "sim/input_file.h"
+#include "sim/parsed_file_cache.h"
 
 namespace gpusim::hw {
 namespace {
@@ -19,8 +18,8 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-PresetInfo parse_preset_info(const std::filesystem::path& file, std::string text) {
-  const YamlDocument doc = YamlDocument::from_string(std::move(text), file.string());
+PresetInfo parse_preset_info(const std::filesystem::path& file, const std::string& text) {
+  const YamlDocument doc = YamlDocument::from_string(text, file.string());
   if (!doc.root().IsMap()) doc.fail(doc.root(), "(document)", "expected a mapping");
   PresetInfo info{file.stem().string(), {}, {}, file};
   if (const YAML::Node d = doc.root()["description"]; d.IsDefined()) {
@@ -35,25 +34,11 @@ PresetInfo parse_preset_info(const std::filesystem::path& file, std::string text
   return info;
 }
 
-// Every command lists the presets to resolve a name, and parsing their YAML is most of a small
-// call's time (the Python API makes many). A file's entry is reused only while its text is the
-// same to the byte, so the cached catalog is the catalog a fresh parse gives.
+// Every command lists the presets to resolve a name; parsing them all was most of a short call's
+// time, so each file's entry is kept while its text is unchanged.
 PresetInfo preset_info(const std::filesystem::path& file) {
-  struct Parsed {
-    std::string text;
-    PresetInfo info;
-  };
-  static std::mutex mutex;
-  static std::map<std::string, Parsed> parsed;  // by path
-  std::string text = read_input_file(file);
-  {
-    const std::lock_guard lock(mutex);
-    if (const auto it = parsed.find(file.string()); it != parsed.end() && it->second.text == text) return it->second.info;
-  }
-  PresetInfo info = parse_preset_info(file, text);
-  const std::lock_guard lock(mutex);
-  parsed.insert_or_assign(file.string(), Parsed{std::move(text), info});
-  return info;
+  static ParsedFileCache<PresetInfo> cache;
+  return *cache.get(file, [&file](const std::string& text) { return parse_preset_info(file, text); });
 }
 
 }  // namespace

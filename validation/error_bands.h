@@ -56,5 +56,7 @@ ErrorBands compute_error_bands(const std::filesystem::path& data_dir, const hw::
 // configs/error_bands.yaml: written by `gpusim validate --write-bands`, read by `gpusim run`.
 void write_error_bands(const ErrorBands& bands, std::ostream& out);
 ErrorBands read_error_bands(const std::filesystem::path& file);  // ConfigError when malformed
+// The same from text; `label` names it in messages.
+ErrorBands parse_error_bands(const std::string& text, const std::string& label);
 
 }  // namespace gpusim::validation
