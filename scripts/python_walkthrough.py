@@ -85,7 +85,10 @@ except gpusim.ConfigError as e:
 
 `sweep` runs a study (a file or a dict) with every point in parallel; `rows` are records, and the
 plot is drawn when the study names one. `out=None` keeps only the rows; with a folder the sweep
-can be interrupted and resumed.""", """
+can be interrupted and resumed. `progress=True` (also for `run` and `serve`) draws the command
+line's progress line on `sys.stderr`, so a notebook shows it; by default it is drawn only when
+stderr is a terminal. For a large study, `sweep` is the fast way: its points share the kernel
+outcomes simulated before on the same chip (exact), where separate `run` calls each start cold.""", """
 s = gpusim.sweep({"name": "sms", "workload": "configs/workloads/decode.yaml", "hw": "h100",
                   "grid": {"hw.sm_count": [66, 132], "workload.batch": [1, 64]},
                   "metrics": ["total_us", "tokens_per_s", "top_bound"],
