@@ -11,11 +11,11 @@ torch.cat), o_proj, all-reduce, residual, RMSNorm, gate/up, SiLU x up, down, all
 residual. Prefill and decode at two batch sizes each.
 
 Per case: the step time (all layers, between CUDA events after a barrier; median of `reps`
-after warm-up) on every rank, and rank 0's kernels of one step from torch.profiler (name, launches,
+after warm-up) on every rank, eager and (--graph) replayed from a CUDA graph, and rank 0's kernels of one step from torch.profiler (name, launches,
 summed duration; the all-reduce kernels' time includes waiting for the other ranks).
 
 Usage (GPU machine, repository root):
-  torchrun --standalone --nproc_per_node=N validation/measure/tp_steps.py --gpu h100 --out $OUT
+  torchrun --standalone --nproc_per_node=N validation/measure/tp_steps.py --gpu h100 --out $OUT [--graph]
 Writes $OUT/tp_steps_<gpu>_tp<N>.json.
 """
 import argparse
@@ -91,6 +91,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--graph", action="store_true", help="also time the step replayed from a CUDA graph")
     args = ap.parse_args()
     import torch
     import torch.distributed as dist
@@ -154,7 +155,38 @@ def main():
                         k = kernels.setdefault(e.name, {"launches": 0, "us": 0.0})
                         k["launches"] += 1
                         k["us"] += getattr(e, "device_time", 0.0)
+                # The same step replayed from a CUDA graph (the collectives captured too): the GPU's
+                # time without the host's launches, which bound the eager decode steps.
+                graph_times = []
+                if args.graph:
+                    side = torch.cuda.Stream()
+                    side.wait_stream(torch.cuda.current_stream())
+                    with torch.cuda.stream(side):
+                        step()
+                    torch.cuda.current_stream().wait_stream(side)
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph):
+                        step()
+                    for _ in range(3):
+                        graph.replay()
+                    for _ in range(args.reps):
+                        if world > 1:
+                            dist.barrier()
+                        torch.cuda.synchronize()
+                        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                        a.record()
+                        graph.replay()
+                        b.record()
+                        torch.cuda.synchronize()
+                        graph_times.append(a.elapsed_time(b) * 1e3)
+                    del graph
             med = statistics.median(times)
+            graph_med = [statistics.median(graph_times)] if graph_times else []
+            if world > 1 and graph_times:
+                t = torch.tensor(graph_med, device=dev, dtype=torch.float64)
+                gathered = [torch.zeros_like(t) for _ in range(world)]
+                dist.all_gather(gathered, t)
+                graph_med = [float(g.item()) for g in gathered]
             all_med = [med]
             if world > 1:
                 t = torch.tensor([med], device=dev, dtype=torch.float64)
@@ -163,11 +195,13 @@ def main():
                 all_med = [float(g.item()) for g in gathered]
             row = dict(model=name, phase=phase, batch=batch, length=length, tp=world, layers=args.layers,
                        step_us_per_rank=all_med, step_us=max(all_med), step_us_reps_rank0=times,
+                       graph_step_us_per_rank=graph_med, graph_step_us=max(graph_med) if graph_med else None,
                        kernel_us_rank0=sum(k["us"] for k in kernels.values()),
                        kernels_rank0=[dict(name=k, **v) for k, v in sorted(kernels.items(), key=lambda kv: -kv[1]["us"])])
             rows.append(row)
             if rank == 0:
-                print(f"{name:11s} {phase:7s} b={batch:3d} len={length:5d} tp={world}  step {max(all_med):9.1f} us  "
+                graph_text = f"graph {max(graph_med):9.1f} us  " if graph_med else ""
+                print(f"{name:11s} {phase:7s} b={batch:3d} len={length:5d} tp={world}  step {max(all_med):9.1f} us  {graph_text}"
                       f"kernels(rank0) {row['kernel_us_rank0']:9.1f} us", flush=True)
         del layers
         torch.cuda.empty_cache()
