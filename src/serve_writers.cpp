@@ -75,7 +75,7 @@ void write_serve_table(const ServeOutput& o, std::ostream& out) {
   out << fmt::format("\nsimulated {} distinct step shapes; {} steps reused one\n", r.shapes_simulated, r.shapes_reused);
 }
 
-std::string serve_json(const ServeOutput& o) {
+nlohmann::ordered_json serve_document(const ServeOutput& o) {
   const auto& s = o.summary;
   const auto& r = o.result;
   const auto& e = o.spec.engine;
@@ -143,8 +143,10 @@ std::string serve_json(const ServeOutput& o) {
                           {"graph", st.graph}, {"captured", st.captured}});
   }
   round_numbers(j);
-  return dump_json(j, 2) + "\n";
+  return j;
 }
+
+std::string serve_json(const ServeOutput& o) { return dump_json(serve_document(o), 2) + "\n"; }
 
 void write_serve_requests_csv(const ServeOutput& o, std::ostream& out) {
   out << "id,arrival_s,prompt_tokens,output_tokens,ttft_s,tpot_s,e2e_s,queueing_s,preemptions,rejected\n";

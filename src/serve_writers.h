@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "serve/serve_run.h"
@@ -20,6 +21,8 @@ struct ServeOutput {
 };
 
 void write_serve_table(const ServeOutput& o, std::ostream& out);
+// The JSON document (numbers rounded as the files print them), and its text.
+nlohmann::ordered_json serve_document(const ServeOutput& o);
 std::string serve_json(const ServeOutput& o);
 void write_serve_requests_csv(const ServeOutput& o, std::ostream& out);
 void write_serve_steps_csv(const ServeOutput& o, std::ostream& out);

@@ -140,7 +140,8 @@ py::tuple run(const std::string& workload_file, const std::optional<std::string>
 py::tuple serve(const std::string& serve_file, const std::optional<std::string>& serve_text, const std::string& hw,
                 const std::vector<std::string>& sets, const std::optional<std::string>& out_dir, bool progress,
                 const std::string& config_dir) {
-  std::string json, table;
+  nlohmann::ordered_json json;
+  std::string table;
   std::ostringstream err;
   {
     py::gil_scoped_release release;
@@ -156,12 +157,12 @@ py::tuple serve(const std::string& serve_file, const std::optional<std::string>&
     if (out_dir) cli::check_out_folder(*out_dir);
     const cli::ServeRun run = cli::serve_request(request, env);
     if (out_dir) cli::write_serve_folder(run.output(), *out_dir, env, err);
-    json = cli::serve_json(run.output());
+    json = cli::serve_document(run.output());
     std::ostringstream t;
     cli::write_serve_table(run.output(), t);
     table = t.str();
   }
-  return py::make_tuple(to_python(nlohmann::ordered_json::parse(json)), table, err.str());
+  return py::make_tuple(to_python(json), table, err.str());
 }
 
 // gpusim.sweep: runs a study into `out_dir` (resuming what is there) and draws its plot: (results CSV,

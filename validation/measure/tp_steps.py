@@ -85,6 +85,36 @@ def layer_forward(x, p, m, cos, sin, cache, phase, world):
     return x + d
 
 
+def timed_us(run, reps, world):
+    """Per repetition: a barrier, then `run()` between two CUDA events; microseconds."""
+    import torch
+    import torch.distributed as dist
+    times = []
+    for _ in range(reps):
+        if world > 1:
+            dist.barrier()
+        torch.cuda.synchronize()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        run()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1e3)
+    return times
+
+
+def per_rank(value, world, dev):
+    """Every rank's `value`, in rank order."""
+    import torch
+    import torch.distributed as dist
+    if world == 1:
+        return [value]
+    t = torch.tensor([value], device=dev, dtype=torch.float64)
+    gathered = [torch.zeros_like(t) for _ in range(world)]
+    dist.all_gather(gathered, t)
+    return [float(g.item()) for g in gathered]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpu", required=True)
@@ -132,17 +162,7 @@ def main():
                 for _ in range(3):
                     step()
                 torch.cuda.synchronize()
-                times = []
-                for _ in range(args.reps):
-                    if world > 1:
-                        dist.barrier()
-                    torch.cuda.synchronize()
-                    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    a.record()
-                    step()
-                    b.record()
-                    torch.cuda.synchronize()
-                    times.append(a.elapsed_time(b) * 1e3)
+                times = timed_us(step, args.reps, world)
                 kernels = {}
                 from torch.profiler import profile, ProfilerActivity
                 if world > 1:
@@ -169,30 +189,10 @@ def main():
                         step()
                     for _ in range(3):
                         graph.replay()
-                    for _ in range(args.reps):
-                        if world > 1:
-                            dist.barrier()
-                        torch.cuda.synchronize()
-                        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                        a.record()
-                        graph.replay()
-                        b.record()
-                        torch.cuda.synchronize()
-                        graph_times.append(a.elapsed_time(b) * 1e3)
+                    graph_times = timed_us(graph.replay, args.reps, world)
                     del graph
-            med = statistics.median(times)
-            graph_med = [statistics.median(graph_times)] if graph_times else []
-            if world > 1 and graph_times:
-                t = torch.tensor(graph_med, device=dev, dtype=torch.float64)
-                gathered = [torch.zeros_like(t) for _ in range(world)]
-                dist.all_gather(gathered, t)
-                graph_med = [float(g.item()) for g in gathered]
-            all_med = [med]
-            if world > 1:
-                t = torch.tensor([med], device=dev, dtype=torch.float64)
-                gathered = [torch.zeros_like(t) for _ in range(world)]
-                dist.all_gather(gathered, t)
-                all_med = [float(g.item()) for g in gathered]
+            all_med = per_rank(statistics.median(times), world, dev)
+            graph_med = per_rank(statistics.median(graph_times), world, dev) if graph_times else []
             row = dict(model=name, phase=phase, batch=batch, length=length, tp=world, layers=args.layers,
                        step_us_per_rank=all_med, step_us=max(all_med), step_us_reps_rank0=times,
                        graph_step_us_per_rank=graph_med, graph_step_us=max(graph_med) if graph_med else None,

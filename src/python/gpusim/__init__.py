@@ -71,6 +71,11 @@ def _sets(overrides):
     return [f"{key}={_format_value(value)}" for key, value in overrides.items()]
 
 
+def _set_args(overrides):
+    """The overrides as the command line's --set arguments."""
+    return [a for s in _sets(overrides) for a in ("--set", s)]
+
+
 def _warn(stderr):
     for line in stderr.splitlines():
         if line.strip():
@@ -183,7 +188,7 @@ def report(workload, hw="h100", out=None, overrides=None, mode="graph", batches=
             json.dump(_absolute_hf_config(workload), f, indent=1)
         workload, out = path, folder
     args = ["report", _path_arg(workload, "workload"), "--hw", _path_arg(hw, "hw"), "--mode", mode]
-    args += [a for s in _sets(overrides) for a in ("--set", s)]
+    args += _set_args(overrides)
     if out is not None:
         args += ["--out", os.fspath(out)]
     if batches is not None:
@@ -223,7 +228,7 @@ def replay(trace, hw="h100", recorded_on=None, overrides=None, mode="graph", dty
         args += ["--from", recorded_on]
     if dtype is not None:
         args += ["--dtype", dtype]
-    args += [a for s in _sets(overrides) for a in ("--set", s)]
+    args += _set_args(overrides)
     return ReplayResult(json.loads(_command(args)))
 
 
@@ -232,5 +237,5 @@ def occupancy(hw="h100", threads=128, regs=0, smem=0, overrides=None):
     the theoretical occupancy and the limits that bind. smem: bytes or a size such as "48KiB"."""
     args = ["occupancy", "--hw", _path_arg(hw, "hw"), "--threads", int(threads), "--regs", int(regs),
             "--smem", smem, "--format", "json"]
-    args += [a for s in _sets(overrides) for a in ("--set", s)]
+    args += _set_args(overrides)
     return Record(json.loads(_command(args)))

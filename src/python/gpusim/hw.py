@@ -2,8 +2,6 @@
 
 import json
 
-from . import _gpusim
-
 
 def _command(args):
     from . import _command as command  # the package's runner (errors raised as ConfigError)
@@ -19,9 +17,8 @@ def list():  # noqa: A001 (the command's name)
 def show(hw, overrides=None):
     """A resolved hardware spec as a dict (every value with its unit and source), as
     `gpusim hw show --format json`. overrides: {"hw.l2.size": "128MiB"}."""
-    from . import _sets
-    args = ["hw", "show", str(hw), "--format", "json"]
-    args += [a for s in _sets(overrides) for a in ("--set", s)]
+    from . import _set_args
+    args = ["hw", "show", str(hw), "--format", "json"] + _set_args(overrides)
     return json.loads(_command(args))
 
 
@@ -31,4 +28,3 @@ def keys():
 
 
 __all__ = ["list", "show", "keys"]
-_ = _gpusim  # imported first so the package's extension is loaded once
