@@ -75,6 +75,7 @@ struct Cohort {
   std::array<double, kPipeCount> pipe_work{};  // FP32 work already divided by its efficiency
   DType tensor_dtype = DType::kBf16;
   double l2_bytes = 0, dram_bytes = 0, inflight = 0;
+  double link_bytes = 0, network_bytes = 0;  // to other GPUs, and of those to other nodes
   double write_bytes = 0;  // part of dram_bytes: stores, which do not wait (no Little's law)
   bool bulk_copies = false;  // TMA loads: outside the SM's miss-slot limit
   double pipe_overlap = 1;
@@ -88,7 +89,9 @@ class Engine {
       : hw_(hw), mode_(mode), observer_(observer), cache_(cache), l2_(hw.l2.size), clock_hz_(hw.clocks.sustained_other_hz) {
     sms_.reserve(hw.sm_count);
     for (int i = 0; i < hw.sm_count; ++i) sms_.emplace_back(hw.sm);
-    capacities_ = {hw.dram.achievable_bandwidth(), hw.l2.bandwidth};
+    // DRAM, L2, the GPU's links to its peers and its NIC (none on a chip alone: no kernel may send).
+    capacities_ = {hw.dram.achievable_bandwidth(), hw.l2.bandwidth, std::max(hw.system.link_bandwidth(), 1.0),
+                   std::max(hw.system.network_bandwidth(), 1.0)};
   }
 
   // Every kernel finds this share of its input bytes missing in L2, whatever the L2 holds.
@@ -140,6 +143,12 @@ class Engine {
         }
         if (c.work.fp32_efficiency <= 0 || c.work.fp32_efficiency > 1) {
           throw ModelError(fmt::format("kernel {}: fp32_efficiency must be in (0, 1]", l.name));
+        }
+        if (c.work.link_bytes > 0 && hw_.system.link_bandwidth() <= 0) {
+          throw ModelError(fmt::format("kernel {} sends to other GPUs, but {} has no interconnect", l.name, hw_.name));
+        }
+        if (c.work.network_bytes > 0 && hw_.system.network_bandwidth() <= 0) {
+          throw ModelError(fmt::format("kernel {} sends to other nodes, but {} has no network", l.name, hw_.name));
         }
         if (c.work.tensor_flops > 0 && hw_.tensor_flops_per_cycle(c.work.tensor_dtype) <= 0) {
           throw ModelError(fmt::format("kernel {}: {} has no {} tensor cores", l.name, hw_.name,
@@ -449,6 +458,8 @@ class Engine {
     c.pipe_work = {w.tensor_flops / w.tensor_efficiency, w.fp32_flops / w.fp32_efficiency, w.sfu_ops};
     c.tensor_dtype = w.tensor_dtype;
     c.l2_bytes = w.l2_bytes;
+    c.link_bytes = w.link_bytes;
+    c.network_bytes = w.network_bytes;
     c.write_bytes = w.dram_write_bytes;
     c.dram_bytes = w.dram_read_bytes * k.read_miss + c.write_bytes;
     c.inflight = w.max_inflight_bytes;
@@ -625,7 +636,8 @@ class Engine {
       double seconds = std::max(tensor, simt) + (1.0 - c.pipe_overlap) * std::min(tensor, simt);
       // Alone on the chip a CTA still cannot move bytes faster than all of L2 or DRAM.
       seconds = std::max({seconds, c.dram_bytes / hw_.dram.achievable_bandwidth(),
-                          c.l2_bytes / hw_.l2.bandwidth});
+                          c.l2_bytes / hw_.l2.bandwidth, c.link_bytes / capacities_[2],
+                          c.network_bytes / capacities_[3]});
       if (c.inflight > 0) {  // Little's law: the CTA's own loads in flight over latency
         seconds = std::max(seconds, inflight_seconds(c) / c.inflight);
       }
@@ -660,7 +672,7 @@ class Engine {
       }
       const double scale = busiest > sm_limit ? sm_limit / busiest : 1.0;
       consumers.push_back(sim::ShareConsumer{uncontended[i] * scale, static_cast<double>(c.count),
-                                             {c.dram_bytes, c.l2_bytes}});
+                                             {c.dram_bytes, c.l2_bytes, c.link_bytes, c.network_bytes}});
     }
     auto& rates = rates_scratch_;
     sim::fair_share_rates(consumers, capacities_, rates);
@@ -720,7 +732,7 @@ class Engine {
   std::vector<int> ids_scratch_;
   std::vector<double> uncontended_scratch_, sm_inflight_scratch_, rates_scratch_;
   std::vector<sim::ShareConsumer> consumers_scratch_;
-  std::vector<double> capacities_;  // DRAM, L2 bandwidth
+  std::vector<double> capacities_;  // DRAM, L2, link and network bandwidth
   sim::Time last_advance_;
   std::optional<sim::EventId> pending_completion_;  // the next cohort completion, if any
   double clock_hz_;

@@ -208,6 +208,10 @@ HardwareSpec load_hardware(std::string_view name_or_path, const PresetCatalog& c
   for (const auto& field : hardware_fields()) {
     const auto it = layers.values.find(std::string(field.path));
     if (it == layers.values.end()) {
+      if (field.optional) {  // the struct's default: a chip alone
+        spec.origins[std::string(field.path)] = ValueOrigin{"(default)", 0, "default: one GPU, no interconnect"};
+        continue;
+      }
       const std::string section(field.path.substr(0, field.path.rfind('.')));
       const auto sl = layers.section_lines.find(section);
       throw ConfigError(file.string(), sl == layers.section_lines.end() ? 1 : sl->second,
@@ -221,8 +225,14 @@ HardwareSpec load_hardware(std::string_view name_or_path, const PresetCatalog& c
     }
     spec.origins[std::string(field.path)] = raw.origin;
   }
+  complete_system(spec);
   for (const auto& v : check_consistency(spec)) {
-    const RawValue& raw = layers.values.at(v.key);
+    const auto found = layers.values.find(v.key);
+    if (found == layers.values.end()) {  // an optional key nobody gave: blame the system section
+      const auto sl = layers.section_lines.find(v.key.substr(0, v.key.rfind('.')));
+      throw ConfigError(file.string(), sl == layers.section_lines.end() ? 1 : sl->second, v.key, v.message);
+    }
+    const RawValue& raw = found->second;
     throw ConfigError(raw.origin.file, raw.origin.line, raw.key_label, v.message);
   }
   return spec;

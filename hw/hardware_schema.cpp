@@ -16,6 +16,9 @@ constexpr double kBig = 1e15;
 constexpr std::array<std::string_view, 10> kDramKinds{"HBM2",   "HBM2e",  "HBM3",  "HBM3e", "HBM4",
                                                       "GDDR6",  "GDDR6X", "GDDR7", "LPDDR5",
                                                       "LPDDR5X"};
+constexpr std::array<std::string_view, 4> kFabrics{"none", "nvswitch", "nvlink", "pcie"};
+constexpr std::array<std::string_view, 2> kOnOff{"off", "on"};
+constexpr std::array<std::string_view, 2> kPciePaths{"switch", "host_bridge"};
 constexpr std::span<const std::string_view> kAnyText{};
 
 #define GPUSIM_REF(member) [](HardwareSpec& s) -> FieldRef { return &s.member; }
@@ -69,6 +72,23 @@ const std::array kFields{
     FieldDef{"host.forward_fixed", Quantity::kDuration, 0, 1, kAnyText, "host time of a model's eager forward before its first launch", GPUSIM_REF(host.forward_fixed)},
     FieldDef{"host.backward_kernel_issue", Quantity::kDuration, 0, 1e-2, kAnyText, "host time per kernel autograd's engine launches in a training step's backward", GPUSIM_REF(host.backward_kernel_issue)},
     FieldDef{"host.optimizer_kernel_issue", Quantity::kDuration, 0, 1e-2, kAnyText, "host time per kernel a torch.optim step launches", GPUSIM_REF(host.optimizer_kernel_issue)},
+    // A system file's section (hw/system_spec.h); a chip alone is one GPU without links.
+    FieldDef{"system.gpus", Quantity::kCount, 1, 1024, kAnyText, "GPUs in one node", GPUSIM_REF(system.gpus), true},
+    FieldDef{"system.nodes", Quantity::kCount, 1, 65536, kAnyText, "nodes, joined by system.network", GPUSIM_REF(system.nodes), true},
+    FieldDef{"system.interconnect.kind", Quantity::kText, 0, 0, kFabrics, "the links between a node's GPUs: none, nvswitch, nvlink (point-to-point pairs) or pcie", GPUSIM_REF(system.interconnect.kind), true},
+    FieldDef{"system.interconnect.bandwidth", Quantity::kBandwidth, 0, kBig, kAnyText, "bytes/s one GPU sends into the fabric, one direction (pcie: from generation and lanes when not given)", GPUSIM_REF(system.interconnect.bandwidth), true},
+    FieldDef{"system.interconnect.efficiency", Quantity::kFraction, 0, 1, kAnyText, "share of that bandwidth NCCL's transfers reach", GPUSIM_REF(system.interconnect.efficiency), true},
+    FieldDef{"system.interconnect.latency", Quantity::kDuration, 0, 1e-3, kAnyText, "one hop's latency, NCCL's LL protocol", GPUSIM_REF(system.interconnect.latency), true},
+    FieldDef{"system.interconnect.nvls", Quantity::kText, 0, 0, kOnOff, "NVLink SHARP (switch multicast and reduction) for all-reduce: on or off", GPUSIM_REF(system.interconnect.nvls), true},
+    FieldDef{"system.interconnect.channels", Quantity::kCount, 0, 1024, kAnyText, "CTAs (NCCL channels) a large collective runs on each GPU", GPUSIM_REF(system.interconnect.channels), true},
+    FieldDef{"system.interconnect.p2p_channels", Quantity::kCount, 0, 1024, kAnyText, "CTAs a large send/recv or all-to-all runs on each GPU", GPUSIM_REF(system.interconnect.p2p_channels), true},
+    FieldDef{"system.interconnect.pairs", Quantity::kText, 0, 0, kAnyText, "nvlink only: the linked GPU pairs, e.g. 0-1,1-2,2-3,3-0", GPUSIM_REF(system.interconnect.pairs), true},
+    FieldDef{"system.interconnect.pcie_generation", Quantity::kCount, 0, 6, kAnyText, "pcie only: PCIe generation (3-6)", GPUSIM_REF(system.interconnect.pcie_generation), true},
+    FieldDef{"system.interconnect.pcie_lanes", Quantity::kCount, 0, 32, kAnyText, "pcie only: lanes per GPU", GPUSIM_REF(system.interconnect.pcie_lanes), true},
+    FieldDef{"system.interconnect.pcie_path", Quantity::kText, 0, 0, kPciePaths, "pcie only: GPUs reach each other through a PCIe switch or through the host's root complex (host_bridge)", GPUSIM_REF(system.interconnect.pcie_path), true},
+    FieldDef{"system.network.bandwidth", Quantity::kBandwidth, 0, kBig, kAnyText, "bytes/s per GPU between nodes, one direction (its NIC)", GPUSIM_REF(system.network.bandwidth), true},
+    FieldDef{"system.network.efficiency", Quantity::kFraction, 0, 1, kAnyText, "share of the network bandwidth NCCL reaches", GPUSIM_REF(system.network.efficiency), true},
+    FieldDef{"system.network.latency", Quantity::kDuration, 0, 1e-2, kAnyText, "one network hop's latency, NCCL's LL protocol", GPUSIM_REF(system.network.latency), true},
 };
 
 #undef GPUSIM_REF
@@ -145,6 +165,51 @@ std::string format_field(const HardwareSpec& spec, const FieldDef& field) {
       ref);
 }
 
+namespace {
+
+// A system of several GPUs needs its links described; a chip alone needs none.
+template <typename Require>
+void check_system(const SystemSpec& y, Require& require) {
+  const InterconnectSpec& ic = y.interconnect;
+  const bool fabric = ic.kind != "none";
+  require(!(y.gpus > 1 && !fabric), "system.interconnect.kind",
+          fmt::format("a node of {} GPUs needs its interconnect: nvswitch, nvlink or pcie", y.gpus));
+  if (fabric) {
+    require(ic.bandwidth > 0, "system.interconnect.bandwidth",
+            ic.kind == "pcie" ? "missing: give the bandwidth, or pcie_generation and pcie_lanes"
+                              : "missing: the bandwidth one GPU sends into the fabric");
+    require(ic.efficiency > 0, "system.interconnect.efficiency", "missing or 0: the share of the bandwidth NCCL reaches");
+    require(ic.channels >= 1, "system.interconnect.channels", "missing or 0: the CTAs a large collective runs on each GPU");
+    require(ic.p2p_channels >= 1, "system.interconnect.p2p_channels", "missing or 0: the CTAs a large send/recv runs on each GPU");
+  }
+  require(ic.nvls == "off" || ic.kind == "nvswitch", "system.interconnect.nvls",
+          "NVLink SHARP needs NVSwitches (interconnect.kind: nvswitch)");
+  require(ic.pcie_path == "switch" || ic.kind == "pcie", "system.interconnect.pcie_path", "is for pcie interconnects only");
+  if (ic.kind == "nvlink") {
+    const auto pairs = y.nvlink_pairs();
+    require(!pairs.empty(), "system.interconnect.pairs",
+            fmt::format("'{}' is not a list of linked GPU pairs such as 0-1,1-2,2-3,3-0", ic.pairs));
+    for (const auto& [a, b] : pairs) {
+      require(a >= 0 && b >= 0 && a < y.gpus && b < y.gpus && a != b, "system.interconnect.pairs",
+              fmt::format("pair {}-{} names a GPU outside 0..{} (or links a GPU to itself)", a, b, y.gpus - 1));
+    }
+  } else {
+    require(ic.pairs.empty(), "system.interconnect.pairs", "is for nvlink interconnects only");
+  }
+  if (y.nodes > 1) {
+    require(y.network.bandwidth > 0, "system.network.bandwidth",
+            fmt::format("missing: {} nodes need the network between them", y.nodes));
+    require(y.network.efficiency > 0, "system.network.efficiency", "missing or 0: the share of the network bandwidth NCCL reaches");
+  }
+}
+
+}  // namespace
+
+void complete_system(HardwareSpec& spec) {
+  InterconnectSpec& ic = spec.system.interconnect;
+  if (ic.kind == "pcie" && ic.bandwidth <= 0) ic.bandwidth = pcie_bandwidth(ic.pcie_generation, ic.pcie_lanes);
+}
+
 std::vector<Violation> check_consistency(const HardwareSpec& s) {
   std::vector<Violation> out;
   auto require = [&out](bool ok, std::string key, std::string message) {
@@ -182,6 +247,7 @@ std::vector<Violation> check_consistency(const HardwareSpec& s) {
           "a sustained clock cannot exceed clocks.boost");
   require(s.clocks.sustained_other_hz <= s.clocks.boost_hz, "clocks.sustained_other",
           "a sustained clock cannot exceed clocks.boost");
+  check_system(s.system, require);
   return out;
 }
 

@@ -25,9 +25,12 @@ struct FieldDef {
   std::span<const std::string_view> choices;  // text fields: allowed words (empty: any)
   std::string_view meaning;
   FieldRef (*ref)(HardwareSpec&);
+  // Optional keys (the `system:` section) keep the struct's default when no file gives them.
+  bool optional = false;
 };
 
-// Every key a hardware file must provide (directly or through `base:`), in display order.
+// Every key a hardware file may give, in display order: all must be given (directly or through
+// `base:`) but the optional ones.
 std::span<const FieldDef> hardware_fields();
 const FieldDef* find_field(std::string_view path);
 
@@ -42,5 +45,8 @@ struct Violation {
   std::string message;
 };
 std::vector<Violation> check_consistency(const HardwareSpec& spec);
+// Values that follow from others when not given: a PCIe fabric's bandwidth from its generation
+// and lanes. Run after every field is assigned, before check_consistency.
+void complete_system(HardwareSpec& spec);
 
 }  // namespace gpusim::hw

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hw/dtype.h"
+#include "hw/system_spec.h"
 #include "sim/time.h"
 
 namespace gpusim::hw {
@@ -132,6 +133,7 @@ struct HardwareSpec {
   DramSpec dram;
   LaunchSpec launch;
   HostSpec host;
+  SystemSpec system;  // a chip alone: one GPU, no interconnect (hw/system_spec.h)
 
   std::map<std::string, ValueOrigin> origins;  // by key path, e.g. "l2.size"
 

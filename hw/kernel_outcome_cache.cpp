@@ -7,7 +7,7 @@ namespace gpusim::hw {
 namespace {
 
 auto timing_fields(const HardwareSpec& h) {
-  return std::tie(h.arch, h.sm_count, h.clocks, h.sm, h.throughput, h.l2, h.dram, h.launch);
+  return std::tie(h.arch, h.sm_count, h.clocks, h.sm, h.throughput, h.l2, h.dram, h.launch, h.system);
 }
 
 std::uint64_t bits(double x) { return std::bit_cast<std::uint64_t>(x); }
@@ -32,7 +32,7 @@ void append_timing_words(const Launch& l, std::vector<std::uint64_t>& k) {
     const CtaWork& w = c.work;
     k.insert(k.end(), {bits(c.count), bits(w.tensor_flops), bits(static_cast<std::int64_t>(w.tensor_dtype)),
                        bits(w.fp32_flops), bits(w.fp32_efficiency), bits(w.tensor_efficiency), bits(w.sfu_ops), bits(w.l2_bytes),
-                       bits(w.dram_read_bytes), bits(w.dram_write_bytes), bits(w.max_inflight_bytes),
+                       bits(w.link_bytes), bits(w.network_bytes), bits(w.dram_read_bytes), bits(w.dram_write_bytes), bits(w.max_inflight_bytes),
                        bits(std::int64_t{w.bulk_copies}),
                        bits(w.pipe_overlap), bits(w.critical_path), bits(w.fixed)});
   }

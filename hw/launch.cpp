@@ -9,6 +9,8 @@ LaunchTotals& LaunchTotals::operator+=(const LaunchTotals& o) {
   l2_bytes += o.l2_bytes;
   dram_read_bytes += o.dram_read_bytes;
   dram_write_bytes += o.dram_write_bytes;
+  link_bytes += o.link_bytes;
+  network_bytes += o.network_bytes;
   return *this;
 }
 
@@ -22,6 +24,8 @@ LaunchTotals totals(const Launch& l) {
     t.l2_bytes += n * c.work.l2_bytes;
     t.dram_read_bytes += n * c.work.dram_read_bytes;
     t.dram_write_bytes += n * c.work.dram_write_bytes;
+    t.link_bytes += n * c.work.link_bytes;
+    t.network_bytes += n * c.work.network_bytes;
   }
   return t;
 }

@@ -40,6 +40,11 @@ struct CtaWork {
   double dram_read_bytes = 0;
   // This CTA's share of the kernel's output bytes (written back to DRAM unless L2 absorbs them).
   double dram_write_bytes = 0;
+  // Bytes this CTA sends into its GPU's links to other GPUs (a collective's channel, with its
+  // protocol's overhead), and of those the bytes that leave the node through the GPU's NIC: the
+  // engine shares the system's link and network bandwidth among the CTAs sending at once.
+  double link_bytes = 0;
+  double network_bytes = 0;
   // Bytes of loads one CTA keeps in flight (threads x vector width x unroll, or TMA stages):
   // by Little's law it caps the CTA's bandwidth at max_inflight_bytes / latency. 0: no cap.
   double max_inflight_bytes = 0;
@@ -95,6 +100,7 @@ struct Launch {
 struct LaunchTotals {
   double tensor_flops = 0, fp32_flops = 0, sfu_ops = 0;
   double l2_bytes = 0, dram_read_bytes = 0, dram_write_bytes = 0;
+  double link_bytes = 0, network_bytes = 0;
   LaunchTotals& operator+=(const LaunchTotals& o);
 };
 LaunchTotals totals(const Launch& l);

@@ -31,6 +31,13 @@ PresetInfo parse_preset_info(const std::filesystem::path& file, const std::strin
       info.aliases.push_back(scalar_text(doc, a[i], "aliases[" + std::to_string(i) + "]"));
     }
   }
+  // For listings only (load_hardware validates): how many GPUs a system file says it has.
+  if (const YAML::Node y = doc.root()["system"]; y.IsDefined() && y.IsMap()) {
+    int gpus = 1, nodes = 1;
+    if (const YAML::Node g = y["gpus"]; g.IsDefined() && g.IsScalar()) gpus = std::max(1, g.as<int>(1));
+    if (const YAML::Node n = y["nodes"]; n.IsDefined() && n.IsScalar()) nodes = std::max(1, n.as<int>(1));
+    info.gpus = gpus * nodes;
+  }
   return info;
 }
 
@@ -43,20 +50,30 @@ PresetInfo preset_info(const std::filesystem::path& file) {
 
 }  // namespace
 
-PresetCatalog::PresetCatalog(std::filesystem::path dir) : dir_(std::move(dir)) {
+PresetCatalog::PresetCatalog(std::filesystem::path dir) : PresetCatalog(std::vector{std::move(dir)}) {}
+
+PresetCatalog::PresetCatalog(std::vector<std::filesystem::path> dirs) : dir_(dirs.at(0)) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir_, ec)) {
     throw ConfigError(dir_.string(), 0, "", "hardware preset folder not found");
   }
-  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
-    if (!entry.is_regular_file() || entry.path().extension() != ".yaml") continue;
-    presets_.push_back(preset_info(entry.path()));
+  for (const auto& dir : dirs) {
+    if (!std::filesystem::is_directory(dir, ec)) continue;
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.is_regular_file() && entry.path().extension() == ".yaml") files.push_back(entry.path());
+    }
+    for (const auto& f : files) presets_.push_back(preset_info(f));
   }
   std::sort(presets_.begin(), presets_.end(),
             [](const PresetInfo& a, const PresetInfo& b) { return a.name < b.name; });
 
   std::map<std::string, std::string> owner;  // lower-cased name or alias -> preset
-  for (const auto& p : presets_) owner.emplace(lower(p.name), p.name);
+  for (const auto& p : presets_) {
+    if (const auto [it, inserted] = owner.emplace(lower(p.name), p.name); !inserted) {
+      throw ConfigError(p.file.string(), 0, "name", "'" + p.name + "' is also the name of another preset");
+    }
+  }
   for (const auto& p : presets_) {
     for (const auto& alias : p.aliases) {
       const auto [it, inserted] = owner.emplace(lower(alias), p.name);

@@ -1,5 +1,6 @@
-// The hardware presets shipped in configs/hw/: one YAML file per chip, found by file name
-// or by one of the short names its `aliases:` key lists (h100 -> h100-sxm5).
+// The hardware presets shipped in configs/hw/ (one YAML file per chip) and configs/systems/ (one
+// per system of several chips), found by file name or by one of the short names its `aliases:`
+// key lists (h100 -> h100-sxm5).
 #pragma once
 
 #include <filesystem>
@@ -14,6 +15,7 @@ struct PresetInfo {
   std::vector<std::string> aliases;
   std::string description;
   std::filesystem::path file;
+  int gpus = 1;  // a system file's system.gpus x system.nodes as it writes them (1 for a chip)
 };
 
 class PresetCatalog {
@@ -21,6 +23,9 @@ class PresetCatalog {
   // Reads the name, aliases and description of every *.yaml in `dir`, sorted by name.
   // Aliases that collide with another preset's name or alias are a ConfigError.
   explicit PresetCatalog(std::filesystem::path dir);
+  // Several folders (chips, then systems); names and aliases must be unique over all of them.
+  // Folders after the first may be missing.
+  explicit PresetCatalog(std::vector<std::filesystem::path> dirs);
 
   const std::filesystem::path& dir() const { return dir_; }
   const std::vector<PresetInfo>& presets() const { return presets_; }

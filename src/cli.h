@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "hw/preset_catalog.h"
+
 namespace gpusim::cli {
 
 // Where the shipped configuration lives (configs/hw, configs/models, configs/workloads).
@@ -13,6 +15,11 @@ struct Environment {
   std::filesystem::path config_dir;
   bool progress = false;  // draw progress lines on `err` (main: when stderr is a terminal)
 };
+
+// The hardware presets `--hw` names: chips (configs/hw) and systems of several (configs/systems).
+inline hw::PresetCatalog hardware_catalog(const Environment& env) {
+  return hw::PresetCatalog(std::vector{env.config_dir / "hw", env.config_dir / "systems"});
+}
 
 // Runs one command; `args` excludes the program name. Returns the exit status:
 // 0 success, 2 bad input (message on `err`), 1 internal error.

@@ -40,7 +40,7 @@ int hw_fit_host(const Args& args, const Environment& env, std::ostream& out) {
   if (!vm.count("sweep")) throw ConfigError("command line", 0, "hw fit-host", "name the sweep's JSON file");
   if (hw_name.empty()) throw ConfigError("command line", 0, "--hw", "required: a preset or YAML file");
   const std::filesystem::path sweep = vm["sweep"].as<std::string>();
-  const hw::PresetCatalog catalog(env.config_dir / "hw");
+  const hw::PresetCatalog catalog = hardware_catalog(env);
   const hw::HardwareSpec spec = hw::load_hardware(hw_name, catalog, {});
   const nlohmann::json doc = validation::read_json_file(sweep);
   const auto fit = validation::fit_host(validation::read_host_sweep(doc, sweep), spec, models::default_kernel_models());

@@ -55,15 +55,22 @@ void show_yaml(const hw::HardwareSpec& s, std::ostream& out) {
   out << "# resolved by gpusim hw show\n";
   out << "name: " << s.name << "\n";
   out << "description: \"" << s.description << "\"\n";
-  std::string section;
+  std::vector<std::string_view> open;  // the sections the previous key sat in
   for (const auto& f : hw::hardware_fields()) {
-    const auto dot = f.path.find('.');
-    const std::string this_section = dot == std::string_view::npos ? "" : std::string(f.path.substr(0, dot));
-    if (this_section != section && !this_section.empty()) out << this_section << ":\n";
-    section = this_section;
-    const std::string key(section.empty() ? f.path : f.path.substr(dot + 1));
-    const std::string line = fmt::format("{}{}: {}", section.empty() ? "" : "  ", key,
-                                         hw::format_field(s, f));
+    const std::string value = hw::format_field(s, f);
+    if (value.empty()) continue;  // an optional word nobody gave (system.interconnect.pairs)
+    std::vector<std::string_view> parts;
+    for (std::string_view rest = f.path;;) {
+      const auto dot = rest.find('.');
+      parts.push_back(rest.substr(0, dot));
+      if (dot == std::string_view::npos) break;
+      rest.remove_prefix(dot + 1);
+    }
+    std::size_t same = 0;
+    while (same < open.size() && same + 1 < parts.size() && open[same] == parts[same]) ++same;
+    for (std::size_t d = same; d + 1 < parts.size(); ++d) out << std::string(2 * d, ' ') << parts[d] << ":\n";
+    open.assign(parts.begin(), parts.end() - 1);
+    const std::string line = fmt::format("{}{}: {}", std::string(2 * open.size(), ' '), parts.back(), value);
     out << fmt::format("{:<40} # {}\n", line, source_of(s.origins.at(std::string(f.path))));
   }
 }
@@ -91,7 +98,7 @@ int hw_list(const Args& args, const Environment& env, std::ostream& out) {
     print_help(out, "gpusim hw list", "Lists the hardware presets in configs/hw.", options);
     return 0;
   }
-  const hw::PresetCatalog catalog(env.config_dir / "hw");
+  const hw::PresetCatalog catalog = hardware_catalog(env);
   out << fmt::format("{:<18} {:<16} {}\n", "preset", "short names", "description");
   for (const auto& p : catalog.presets()) {
     std::string aliases;
@@ -126,7 +133,7 @@ int hw_show(const Args& args, const Environment& env, std::ostream& out) {
                         "hw show takes only hw.* overrides");
     }
   }
-  const hw::PresetCatalog catalog(env.config_dir / "hw");
+  const hw::PresetCatalog catalog = hardware_catalog(env);
   const hw::HardwareSpec spec =
       hw::load_hardware(vm["hw"].as<std::string>(), catalog, hardware_overrides(overrides));
   if (format == "text") {

@@ -104,7 +104,7 @@ int occupancy_command(const Args& args, const Environment& env, std::ostream& ou
     throw ConfigError("command line", 0, "--format", "'" + format + "' is not one of: text, json");
   }
   const auto overrides = parse_overrides(sets);
-  const hw::PresetCatalog catalog(env.config_dir / "hw");
+  const hw::PresetCatalog catalog = hardware_catalog(env);
   const hw::HardwareSpec spec = hw::load_hardware(hw_name, catalog, hardware_overrides(overrides));
 
   const hw::BlockResources block{threads, regs, parse_smem(smem)};

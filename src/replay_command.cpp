@@ -224,7 +224,7 @@ int replay_command(const Args& args, const Environment& env, std::ostream& out, 
   if (!workload_overrides(overrides).empty()) {
     throw ConfigError("command line", 0, "--set", "replay takes hardware overrides only (hw.KEY=VALUE)");
   }
-  const hw::PresetCatalog catalog(env.config_dir / "hw");
+  const hw::PresetCatalog catalog = hardware_catalog(env);
   const hw::HardwareSpec spec = hw::load_hardware(hw_name, catalog, hardware_overrides(overrides));
   std::optional<hw::HardwareSpec> from_spec;
   if (!from.empty()) from_spec = hw::load_hardware(from, catalog, {});

@@ -237,7 +237,7 @@ int report_command(const Args& args, const Environment& env, std::ostream& out, 
   }
 
   const auto overrides = parse_overrides(sets);
-  const hw::PresetCatalog catalog(env.config_dir / "hw");
+  const hw::PresetCatalog catalog = hardware_catalog(env);
   const hw::HardwareSpec spec = hw::load_hardware(hw_name, catalog, hardware_overrides(overrides));
   const workloads::Workload workload = workloads::load_workload(
       in.workload_file, workload_overrides(overrides), env.config_dir / "models");

@@ -11,7 +11,7 @@ namespace gpusim::cli {
 
 RunReport run_request(const RunRequest& request, const Environment& env, std::ostream& err) {
   const auto overrides = parse_overrides(request.sets);
-  const hw::PresetCatalog catalog(env.config_dir / "hw");
+  const hw::PresetCatalog catalog = hardware_catalog(env);
   const hw::HardwareSpec spec = hw::load_hardware(request.hw, catalog, hardware_overrides(overrides));
   const auto models_dir = env.config_dir / "models";
   const workloads::Workload workload =

@@ -8,7 +8,7 @@ namespace gpusim::cli {
 
 ServeRun serve_request(const ServeRequest& request, const Environment& env) {
   const auto overrides = parse_overrides(request.sets);
-  const hw::PresetCatalog catalog(env.config_dir / "hw");
+  const hw::PresetCatalog catalog = hardware_catalog(env);
   const hw::HardwareSpec chip = hw::load_hardware(request.hw, catalog, hardware_overrides(overrides));
   const auto engines_dir = env.config_dir / "engines", models_dir = env.config_dir / "models";
   ServeRun run{request.serve_text ? serve::parse_serve_spec(*request.serve_text, request.serve_file,

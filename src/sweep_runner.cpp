@@ -277,7 +277,7 @@ std::vector<std::string> sweep_header(const Study& study) {
 }
 
 SweepSummary run_sweep(const Study& study, const Environment& env, const SweepOptions& options) {
-  const hw::PresetCatalog catalog(env.config_dir / "hw");
+  const hw::PresetCatalog catalog = hardware_catalog(env);
   // Points load their hardware and workload files side by side; the first bad one (in point
   // order, whatever the threads did) is the error reported.
   std::vector<std::optional<ResolvedPoint>> loaded(study.points.size());

@@ -538,7 +538,7 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
     const auto it = discrepancies.find(suite);
     return it == discrepancies.end() ? std::string() : "\n**Large discrepancies.** " + it->second + "\n";
   };
-  const hw::PresetCatalog catalog(env.config_dir / "hw");
+  const hw::PresetCatalog catalog = hardware_catalog(env);
   const auto models = models::default_kernel_models();
   if (!bands_path.empty()) {
     std::ostringstream text;
