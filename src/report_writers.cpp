@@ -61,8 +61,8 @@ void write_model_summary(const RunReport& r, std::ostream& out) {
   }
   if (r.memory) {
     const auto& m = *r.memory;
-    out << fmt::format("memory: weights {}  KV cache {} ({} tokens/seq)  activations {}  total {} of {}  {}\n",
-                       gigabytes(m.weights_bytes), gigabytes(m.kv_cache_bytes), m.kv_cache_tokens,
+    out << fmt::format("memory{}: weights {}  KV cache {} ({} tokens/seq)  activations {}  total {} of {}  {}\n",
+                       m.gpus > 1 ? fmt::format(" per GPU ({} GPUs)", m.gpus) : std::string(), gigabytes(m.weights_bytes), gigabytes(m.kv_cache_bytes), m.kv_cache_tokens,
                        gigabytes(m.activation_peak_bytes), gigabytes(m.total_bytes),
                        gigabytes(m.capacity_bytes), m.fits ? "fits" : "DOES NOT FIT");
     if (m.gradients_bytes > 0) {
@@ -235,7 +235,8 @@ nlohmann::ordered_json report_json(const RunReport& r) {
     const auto& m = *r.memory;
     j["memory"] = {{"weights_bytes", m.weights_bytes}, {"kv_cache_bytes", m.kv_cache_bytes},
                    {"kv_cache_tokens", m.kv_cache_tokens}, {"activation_peak_bytes", m.activation_peak_bytes},
-                   {"total_bytes", m.total_bytes}, {"capacity_bytes", m.capacity_bytes}, {"fits", m.fits}};
+                   {"total_bytes", m.total_bytes}, {"capacity_bytes", m.capacity_bytes}, {"fits", m.fits},
+                   {"gpus", m.gpus}};  // every byte figure is one GPU's
     if (m.gradients_bytes > 0) {
       // A training step: its gradients and optimizer state (0 with optimizer: none), and its
       // peak (= total_bytes).

@@ -206,7 +206,9 @@ RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWo
     // The matmuls' type (autocast's under mixed precision); fp32 matmuls run on the FP32 pipes
     // (tensor cores take tf32, not fp32): that is their peak.
     const hw::DType math = w.autocast.value_or(w.dtype);
-    const double peak = math == hw::DType::kFp32 ? hw.peak_fp32_flops() : hw.peak_tensor_flops(math);
+    // Several GPUs: the step's tokens ran on all of them, so the peak is theirs together.
+    const double peak = (math == hw::DType::kFp32 ? hw.peak_fp32_flops() : hw.peak_tensor_flops(math)) *
+                        w.parallel.gpus();
     t.mfu_pct = peak > 0 ? 100.0 * t.model_flops / (r.total_us * 1e-6) / peak : 0;
     for (const auto& g : r.by_category) {
       if (g.name == "gemm") t.gemm_share_pct = g.time_share_pct;

@@ -43,6 +43,7 @@ RunReport simulate(const hw::HardwareSpec& hw, const workloads::Workload& worklo
   }
   const auto& model = std::get<workloads::ModelWorkload>(workload);
   check_model_dtype(model, hw, workload_file);
+  workloads::check_parallel_system(model, hw);
   RunReport report = make_model_report(hw, model, mode, workloads::simulate_model(model, hw, mode, models, options));
   report.description = workloads::describe_workload(workload);
   report.dtype = hw::name(model.dtype);

@@ -239,24 +239,38 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
   const TensorUse table = e.weight("embed_tokens", static_cast<double>(m.vocab * d));
   TensorUse x = e.new_act("embed_tokens", static_cast<double>(T * d));
   e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())});
+  x = e.tp_all_reduce("embed_tokens.allreduce", x, T * d);  // vocabulary-parallel embedding
   for (int i = 0; i < static_cast<int>(b.layers_to_lower(m.layers)); ++i) {
     b.begin_layer();
     const std::string L = fmt::format("layers[{}]", i);
     const TensorUse h = fused_norm(e, L + ".input_norm", x);
     TensorUse proj = m.mla ? mla_attention(e, L, h) : gqa_attention(e, L, h, i);
+    proj = e.tp_all_reduce(L + ".attn.allreduce", proj, T * d);  // row-parallel o_proj's partial sums
     // Gemma's norm after attention, then (as for every model) the residual add fused into the
     // next norm: x + proj is written once, by it.
     if (m.sandwich_norms) proj = fused_norm(e, L + ".post_attention_norm", proj);
     const TensorUse h2 = fused_norm(e, L + (m.sandwich_norms ? ".pre_feedforward_norm" : ".post_attention_norm"), proj);
     const bool dense = !m.moe_layer(i);
-    x = dense ? gated_mlp(e, L + ".mlp", h2, m.d_ff) : fused_moe(e, L + ".moe", h2, w.expert_weights);
+    if (dense) {
+      x = gated_mlp(e, L + ".mlp", h2, m.d_ff);
+    } else {
+      // Expert parallelism over a data-parallel group: routed rows out to their experts' GPUs and back.
+      const std::int64_t routed = T * m.moe->top_k * d;
+      x = e.expert_all_to_all(L + ".moe.combine", fused_moe(e, L + ".moe", e.expert_all_to_all(L + ".moe.dispatch", h2, routed),
+                                                            w.expert_weights),
+                              routed);
+    }
+    x = e.tp_all_reduce(L + ".mlp.allreduce", x, T * d);
     if (m.sandwich_norms) x = fused_norm(e, L + ".post_feedforward_norm", x);
   }
   b.end_layers();
   const TensorUse h = fused_norm(e, "final_norm", x);
   const TensorUse head = m.tied_embeddings ? table : e.weight("lm_head", static_cast<double>(m.vocab * d));
   // Logits for the sequences that sample a token only (every sequence of a uniform step).
-  if (s.sampled() > 0) e.linear("lm_head", s.sampled(), m.vocab, d, false, h, head);
+  if (s.sampled() > 0) {
+    const TensorUse logits = e.linear("lm_head", s.sampled(), m.vocab, d, false, h, head);
+    e.tp_all_gather("lm_head.allgather", logits, s.sampled() * m.vocab);  // vocabulary-parallel lm_head
+  }
 }
 
 }  // namespace gpusim::workloads

@@ -31,6 +31,7 @@
 #include "models/inductor_kernels.h"
 #include "models/training_kernels.h"
 #include "workloads/hf_train_pieces.h"
+#include "workloads/parameter_count.h"
 #include "workloads/step_emitter.h"
 
 namespace gpusim::workloads {
@@ -437,6 +438,9 @@ void lower_fused_train_step(const ModelWorkload& w, const StepShape& s, ProgramB
     backward(e, tape, g);
   }
   for (const auto& [name, grad] : g.of) b.hold_to_end(grad);
+  // Data parallelism: DDP all-reduces the gradients (run after the backward here; DDP overlaps
+  // its buckets with the backward's last layers, which this step does not model yet).
+  e.ddp_all_reduce(parameter_count(w.model), w.dtype);
   if (w.optimizer == Optimizer::kNone) return;
   b.begin_phase("optimizer");
   detail::train_optimizer_step(e, parameters(e, tape), g, w.optimizer);

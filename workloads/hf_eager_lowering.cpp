@@ -915,14 +915,26 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
       }
     }
   }
+  // Row-parallel o_proj: each GPU holds a partial sum of the projection (Megatron's all-reduce).
+  proj = e.tp_all_reduce(L + ".attn.allreduce", proj, T * d);
   if (m.sandwich_norms) proj = norm(e, L + ".post_attention_norm", proj, tape ? &tape->attn_out_norm : nullptr);
   x = residual_add(e, L + ".residual_attn", x, proj);
   if (tape) tape->x_mid = x;
   const TensorUse h2 = norm(e, L + (m.sandwich_norms ? ".pre_feedforward_norm" : ".post_attention_norm"), x,
                             tape ? &tape->post_norm : nullptr);
   if (tape) tape->sparse = m.moe_layer(i);
-  TensorUse f = m.moe_layer(i) ? moe(e, L + ".moe", h2, expert_weights, tape ? &tape->moe : nullptr)
-                               : mlp(e, L + ".mlp", h2, m.d_ff, tape);
+  TensorUse f;
+  if (m.moe_layer(i)) {
+    // Expert parallelism over a data-parallel group: the routed rows go to their experts' GPUs
+    // and come back (the routed pairs of T tokens, top_k each, d wide).
+    const std::int64_t routed = T * m.moe->top_k * d;
+    const TensorUse dispatched = e.expert_all_to_all(L + ".moe.dispatch", h2, routed);
+    f = moe(e, L + ".moe", dispatched, expert_weights, tape ? &tape->moe : nullptr);
+    f = e.expert_all_to_all(L + ".moe.combine", f, routed);
+  } else {
+    f = mlp(e, L + ".mlp", h2, m.d_ff, tape);
+  }
+  f = e.tp_all_reduce(L + ".mlp.allreduce", f, T * d);
   if (gpt2_dropout(e)) f = dropout(e, L + ".mlp.dropout", f, T * d, tape ? &tape->gpt2.mlp_drop_mask : nullptr);
   if (m.sandwich_norms) f = norm(e, L + ".post_feedforward_norm", f, tape ? &tape->mlp_out_norm : nullptr);
   x = residual_add(e, L + ".residual_mlp", x, f);
@@ -973,6 +985,9 @@ void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
   TensorUse x = e.new_act("embed_tokens", static_cast<double>(T * d));
   e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())},
          KernelSemantics{"embedding", {ids.tensor, table.tensor}, x.tensor, {s.batch, s.new_tokens, s.past_tokens, d, m.vocab}});
+  // A vocabulary-parallel embedding: each GPU looks up the ids in its rows, zeros the rest, and
+  // the group sums them.
+  x = e.tp_all_reduce("embed_tokens.allreduce", x, T * d);
   if (m.embed_scale) {
     // Gemma: hidden * normalizer, a 0-dim tensor (the broadcasting kernel).
     x = e.pointwise("embed_scale", EwFunc::kMul, T * d, e.act(), e.act(), {x}, true);
@@ -1047,6 +1062,8 @@ void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
   const TensorUse head = m.tied_embeddings ? table : e.weight("lm_head", static_cast<double>(m.vocab * d));
   const std::int64_t rows = tape ? T : e.packed() ? e.packed()->ragged.sampled() : s.batch;
   TensorUse logits = e.linear("lm_head", rows, m.vocab, d, false, h, head);
+  // A vocabulary-parallel lm_head: every GPU's slice of the logits gathered.
+  logits = e.tp_all_gather("lm_head.allgather", logits, rows * m.vocab);
   if (e.packed()) {
     // The model runner's logits.float() and greedy argmax over the sampled rows.
     const TensorUse lf = e.cast("logits_float", rows * m.vocab, e.act(), kF32, logits);

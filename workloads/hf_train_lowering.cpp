@@ -29,6 +29,7 @@
 #include "models/training_kernels.h"
 #include "workloads/hf_eager_pieces.h"
 #include "workloads/hf_train_pieces.h"
+#include "workloads/parameter_count.h"
 #include "workloads/step_emitter.h"
 
 namespace gpusim::workloads {
@@ -543,6 +544,9 @@ void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   }
   // .grad stays allocated to the end of the step (zero_grad(set_to_none=True) frees it next step).
   for (const auto& [name, grad] : g.of) b.hold_to_end(grad);
+  // Data parallelism: DDP all-reduces the gradients (run after the backward here; DDP overlaps
+  // its buckets with the backward's last layers, which this step does not model yet).
+  e.ddp_all_reduce(parameter_count(w.model), w.dtype);
   if (w.optimizer == Optimizer::kNone) return;
   b.begin_phase("optimizer");
   const auto params = parameters(e, tape);

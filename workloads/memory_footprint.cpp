@@ -6,9 +6,14 @@
 
 namespace gpusim::workloads {
 
-MemoryFootprint memory_footprint(const ModelWorkload& w, double activation_peak_bytes,
+MemoryFootprint memory_footprint(const ModelWorkload& whole, double activation_peak_bytes,
                                  const hw::HardwareSpec& hw) {
+  // Several GPUs: what one of them holds (its share of the weights, heads and batch).
+  const bool split = whole.parallel.any() && !whole.rank_view;
+  const ModelWorkload shard = split ? rank_shard(whole) : ModelWorkload{};
+  const ModelWorkload& w = split ? shard : whole;
   MemoryFootprint f;
+  f.gpus = whole.parallel.gpus();
   const ModelConfig& m = w.model;
   // tf32 is stored as fp32; fp8 keeps weights and the cache in 1 byte per element.
   const auto bytes = static_cast<std::int64_t>(hw::bytes_per_element(w.dtype));

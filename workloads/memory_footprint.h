@@ -1,4 +1,4 @@
-// What a model-level workload keeps in device memory: weights, the KV cache at its largest, and
+// What a model-level workload keeps in device memory (per GPU when it runs on several): weights, the KV cache at its largest, and
 // the activation peak of its steps (from the kernel programs: tensors alive between their first
 // writer and last reader), against the device's capacity.
 #pragma once
@@ -22,6 +22,8 @@ struct MemoryFootprint {
   std::int64_t total_bytes = 0;  // the run's peak: weights, cache, optimizer state, activations
   std::int64_t capacity_bytes = 0;
   bool fits = true;
+  // GPUs the workload occupies: every figure above is one GPU's (workloads/parallelism.h).
+  int gpus = 1;
 };
 
 // `activation_peak_bytes` comes from the step programs (the largest over steps).

@@ -1,5 +1,7 @@
 #include "workloads/step_emitter.h"
 
+#include "models/collective_model.h"
+
 #include <fmt/format.h>
 
 #include "models/inductor_kernels.h"
@@ -76,6 +78,56 @@ TensorUse StepEmitter::new_act(const std::string& name, double elements, hw::DTy
   TensorUse t = b_.activation(name, elements * hw::bytes_per_element(dtype));
   if (amp_) dtypes_[t.tensor] = dtype;
   return t;
+}
+
+namespace {
+
+// One collective over `ranks` GPUs of the system, as NCCL runs it (models/collective_model.h).
+hw::Launch collective_on(const hw::HardwareSpec& hw, models::Collective kind, double bytes, int ranks, hw::DType dtype,
+                         const TensorUse& in, const TensorUse& out) {
+  models::CollectiveProblem p{kind, bytes, ranks, std::min(ranks, hw.system.gpus), dtype};
+  return models::lower_collective(p, hw, in, out);
+}
+
+}  // namespace
+
+TensorUse StepEmitter::tp_all_reduce(const std::string& label, const TensorUse& x, std::int64_t elements) {
+  const int tp = w_.parallel.tensor;
+  if (tp <= 1) return x;
+  emit(label, {collective_on(hw(), models::Collective::kAllReduce, static_cast<double>(elements) * bytes_per_element(dtype_of(x)),
+                             tp, dtype_of(x), x, x)});
+  return x;
+}
+
+TensorUse StepEmitter::tp_all_gather(const std::string& label, const TensorUse& x, std::int64_t elements) {
+  const int tp = w_.parallel.tensor;
+  if (tp <= 1) return x;
+  const double bytes = static_cast<double>(elements) * tp * bytes_per_element(dtype_of(x));
+  const TensorUse out = b_.activation(label, bytes);
+  emit(label, {collective_on(hw(), models::Collective::kAllGather, bytes, tp, dtype_of(x), x, out)});
+  return out;
+}
+
+TensorUse StepEmitter::expert_all_to_all(const std::string& label, const TensorUse& x, std::int64_t elements) {
+  if (!w_.parallel.expert_all_to_all()) return x;
+  const double bytes = static_cast<double>(elements) * bytes_per_element(dtype_of(x));
+  const TensorUse out = b_.activation(label, bytes);
+  emit(label, {collective_on(hw(), models::Collective::kAllToAll, bytes, w_.parallel.expert, dtype_of(x), x, out)});
+  return out;
+}
+
+void StepEmitter::ddp_all_reduce(std::int64_t parameters, hw::DType dtype) {
+  const int dp = w_.parallel.data;
+  if (dp <= 1) return;
+  constexpr double kBucketBytes = 25.0 * 1024 * 1024;  // torch DDP's default bucket_cap_mb
+  double left = static_cast<double>(parameters) * bytes_per_element(dtype);
+  for (int i = 0; left > 0; ++i) {
+    const double bytes = std::min(left, kBucketBytes);
+    left -= bytes;
+    const std::string label = fmt::format("ddp.bucket[{}].allreduce", i);
+    const TensorUse bucket = b_.activation(label, bytes);
+    emit(label, {collective_on(hw(), models::Collective::kAllReduce, bytes, dp, dtype, bucket, bucket)});
+  }
 }
 
 TensorUse StepEmitter::linear(const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,

@@ -94,6 +94,17 @@ class StepEmitter {
   // x.to(to) when the types differ; returns x unchanged otherwise.
   TensorUse cast(const std::string& label, std::int64_t n, hw::DType from, hw::DType to,
                  const TensorUse& x);
+  // Several GPUs (workloads/parallelism.h); each returns its input unchanged when the group is
+  // one GPU. An all-reduce of x (`elements` of act()) over the tensor-parallel group, in place.
+  TensorUse tp_all_reduce(const std::string& label, const TensorUse& x, std::int64_t elements);
+  // The all-gather of a vocabulary-parallel lm_head's logits (`elements` per GPU) over the group.
+  TensorUse tp_all_gather(const std::string& label, const TensorUse& x, std::int64_t elements);
+  // Expert parallelism with data-parallel attention: routed rows (`elements`) to the GPUs that
+  // hold their experts, or their outputs back.
+  TensorUse expert_all_to_all(const std::string& label, const TensorUse& x, std::int64_t elements);
+  // Data parallelism (training): DistributedDataParallel's all-reduce of `parameters` gradients of
+  // `dtype`, in its 25 MiB buckets (bucket_cap_mb), after the backward.
+  void ddp_all_reduce(std::int64_t parameters, hw::DType dtype);
   void emit(const std::string& label, std::vector<hw::Launch> launches,
             std::optional<KernelSemantics> sem = std::nullopt) {
     b_.emit(label, std::move(launches), std::move(sem));

@@ -376,7 +376,8 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
                                   const std::filesystem::path& models_dir) {
   declare_keys(root, {"name", "model", "hf_config", "phase", "batch", "seq_len", "output_len",
                       "dtype", "lowering", "attention", "framework", "moe", "expert_weights",
-                      "optimizer", "autocast", "checkpointing", "gradient_accumulation_steps"});
+                      "optimizer", "autocast", "checkpointing", "gradient_accumulation_steps",
+                      "tensor_parallel", "pipeline_parallel", "expert_parallel", "data_parallel", "micro_batches"});
   ModelWorkload w;
   w.name = root.optional_text("name").value_or(std::move(default_name));
   w.model = read_model(doc, root, models_dir);
@@ -436,6 +437,7 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
   if (w.lowering == Lowering::kCs336Basics) check_cs336(root, w);
   read_expert_weights(doc, root, w);
   read_training(root, w);
+  read_parallelism(root, w);
   return w;
 }
 

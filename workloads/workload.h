@@ -27,6 +27,7 @@
 #include "hw/yaml_document.h"
 #include "models/op.h"
 #include "workloads/model_config.h"
+#include "workloads/parallelism.h"
 #include "workloads/overrides.h"
 
 namespace gpusim::workloads {
@@ -112,6 +113,11 @@ struct ModelWorkload {
     // cuda: hand-written vectorized kernels (serving engines'); inductor: TorchInductor's Triton.
     enum class Elementwise { kCuda, kInductor } elementwise = Elementwise::kCuda;
   } serving;
+  // Several GPUs (workloads/parallelism.h): how the model splits; `stage` is the pipeline stage
+  // a rank_shard runs (0 otherwise).
+  Parallelism parallel;
+  int stage = 0;
+  bool rank_view = false;  // already one GPU's share (rank_shard): lowered as it is
 };
 
 using Workload = std::variant<OpWorkload, ModelWorkload>;
