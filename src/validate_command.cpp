@@ -33,6 +33,7 @@
 #include "validation/host_suite.h"
 #include "validation/cs336_suite.h"
 #include "validation/replay_suite.h"
+#include "validation/collective_suite.h"
 #include "validation/serve_requests_suite.h"
 #include "validation/serve_steps_suite.h"
 #include "validation/train_suite.h"
@@ -53,6 +54,10 @@ struct SuiteSpec {
   bool replay = false;  // profiler traces replayed (validation/replay_suite.h); csv: the traces' index
   bool serve_steps = false;  // continuous-batching steps (validation/serve_steps_suite.h)
   bool serve_requests = false;  // served request mixes (validation/serve_requests_suite.h)
+  // NCCL collectives on a system preset (validation/collective_suite.h): 1 our measurements (csv
+  // lists the files, ", "-separated), 2 published nccl-tests figures (hw: the H100 system; the
+  // H200's is hgx-h200).
+  int collectives = 0;
 };
 
 // Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
@@ -264,6 +269,21 @@ const std::vector<SuiteSpec>& suites() {
        "the recorded run; the simulation does the same), 3 (fresh engines) and 4 calibration, set 5 (a fresh "
        "machine, each mix a fresh process, 06:25 UTC, measured after the last change) held out",
        false, 0, false, false, false, false, false, false, false, false, true},
+      {"nccl-h100", "dgx-h100", "nccl_h100x2.json, nccl_h100x4.json",
+       "NCCL all-reduce, all-gather, reduce-scatter and all-to-all (bf16, torch.distributed, NVLS off) on 2 and 4 "
+       "H100 SXM of one NVSwitch machine, 2026-11-26 10:23 UTC (validation/measure/nccl_collectives.py), against "
+       "the collective model on dgx-h100: messages of 16 MiB and more (smaller calls are host-bound through "
+       "PyTorch); 64 MiB and 1 GiB calibrated the link efficiency, 16 and 256 MiB held out",
+       false, 0, false, false, false, false, false, false, false, false, false, 1},
+      {"nccl-h200", "hgx-h200", "nccl_h200x2.json, nccl_h200x4.json",
+       "the same on 2 and 4 H200 SXM, 2026-11-26 00:47 UTC, against hgx-h200 (its efficiency copied from the H100's "
+       "calibration: nothing fitted to these files)",
+       false, 0, false, false, false, false, false, false, false, false, false, 1},
+      {"nccl-published", "dgx-h100", "published_multi_gpu.json",
+       "published nccl-tests bus bandwidths of 8-GPU HGX H100 and H200 machines (Azure ND H100/H200 v5 tables, "
+       "NCCL 2.18-2.20, NVLS on; Bekman's ml-engineering H200 figures with NVLS on and off), 16 MiB and more, "
+       "against dgx-h100 and hgx-h200 with NVLS as the source ran it; never fitted to",
+       false, 0, false, false, false, false, false, false, false, false, false, 2},
       {"host-h100", "h100", "host_walls_h100.json",
        "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "
        "H100 machine's host, one session (2026-11-24 23:41 UTC): the layer sweep the preset's host "
@@ -454,6 +474,17 @@ std::vector<validation::Comparison> run_seed_suite(const SuiteSpec& s, const std
   throw ConfigError("validate", 0, "suite", "unknown seed suite " + s.name);
 }
 
+// The files of a ", "-separated list, in `data`.
+std::vector<std::filesystem::path> listed_files(const std::filesystem::path& data, const std::string& csv) {
+  std::vector<std::filesystem::path> files;
+  for (std::size_t at = 0; at < csv.size();) {
+    const std::size_t comma = csv.find(", ", at);
+    files.push_back(data / csv.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    at = comma == std::string::npos ? csv.size() : comma + 2;
+  }
+  return files;
+}
+
 // "`validation/data/a.csv`, `validation/data/b.csv`" for a ", "-separated list of files.
 std::string data_files(const std::string& csv) {
   std::string out;
@@ -572,6 +603,10 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       rows = validation::compare_measured_models(data / s.csv, spec, models);
     } else if (s.replay) {
       rows = validation::compare_replays(data / s.csv, s.hw, catalog, models);
+    } else if (s.collectives == 1) {
+      rows = validation::compare_measured_collectives(listed_files(data, s.csv), spec);
+    } else if (s.collectives == 2) {
+      rows = validation::compare_published_collectives(data / s.csv, spec, hw::load_hardware("hgx-h200", catalog));
     } else if (s.serve_requests) {
       rows = validation::compare_serve_requests(data / s.csv, env.config_dir, spec, models);
     } else if (s.serve_steps) {
@@ -579,13 +614,7 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
     } else if (s.train) {
       rows = validation::compare_train_steps(data / s.csv, spec, models, not_compared);
     } else if (s.train_wall) {
-      std::vector<std::filesystem::path> files;
-      for (std::size_t at = 0; at < s.csv.size();) {
-        const std::size_t comma = s.csv.find(", ", at);
-        files.push_back(data / s.csv.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-        at = comma == std::string::npos ? s.csv.size() : comma + 2;
-      }
-      rows = validation::compare_train_walls(files, spec, models, not_compared);
+      rows = validation::compare_train_walls(listed_files(data, s.csv), spec, models, not_compared);
     } else if (s.cs336_train) {
       rows = validation::compare_cs336_train_steps(data / s.csv, env.config_dir / "models", spec, models);
     } else if (s.cs336) {
