@@ -1,21 +1,25 @@
 #include "validation/functional/collectives.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
-#include <tbb/parallel_for.h>
-
 namespace gpusim::functional {
 namespace {
 
 using Range = std::pair<std::int64_t, std::int64_t>;  // [begin, end) of a buffer
 
-std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
+std::size_t at(std::int64_t i) {
+  return static_cast<std::size_t>(i);
+}
 
-int wrap(int i, int n) { return ((i % n) + n) % n; }
+int wrap(int i, int n) {
+  return ((i % n) + n) % n;
+}
 
 // [size * i / parts, size * (i + 1) / parts), offset by `base`.
 Range part(std::int64_t base, std::int64_t size, std::int64_t i, std::int64_t parts) {
@@ -26,7 +30,8 @@ Range part(std::int64_t base, std::int64_t size, std::int64_t i, std::int64_t pa
 CollectiveRun start(const RankBuffers& in, const char* what) {
   if (in.empty()) throw std::invalid_argument(std::string(what) + ": no ranks");
   for (const auto& b : in) {
-    if (b.size() != in.front().size()) throw std::invalid_argument(std::string(what) + ": ranks' buffers differ in size");
+    if (b.size() != in.front().size())
+      throw std::invalid_argument(std::string(what) + ": ranks' buffers differ in size");
   }
   CollectiveRun run;
   run.ranks = static_cast<int>(in.size());
@@ -41,7 +46,8 @@ void check_channels(int channels, const char* what) {
 }
 
 // Counts one send of `elements` from src to dst in the current step (the sender's records only).
-void count_send(CollectiveRun& run, int src, int dst, std::int64_t elements, std::int64_t elt_bytes) {
+void count_send(CollectiveRun& run, int src, int dst, std::int64_t elements,
+                std::int64_t elt_bytes) {
   if (elements == 0) return;
   const std::size_t link = at(std::int64_t{src} * run.ranks + dst);
   run.per_rank[at(src)].bytes_sent += elements * elt_bytes;
@@ -52,8 +58,8 @@ void count_send(CollectiveRun& run, int src, int dst, std::int64_t elements, std
 // One ring step: every rank r sends chunk `chunk_of(r)` of every channel (range_of(channel,
 // chunk)) to r + 1, which adds it into (reduce) or copies it over the same elements of its buffer.
 template <class RangeOf, class ChunkOf>
-void ring_step(CollectiveRun& run, RankBuffers& wire, int channels, const RangeOf& range_of, const ChunkOf& chunk_of,
-               bool reduce, std::int64_t elt_bytes) {
+void ring_step(CollectiveRun& run, RankBuffers& wire, int channels, const RangeOf& range_of,
+               const ChunkOf& chunk_of, bool reduce, std::int64_t elt_bytes) {
   const int n = run.ranks;
   // Senders fill their own wires.
   tbb::parallel_for(0, n, [&](int r) {
@@ -166,11 +172,13 @@ CollectiveRun ring_all_reduce(const RankBuffers& in, std::int64_t elt_bytes, int
   // Reduce-scatter: after step s, rank r + 1 holds chunk r - s summed over s + 2 ranks; after
   // n - 1 steps rank r holds chunk r + 1 summed over all.
   for (int s = 0; s < n - 1; ++s) {
-    ring_step(run, wire, channels, range_of, [&](int r) { return wrap(r - s, n); }, true, elt_bytes);
+    ring_step(
+        run, wire, channels, range_of, [&](int r) { return wrap(r - s, n); }, true, elt_bytes);
   }
   // All-gather: the reduced chunks go on around the ring.
   for (int s = 0; s < n - 1; ++s) {
-    ring_step(run, wire, channels, range_of, [&](int r) { return wrap(r + 1 - s, n); }, false, elt_bytes);
+    ring_step(
+        run, wire, channels, range_of, [&](int r) { return wrap(r + 1 - s, n); }, false, elt_bytes);
   }
   return run;
 }
@@ -185,7 +193,8 @@ CollectiveRun ring_reduce_scatter(const RankBuffers& in, std::int64_t elt_bytes,
   RankBuffers wire(in.size());
   // At step s rank r sends block r - s - 1: the last step delivers block r + 1 to rank r + 1.
   for (int s = 0; s < n - 1; ++s) {
-    ring_step(run, wire, channels, range_of, [&](int r) { return wrap(r - s - 1, n); }, true, elt_bytes);
+    ring_step(
+        run, wire, channels, range_of, [&](int r) { return wrap(r - s - 1, n); }, true, elt_bytes);
   }
   for (int r = 0; r < n; ++r) {
     const auto [b, e] = part(0, size, r, n);
@@ -209,18 +218,21 @@ CollectiveRun ring_all_gather(const RankBuffers& in, std::int64_t elt_bytes, int
   RankBuffers wire(in.size());
   // At step s rank r forwards block r - s (its own at step 0).
   for (int s = 0; s < n - 1; ++s) {
-    ring_step(run, wire, channels, range_of, [&](int r) { return wrap(r - s, n); }, false, elt_bytes);
+    ring_step(
+        run, wire, channels, range_of, [&](int r) { return wrap(r - s, n); }, false, elt_bytes);
   }
   return run;
 }
 
-CollectiveRun tree_all_reduce(const RankBuffers& in, int ranks_per_node, std::int64_t elt_bytes, int trees) {
+CollectiveRun tree_all_reduce(const RankBuffers& in, int ranks_per_node, std::int64_t elt_bytes,
+                              int trees) {
   CollectiveRun run = start(in, "tree_all_reduce");
   const int n = run.ranks;
   if (ranks_per_node < 1 || n % ranks_per_node != 0) {
     throw std::invalid_argument("tree_all_reduce: ranks do not fill nodes of ranks_per_node");
   }
-  if (trees != 1 && trees != 2) throw std::invalid_argument("tree_all_reduce: trees must be 1 or 2");
+  if (trees != 1 && trees != 2)
+    throw std::invalid_argument("tree_all_reduce: trees must be 1 or 2");
   run.buffers = in;
   const int nodes = n / ranks_per_node;
   const auto size = static_cast<std::int64_t>(in.front().size());
@@ -252,7 +264,8 @@ CollectiveRun tree_all_reduce(const RankBuffers& in, int ranks_per_node, std::in
     tr.depth.assign(at(n), -1);
     tr.height.assign(at(n), -1);
     const auto depth_of = [&](auto&& self, int r) -> int {
-      if (tr.depth[at(r)] < 0) tr.depth[at(r)] = tr.parent[at(r)] < 0 ? 0 : 1 + self(self, tr.parent[at(r)]);
+      if (tr.depth[at(r)] < 0)
+        tr.depth[at(r)] = tr.parent[at(r)] < 0 ? 0 : 1 + self(self, tr.parent[at(r)]);
       return tr.depth[at(r)];
     };
     const auto height_of = [&](auto&& self, int r) -> int {

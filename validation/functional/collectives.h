@@ -45,8 +45,8 @@ struct RankTraffic {
 
 struct CollectiveRun {
   int ranks = 0;
-  int steps = 0;  // algorithm steps: rounds in which the ranks send at once
-  RankBuffers buffers;             // each rank's output
+  int steps = 0;        // algorithm steps: rounds in which the ranks send at once
+  RankBuffers buffers;  // each rank's output
   std::vector<RankTraffic> per_rank;
   std::vector<std::int64_t> link_bytes_by_pair;  // [src * ranks + dst]
   std::vector<int> link_steps_by_pair;           // steps in which src sent to dst
@@ -68,7 +68,8 @@ CollectiveRun ring_reduce_scatter(const RankBuffers& in, std::int64_t elt_bytes,
 // `in`: each rank's 1/N block; output: the N blocks gathered (the collective's size).
 CollectiveRun ring_all_gather(const RankBuffers& in, std::int64_t elt_bytes, int channels = 1);
 // `trees`: 1 or 2 (the buffer split in halves between them).
-CollectiveRun tree_all_reduce(const RankBuffers& in, int ranks_per_node, std::int64_t elt_bytes, int trees = 1);
+CollectiveRun tree_all_reduce(const RankBuffers& in, int ranks_per_node, std::int64_t elt_bytes,
+                              int trees = 1);
 // `in`: each rank's send buffer of N chunks; output: its receive buffer, chunk i from rank i.
 CollectiveRun all_to_all(const RankBuffers& in, std::int64_t elt_bytes);
 CollectiveRun send_recv(const RankBuffers& in, int src, int dst, std::int64_t elt_bytes);
