@@ -36,7 +36,7 @@ constexpr double kWireBytes[3] = {2.0, 128.0 / 120.0, 1.0};
 // all-reduce ran 4 channels on 4 H100s and 8 on 2 (validation/data/nccl_h100x{2,4}.json).
 constexpr double kThreadThreshold[3] = {8, 8, 64};
 // Threads per channel CTA: NCCL_MAX_NTHREADS for LL, one more warp for LL128 and Simple (as
-// profiled: 512 and 544), NCCL_MAX_NTHREADS + a warp... for send/recv kernels (profiled: 640).
+// profiled: 512 and 544); send/recv kernels run 640 (profiled).
 constexpr int kThreads[3] = {512, 544, 544};
 constexpr int kP2pThreads = 640;
 constexpr int kRegisters = 96;             // profiled, every NCCL kernel above

@@ -1,27 +1,16 @@
 #include "validation/collective_suite.h"
 
 #include <fmt/format.h>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "hw/gpu_engine.h"
 #include "models/collective_model.h"
-#include "sim/error.h"
+#include "validation/case_json.h"
 
 namespace gpusim::validation {
 namespace {
 
 constexpr double kMinBytes = 16.0 * 1024 * 1024;  // below: host-bound through PyTorch
-
-nlohmann::json read_json(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw ConfigError(file.string(), 0, "", "cannot read");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(file.string(), 0, "", std::string("not valid JSON: ") + e.what());
-  }
-}
 
 // nccl-tests' names (all_reduce_perf) and torch.distributed's (all_reduce) to the model's kinds.
 std::optional<models::Collective> kind_of(std::string op) {
@@ -63,7 +52,7 @@ std::vector<Comparison> compare_measured_collectives(const std::vector<std::file
                                                      const hw::HardwareSpec& hw) {
   std::vector<Comparison> out;
   for (const auto& file : files) {
-    const nlohmann::json j = read_json(file);
+    const nlohmann::json j = read_json_file(file);
     const std::string device = j.at("provenance").value("device_name", "?");
     for (const auto& row : j.at("rows")) {
       const double bytes = row.at("bytes").get<double>();
@@ -83,7 +72,7 @@ std::vector<Comparison> compare_measured_collectives(const std::vector<std::file
 
 std::vector<Comparison> compare_published_collectives(const std::filesystem::path& json, const hw::HardwareSpec& h100,
                                                       const hw::HardwareSpec& h200) {
-  const nlohmann::json j = read_json(json);
+  const nlohmann::json j = read_json_file(json);
   std::vector<Comparison> out;
   for (const auto& e : j.at("nccl_tests")) {
     const std::string system = e.value("system", "");

@@ -80,12 +80,6 @@ void read_parallelism(hw::MappingReader& root, ModelWorkload& w) {
   if (p.pipeline > 1) {
     root.fail("pipeline_parallel", "pipeline stages are not modeled yet (tensor, expert and data parallelism are); "
                                    "issue 19 continues");
-    if (m.layers < p.pipeline) {
-      root.fail("pipeline_parallel", fmt::format("{} layers cannot fill {} pipeline stages", m.layers, p.pipeline));
-    }
-    if (w.phase == Phase::kGenerate) {
-      root.fail("pipeline_parallel", "phase generate over pipeline stages is not modeled; simulate its prefill and decode steps");
-    }
   } else if (p.micro_batches > 1) {
     root.fail("micro_batches", "is for pipeline_parallel > 1");
   }
