@@ -7,6 +7,7 @@
 
 #include "hw/hardware_schema.h"
 #include "sim/error.h"
+#include "tests/support/cli_runner.h"
 #include "tests/support/temp_files.h"
 
 namespace gpusim::hw {
@@ -96,17 +97,17 @@ TEST(HardwareFile, BaseInheritanceAndCommandLineOverridesStack) {
 TEST(HardwareFile, ResolvedYamlOfShowLoadsBackIdentically) {
   // `hw show --format yaml` is produced from format_field; loading it must give the same spec.
   TempDir dir;
-  const HardwareSpec original = load_hardware("rtx5090", catalog());
-  std::string yaml = "name: copy\n";
-  std::string section;
-  for (const auto& f : hardware_fields()) {
-    const auto dot = f.path.find('.');
-    const std::string sec = dot == std::string_view::npos ? "" : std::string(f.path.substr(0, dot));
-    if (sec != section && !sec.empty()) yaml += sec + ":\n";
-    section = sec;
-    yaml += (sec.empty() ? "" : "  ") + std::string(sec.empty() ? f.path : f.path.substr(dot + 1)) +
-            ": " + format_field(original, f) + "\n";
+  const PresetCatalog all(std::vector{config_dir() / "hw", config_dir() / "systems"});
+  const HardwareSpec original = load_hardware("dgx-h100", all);
+  // The command's own output (nested sections: system.interconnect.*), for a system and a chip.
+  for (const std::string name : {"rtx5090", "dgx-h100"}) {
+    const auto shown = gpusim::testing::run_gpusim({"hw", "show", name, "--format", "yaml"});
+    ASSERT_EQ(shown.status, 0) << shown.err;
+    const HardwareSpec a = load_hardware(name, all);
+    const HardwareSpec b = load_hardware(dir.write(name + ".yaml", shown.out).string(), catalog());
+    for (const auto& f : hardware_fields()) EXPECT_EQ(format_field(b, f), format_field(a, f)) << name << " " << f.path;
   }
+  const std::string yaml = gpusim::testing::run_gpusim({"hw", "show", "dgx-h100", "--format", "yaml"}).out;
   const HardwareSpec copy = load_hardware(dir.write("copy.yaml", yaml).string(), catalog());
   for (const auto& f : hardware_fields()) {
     EXPECT_EQ(format_field(copy, f), format_field(original, f)) << f.path;
