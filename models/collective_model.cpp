@@ -263,7 +263,6 @@ CollectivePlan plan_collective(const CollectiveProblem& p, const hw::HardwareSpe
 
 hw::Launch collective_launch(const CollectiveProblem& p, const CollectivePlan& plan, const hw::HardwareSpec& hw,
                              const hw::TensorUse& input, const hw::TensorUse& output) {
-  (void)hw;
   hw::Launch l;
   const bool p2p = plan.algorithm == CollectiveAlgorithm::kDirect;
   // NCCL 2.28's kernel names (profiled): one generic kernel per collective and type, named
@@ -281,7 +280,8 @@ hw::Launch collective_launch(const CollectiveProblem& p, const CollectivePlan& p
   l.grid = {plan.channels, 1, 1};
   l.block = {plan.threads, 1, 1};
   l.regs_per_thread = kRegisters;
-  l.smem_per_cta = kSharedMemory;
+  // NCCL sizes its shared memory to what the device allows one CTA (sm_120: 99 KiB).
+  l.smem_per_cta = std::min(kSharedMemory, hw.sm.shared_memory_per_cta);
   const double ch = plan.channels;
   hw::CtaWork w;
   w.link_bytes = plan.link_bytes / ch;

@@ -148,6 +148,17 @@ TEST(TensorParallel, SplitsTheModelAndAddsAllReduces) {
   EXPECT_LT(t8, t4);
 }
 
+TEST(TensorParallel, RunsOverPcieOnGeForce) {
+  // The RTX 5090 gives one CTA less shared memory than an H100: NCCL's kernels fit anyway, and the
+  // all-reduces over PCIe through host memory cost far more than over NVSwitch.
+  const std::string tp2 = write("tp2.yaml", "model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: 512\ntensor_parallel: 2\n").string();
+  const auto pcie = run_json(tp2, "rtx5090-x2-pcie");
+  const auto nvswitch = run_json(tp2, "hgx-h200");
+  ASSERT_FALSE(pcie.is_null());
+  ASSERT_FALSE(nvswitch.is_null());
+  EXPECT_GT(kernel_time(pcie, "allreduce"), 1.5 * kernel_time(nvswitch, "allreduce"));
+}
+
 TEST(TensorParallel, BadInputIsExitTwoWithFileLineAndKey) {
   const auto r = run_gpusim({"run", tp_workload(4), "--hw", "h100"});
   EXPECT_EQ(r.status, 2);
