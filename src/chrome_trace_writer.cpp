@@ -16,7 +16,8 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr int kKernelProcess = 0, kSmProcess = 1;
+// Kernels on one process per GPU (0, 1, ...); the CTA tracks (of the first GPU's timeline) after them.
+constexpr int kKernelProcess = 0;
 constexpr int kLanesPerSm = 1000;  // CTA track ids: SM x kLanesPerSm + lane
 
 Json metadata(const std::string& what, int pid, int tid, const Json& args) {
@@ -26,21 +27,39 @@ Json metadata(const std::string& what, int pid, int tid, const Json& args) {
   return e;
 }
 
+// The GPUs of the run: a stage's group (tensor or expert parallel) runs the same kernels on each
+// of its GPUs, so each gets a copy of its stage's spans.
+int gpu_count(const RunReport& r) {
+  return std::max<int>(1, static_cast<int>(r.pipeline.size())) * r.gpus_per_stage;
+}
+
 void add_kernel_spans(const RunReport& r, Json& events) {
   std::set<int> streams;
   for (const auto& k : r.kernels) streams.insert(k.stream);
-  for (const int s : streams) {
-    events.push_back(metadata("thread_name", kKernelProcess, s, {{"name", fmt::format("stream {}", s)}}));
+  const int gpus = gpu_count(r);
+  for (int gpu = 0; gpu < gpus; ++gpu) {
+    if (gpus > 1) {
+      const std::string what = r.pipeline.empty() ? "" : fmt::format(", pipeline stage {}", gpu / r.gpus_per_stage);
+      events.push_back(metadata("process_name", kKernelProcess + gpu, -1,
+                                {{"name", fmt::format("GPU {}{} — {} (simulated)", gpu, what, r.hw)}}));
+      events.push_back(metadata("process_sort_index", kKernelProcess + gpu, -1, {{"sort_index", gpu}}));
+    }
+    for (const int s : streams) {
+      events.push_back(metadata("thread_name", kKernelProcess + gpu, s, {{"name", fmt::format("stream {}", s)}}));
+    }
   }
   for (const auto& k : r.kernels) {
-    events.push_back({{"name", k.name},
-                      {"cat", k.family},
-                      {"ph", "X"},
-                      {"pid", kKernelProcess},
-                      {"tid", k.stream},
-                      {"ts", k.start_us},
-                      {"dur", k.metrics.duration_us},
-                      {"args", kernel_json(k)}});
+    const Json args = kernel_json(k);
+    for (int rank = 0; rank < r.gpus_per_stage; ++rank) {
+      events.push_back({{"name", k.name},
+                        {"cat", k.family},
+                        {"ph", "X"},
+                        {"pid", kKernelProcess + k.stage * r.gpus_per_stage + rank},
+                        {"tid", k.stream},
+                        {"ts", k.start_us},
+                        {"dur", k.metrics.duration_us},
+                        {"args", args}});
+    }
   }
 }
 
@@ -57,6 +76,7 @@ void add_counters(const TimelineSegment& seg, Json& events) {
 // CTA groups on one track per SM; groups that overlap in time on one SM go to extra lanes, so
 // every track holds spans that never overlap.
 void add_cta_spans(const RunReport& r, Json& events) {
+  const int kSmProcess = gpu_count(r);
   std::map<int, std::vector<double>> lane_ends;  // per SM: when each lane frees up
   std::set<int> used_tracks;
   for (const auto& seg : r.timelines) {
@@ -98,7 +118,7 @@ void add_cta_spans(const RunReport& r, Json& events) {
 
 void write_chrome_trace(const RunReport& r, std::ostream& out) {
   Json events = Json::array();
-  events.push_back(metadata("process_name", kKernelProcess, -1, {{"name", r.hw + " (simulated)"}}));
+  if (gpu_count(r) == 1) events.push_back(metadata("process_name", kKernelProcess, -1, {{"name", r.hw + " (simulated)"}}));
   add_kernel_spans(r, events);
   for (const auto& seg : r.timelines) add_counters(seg, events);
   add_cta_spans(r, events);

@@ -75,6 +75,18 @@ void write_model_summary(const RunReport& r, std::ostream& out) {
                          gigabytes(m.total_bytes), gigabytes(m.capacity_bytes));
     }
   }
+  if (!r.pipeline.empty()) {
+    out << fmt::format("pipeline: {} stages x {} micro-batches{} (kernels listed for one GPU of each stage)\n",
+                       r.pipeline.size(), r.micro_batches,
+                       r.gpus_per_stage > 1 ? fmt::format(", {} GPUs a stage", r.gpus_per_stage) : std::string());
+    for (const auto& st : r.pipeline) {
+      const double span = st.busy_us + st.idle_us;
+      out << fmt::format("  stage {:<2} layers {:>3}-{:<3}  busy {:.2f} us  idle {:.2f} us ({:.1f}% bubble)  "
+                         "kernel time {:.2f} us  {} kernels\n",
+                         st.stage, st.first_layer, st.first_layer + st.layers - 1, st.busy_us, st.idle_us,
+                         span > 0 ? 100 * st.idle_us / span : 0.0, st.kernel_time_us, st.kernels);
+    }
+  }
   if (!r.kernels_scope.empty()) out << "kernels listed: " << r.kernels_scope << "\n";
   if (!r.phases.empty()) out << "\n";
 }
@@ -245,11 +257,27 @@ nlohmann::ordered_json report_json(const RunReport& r) {
       j["memory"]["peak_bytes"] = m.total_bytes;
     }
   }
+  if (!r.pipeline.empty()) {
+    // Every stage's GPU (one of its group); the step's kernel time is theirs summed.
+    auto& pj = j["pipeline"];
+    pj["stages"] = r.pipeline.size();
+    pj["micro_batches"] = r.micro_batches;
+    pj["gpus_per_stage"] = r.gpus_per_stage;
+    pj["stage"] = nlohmann::ordered_json::array();
+    for (const auto& st : r.pipeline) {
+      pj["stage"].push_back({{"stage", st.stage}, {"first_layer", st.first_layer}, {"layers", st.layers},
+                             {"busy_us", st.busy_us}, {"idle_us", st.idle_us}, {"kernels", st.kernels},
+                             {"kernel_time_us", st.kernel_time_us}});
+    }
+  }
   if (!r.kernels_scope.empty()) j["kernels_scope"] = r.kernels_scope;
   j["by_category"] = groups_json(r.by_category);
   j["by_bound"] = groups_json(r.by_bound);
   j["kernels"] = nlohmann::ordered_json::array();
-  for (const auto& k : r.kernels) j["kernels"].push_back(kernel_json(k));
+  for (const auto& k : r.kernels) {
+    j["kernels"].push_back(kernel_json(k));
+    if (!r.pipeline.empty()) j["kernels"].back()["stage"] = k.stage;
+  }
   j["simulation"] = {{"events", r.events}};
   round_numbers(j);
   return j;

@@ -135,9 +135,71 @@ RunReport make_report(const hw::HardwareSpec& hw, const std::string& workload, h
   return r;
 }
 
+namespace {
+
+// A pipeline step's stages: their figures summed into the report's, and the kernels of the
+// detailed steps' micro-batch programs placed where the schedule ran each micro-batch (a
+// training program's forward and backward kernels at their tasks, its optimizer once).
+void add_pipeline_stages(const hw::HardwareSpec& hw, const workloads::ModelWorkload& w, hw::LaunchMode mode,
+                         const workloads::StepRun& step, double clock, const std::string& prefix, RunReport& r) {
+  for (const auto& sr : step.pipeline) {
+    if (r.pipeline.size() <= static_cast<std::size_t>(sr.stage)) r.pipeline.push_back({sr.stage, sr.first_layer, sr.layers});
+    PipelineStageReport& out = r.pipeline[static_cast<std::size_t>(sr.stage)];
+    out.busy_us += sr.busy_us;
+    out.idle_us += sr.idle_us;
+    out.kernels += sr.kernels;
+    out.kernel_time_us += sr.kernel_time_us;
+    if (!sr.detail) continue;
+    const RunReport one = make_report(hw, w.name, mode, sr.detail->nodes, sr.detail->result);
+    // The program's kernels by phase: [first, last) and the phase's first start.
+    struct Range {
+      std::string name;
+      std::size_t first = 0, last = 0;
+      double begin_us = 0;
+    };
+    std::vector<Range> ranges;
+    if (sr.phase_splits.empty()) {
+      ranges.push_back({"forward", 0, one.kernels.size(), 0.0});
+    } else {
+      std::size_t at = 0;
+      for (const auto& split : sr.phase_splits) {
+        const auto n = static_cast<std::size_t>(split.kernels);
+        Range range{split.name, at, std::min(at + n, one.kernels.size()), 0.0};
+        if (range.first < range.last) range.begin_us = one.kernels[range.first].start_us;
+        for (std::size_t i = range.first; i < range.last; ++i) range.begin_us = std::min(range.begin_us, one.kernels[i].start_us);
+        ranges.push_back(range);
+        at += n;
+      }
+    }
+    auto place = [&](const Range& range, double start_us, const std::string& what) {
+      for (std::size_t i = range.first; i < range.last; ++i) {
+        KernelReport k = one.kernels[i];
+        k.start_us = clock + start_us + (k.start_us - range.begin_us);
+        k.stage = sr.stage;
+        k.op = fmt::format("{}stage {} {}{}", prefix, sr.stage, what, k.op);
+        r.kernels.push_back(std::move(k));
+      }
+    };
+    for (const auto& task : sr.tasks) {
+      for (const auto& range : ranges) {
+        if (range.name == (task.backward ? "backward" : "forward")) {
+          place(range, task.start_us, fmt::format("micro-batch {} ", task.micro_batch));
+        }
+      }
+    }
+    for (const auto& range : ranges) {
+      if (range.name == "optimizer") place(range, sr.optimizer_start_us, "");
+    }
+  }
+}
+
+}  // namespace
+
 RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWorkload& w,
                             hw::LaunchMode mode, workloads::ModelRun run) {
   RunReport r;
+  r.gpus_per_stage = std::max(w.parallel.tensor, w.parallel.expert);
+  r.micro_batches = w.parallel.micro_batches;
   r.hw = hw.name;
   r.workload = w.name;
   r.mode = mode == hw::LaunchMode::kGraph ? "graph" : "eager";
@@ -162,6 +224,8 @@ RunReport make_model_report(const hw::HardwareSpec& hw, const workloads::ModelWo
                                   ? fmt::format("decode[{}]", decode_index)
                                   : step.phase;
     if (step.phase == "decode") ++decode_index;
+    add_pipeline_stages(hw, w, mode, step, clock, run.steps.size() > 1 ? label + " " : std::string(), r);
+    if (!step.pipeline.empty()) listed.push_back(label);
     if (step.detail) {
       RunReport one = make_report(hw, w.name, mode, step.detail->nodes, step.detail->result);
       if (step.detail->timeline) {

@@ -24,6 +24,9 @@ struct KernelReport {
   hw::Dim3 grid, block;
   int regs = 0;
   std::int64_t smem = 0;
+  // pipeline_parallel: the stage whose GPU ran it (every GPU of a tensor- or expert-parallel
+  // group runs the same kernels); 0 otherwise.
+  int stage = 0;
   hw::KernelMetrics metrics;
   // The 80% prediction band of its duration (src/run_bands.h), and whether its family's band
   // was calibrated on kernels of its duration (false: the pooled band, or outside the range).
@@ -70,6 +73,15 @@ struct TrainingReport {
   double gemm_share_pct = 0;   // GEMM kernels' share of the step's kernel time
 };
 
+// pipeline_parallel: one stage's GPU over the run (every step's figures summed).
+struct PipelineStageReport {
+  int stage = 0;
+  std::int64_t first_layer = 0, layers = 0;
+  double busy_us = 0, idle_us = 0;  // its work and its bubbles, within the steps' totals
+  std::int64_t kernels = 0;
+  double kernel_time_us = 0;
+};
+
 // One engine run's timeline placed on the report's: its kernel i is report kernel
 // first_kernel + i, and its times are shifted by offset_us.
 struct TimelineSegment {
@@ -94,6 +106,11 @@ struct RunReport {
   std::optional<GenerationReport> generation;     // phase generate
   std::optional<TrainingReport> training;         // phase train
   std::vector<TimelineSegment> timelines;         // when the run recorded them (--trace)
+  // Several GPUs: the GPUs each stage's group has (tensor or expert parallel ranks, which run the
+  // same kernels), and with pipeline_parallel every stage and the micro-batches of a step.
+  int gpus_per_stage = 1;
+  std::vector<PipelineStageReport> pipeline;
+  int micro_batches = 1;
   // Prediction bands (src/run_bands.h): the chip whose residuals gave them, and the 80% bands
   // of the totals. Empty source: no bands attached.
   std::string band_source;

@@ -237,9 +237,14 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
     throw ModelError("fused lowering: chunked prefill against a filled cache is modeled for ragged (serving) steps only");
   }
   const TensorUse table = e.weight("embed_tokens", static_cast<double>(m.vocab * d));
-  TensorUse x = e.new_act("embed_tokens", static_cast<double>(T * d));
-  e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())});
-  x = e.tp_all_reduce("embed_tokens.allreduce", x, T * d);  // vocabulary-parallel embedding
+  TensorUse x;
+  if (w.first_stage()) {
+    x = e.new_act("embed_tokens", static_cast<double>(T * d));
+    e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())});
+    x = e.tp_all_reduce("embed_tokens.allreduce", x, T * d);  // vocabulary-parallel embedding
+  } else {
+    x = e.pp_receive("pp.receive", T * d);  // a pipeline's later stages: the hidden states
+  }
   for (int i = 0; i < static_cast<int>(b.layers_to_lower(m.layers)); ++i) {
     b.begin_layer();
     const std::string L = fmt::format("layers[{}]", i);
@@ -264,6 +269,10 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
     if (m.sandwich_norms) x = fused_norm(e, L + ".post_feedforward_norm", x);
   }
   b.end_layers();
+  if (!w.last_stage()) {
+    e.pp_send("pp.send", x, T * d);
+    return;
+  }
   const TensorUse h = fused_norm(e, "final_norm", x);
   const TensorUse head = m.tied_embeddings ? table : e.weight("lm_head", static_cast<double>(m.vocab * d));
   // Logits for the sequences that sample a token only (every sequence of a uniform step).

@@ -940,6 +940,46 @@ void layer(StepEmitter& e, int i, TensorUse& x, const std::pair<TensorUse, Tenso
   x = residual_add(e, L + ".residual_mlp", x, f);
 }
 
+// The token embedding (and GPT-2's positions) of a forward: the residual stream's start.
+TensorUse embed(StepEmitter& e, const TensorUse& ids, const TensorUse& table, detail::ForwardTape* tape) {
+  const ModelWorkload& w = e.workload();
+  const StepShape& s = e.s();
+  const auto& m = w.model;
+  const std::int64_t T = e.tokens(), d = m.d_model;
+  TensorUse x = e.new_act("embed_tokens", static_cast<double>(T * d));
+  e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())},
+         KernelSemantics{"embedding", {ids.tensor, table.tensor}, x.tensor, {s.batch, s.new_tokens, s.past_tokens, d, m.vocab}});
+  // A vocabulary-parallel embedding: each GPU looks up the ids in its rows, zeros the rest, and
+  // the group sums them.
+  x = e.tp_all_reduce("embed_tokens.allreduce", x, T * d);
+  if (m.embed_scale) {
+    // Gemma: hidden * normalizer, a 0-dim tensor (the broadcasting kernel).
+    x = e.pointwise("embed_scale", EwFunc::kMul, T * d, e.act(), e.act(), {x}, true);
+  }
+  if (is_gpt2_style(m) && w.phase == Phase::kTrain) {
+    // GPT2Model in training: position_ids from cache_position (arange, + past length), wpe
+    // gathered for one sequence and broadcast over the batch, then drop(...).
+    const TensorUse wpe = e.weight("embed_positions", static_cast<double>(*m.max_positions * d));
+    const TensorUse posr = e.new_bytes("positions", static_cast<double>(s.new_tokens) * 8);
+    e.emit("positions.arange", {models::lower_arange(s.new_tokens, posr, e.hw())});
+    const TensorUse pos_ids = e.pointwise("positions.add", EwFunc::kAddScalar, s.new_tokens, kF32, kF32, {posr}, false);
+    const TensorUse pos = e.new_act("embed_positions", static_cast<double>(s.new_tokens * d));
+    e.emit("embed_positions", {models::lower_embedding_lookup(s.new_tokens, d, e.act(), wpe, pos, e.hw())});
+    x = e.pointwise("embed_add", EwFunc::kAdd, T * d, e.act(), e.act(), {x, pos}, true);
+    x = dropout(e, "embed_dropout", x, T * d, tape ? &tape->embed_drop_mask : nullptr);
+    if (tape) {
+      tape->positions = pos_ids;
+      tape->wpe = wpe;
+    }
+  } else if (is_gpt2_style(m)) {
+    const TensorUse wpe = e.weight("embed_positions", static_cast<double>(*m.max_positions * d));
+    const TensorUse pos = e.new_act("embed_positions", static_cast<double>(T * d));
+    e.emit("embed_positions", {models::lower_embedding_lookup(T, d, e.act(), wpe, pos, e.hw())});
+    x = e.pointwise("embed_add", EwFunc::kAdd, T * d, e.act(), e.act(), {x, pos}, false);
+  }
+  return x;
+}
+
 }  // namespace
 
 void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {
@@ -982,37 +1022,8 @@ void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
     tape->ids = ids;
     tape->embed_table = table;
   }
-  TensorUse x = e.new_act("embed_tokens", static_cast<double>(T * d));
-  e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), table, x, e.hw())},
-         KernelSemantics{"embedding", {ids.tensor, table.tensor}, x.tensor, {s.batch, s.new_tokens, s.past_tokens, d, m.vocab}});
-  // A vocabulary-parallel embedding: each GPU looks up the ids in its rows, zeros the rest, and
-  // the group sums them.
-  x = e.tp_all_reduce("embed_tokens.allreduce", x, T * d);
-  if (m.embed_scale) {
-    // Gemma: hidden * normalizer, a 0-dim tensor (the broadcasting kernel).
-    x = e.pointwise("embed_scale", EwFunc::kMul, T * d, e.act(), e.act(), {x}, true);
-  }
-  if (is_gpt2_style(m) && w.phase == Phase::kTrain) {
-    // GPT2Model in training: position_ids from cache_position (arange, + past length), wpe
-    // gathered for one sequence and broadcast over the batch, then drop(...).
-    const TensorUse wpe = e.weight("embed_positions", static_cast<double>(*m.max_positions * d));
-    const TensorUse posr = e.new_bytes("positions", static_cast<double>(s.new_tokens) * 8);
-    e.emit("positions.arange", {models::lower_arange(s.new_tokens, posr, e.hw())});
-    const TensorUse pos_ids = e.pointwise("positions.add", EwFunc::kAddScalar, s.new_tokens, kF32, kF32, {posr}, false);
-    const TensorUse pos = e.new_act("embed_positions", static_cast<double>(s.new_tokens * d));
-    e.emit("embed_positions", {models::lower_embedding_lookup(s.new_tokens, d, e.act(), wpe, pos, e.hw())});
-    x = e.pointwise("embed_add", EwFunc::kAdd, T * d, e.act(), e.act(), {x, pos}, true);
-    x = dropout(e, "embed_dropout", x, T * d, tape ? &tape->embed_drop_mask : nullptr);
-    if (tape) {
-      tape->positions = pos_ids;
-      tape->wpe = wpe;
-    }
-  } else if (is_gpt2_style(m)) {
-    const TensorUse wpe = e.weight("embed_positions", static_cast<double>(*m.max_positions * d));
-    const TensorUse pos = e.new_act("embed_positions", static_cast<double>(T * d));
-    e.emit("embed_positions", {models::lower_embedding_lookup(T, d, e.act(), wpe, pos, e.hw())});
-    x = e.pointwise("embed_add", EwFunc::kAdd, T * d, e.act(), e.act(), {x, pos}, false);
-  }
+  // A pipeline's later stages receive the hidden states instead.
+  TensorUse x = w.first_stage() ? embed(e, ids, table, tape) : e.pp_receive("pp.receive", T * d);
   // create_causal_mask for full-attention layers and create_sliding_window_causal_mask for
   // windowed ones each check the 2-D mask; the windowed one builds its mask instead when the
   // window is exceeded.
@@ -1056,6 +1067,11 @@ void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
     layer(e, i, x, rot, rot_local, window, w.expert_weights, lt);
   }
   b.end_layers();
+  if (!w.last_stage()) {
+    e.pp_send("pp.send", x, T * d);
+    if (tape) tape->hidden = x;
+    return;
+  }
   const TensorUse h = norm(e, "final_norm", x, tape ? &tape->final_norm : nullptr);
   // logits_to_keep=1: the head runs on each sequence's last position only (generate); a
   // training step's loss needs every position.

@@ -6,18 +6,16 @@
 
 namespace gpusim::workloads {
 
-MemoryFootprint memory_footprint(const ModelWorkload& whole, double activation_peak_bytes,
-                                 const hw::HardwareSpec& hw) {
-  // Several GPUs: what one of them holds (its share of the weights, heads and batch).
-  const bool split = whole.parallel.any() && !whole.rank_view;
-  const ModelWorkload shard = split ? rank_shard(whole) : ModelWorkload{};
-  const ModelWorkload& w = split ? shard : whole;
+namespace {
+
+// What one GPU holds: `w` is the whole workload on one GPU, or one GPU's share of it (rank_shard).
+MemoryFootprint gpu_footprint(const ModelWorkload& w, double activation_peak_bytes, const hw::HardwareSpec& hw) {
   MemoryFootprint f;
-  f.gpus = whole.parallel.gpus();
+  f.gpus = w.parallel.gpus();
   const ModelConfig& m = w.model;
   // tf32 is stored as fp32; fp8 keeps weights and the cache in 1 byte per element.
   const auto bytes = static_cast<std::int64_t>(hw::bytes_per_element(w.dtype));
-  f.weights_bytes = parameter_count(m) * bytes;
+  f.weights_bytes = stage_parameter_count(m, w.first_stage(), w.last_stage()) * bytes;
   // The cache holds the prompt plus every token fed back: decode ends with seq_len + 1 tokens,
   // generate with seq_len + output_len - 1 (the last sampled token is never fed back).
   switch (w.phase) {
@@ -53,6 +51,24 @@ MemoryFootprint memory_footprint(const ModelWorkload& whole, double activation_p
   f.capacity_bytes = hw.dram.capacity;
   f.fits = f.total_bytes <= f.capacity_bytes;
   return f;
+}
+
+}  // namespace
+
+MemoryFootprint memory_footprint(const ModelWorkload& whole, double activation_peak_bytes,
+                                 const hw::HardwareSpec& hw) {
+  if (!whole.parallel.any() || whole.rank_view) return gpu_footprint(whole, activation_peak_bytes, hw);
+  // Several GPUs: what one of them holds (its share of the weights, heads and batch); with
+  // pipeline stages, the stage that holds most.
+  MemoryFootprint most;
+  for (int stage = 0; stage < whole.parallel.pipeline; ++stage) {
+    ModelWorkload shard = rank_shard(whole, stage);
+    // The cache and activations of every micro-batch in flight (rank_shard sizes one).
+    shard.batch *= shard.parallel.micro_batches;
+    const MemoryFootprint f = gpu_footprint(shard, activation_peak_bytes, hw);
+    if (stage == 0 || f.total_bytes > most.total_bytes) most = f;
+  }
+  return most;
 }
 
 }  // namespace gpusim::workloads

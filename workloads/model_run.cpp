@@ -11,12 +11,11 @@
 #include <mutex>
 
 #include "workloads/layer_repeat.h"
+#include "workloads/pipeline_step.h"
 
 namespace gpusim::workloads {
-namespace {
 
-// Runs one step's program on the engine; `detailed` keeps its kernels and results.
-StepRun run_step(StepProgram p, bool detailed, const hw::HardwareSpec& hw, hw::LaunchMode mode,
+StepRun run_step_program(StepProgram p, bool detailed, const hw::HardwareSpec& hw, hw::LaunchMode mode,
                  const SimulateOptions& options, hw::KernelOutcomeCache* cache) {
   auto nodes = std::move(p.dag).to_nodes();
   std::optional<hw::TimelineRecorder> recorder;
@@ -60,6 +59,8 @@ StepRun run_step(StepProgram p, bool detailed, const hw::HardwareSpec& hw, hw::L
   return s;
 }
 
+namespace {
+
 // The first step of each phase and the last step keep their kernels.
 bool detailed_step(const std::vector<std::pair<std::string, StepShape>>& shapes, std::size_t i) {
   return i == 0 || shapes[i - 1].first != shapes[i].first || i + 1 == shapes.size();
@@ -95,21 +96,13 @@ ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::
   std::size_t done = 0;
   auto step = [&](std::size_t i, OpLoweringCache& lowering, hw::KernelOutcomeCache* cache) {
     const bool detailed = detailed_step(shapes, i);
-    std::optional<ExtendedStep> extended;
-    // A step with a recorded timeline needs the engine's CTA-level events.
-    // A training step's backward runs its layers in reverse after the forward's: not a run of
-    // repeating layers, so it is simulated whole.
-    if (cache && !(detailed && options.record_timeline) && w.phase != Phase::kTrain) {
-      extended = simulate_repeating_layers(w, shapes[i].first, shapes[i].second, lowering, mode, *cache, detailed);
-    }
-    if (extended) {
-      peaks[i] = extended->activation_peak_bytes;
-      runs[i] = std::move(extended->run);
-    } else {
-      StepProgram p = build_step(w, shapes[i].first, shapes[i].second, lowering);
-      peaks[i] = p.activation_peak_bytes;
-      runs[i] = run_step(std::move(p), detailed, hw, mode, options, cache);
-    }
+    SimulatedStep one = w.parallel.pipeline > 1 && !w.rank_view
+                            ? simulate_pipeline_step(w, shapes[i].first, shapes[i].second, detailed, lowering, hw, mode,
+                                                     options, cache)
+                            : simulate_one_step(w, shapes[i].first, shapes[i].second, detailed, lowering, hw, mode,
+                                                options, cache);
+    peaks[i] = one.activation_peak_bytes;
+    runs[i] = std::move(one.run);
     if (options.on_step) {
       const std::lock_guard guard(progress_lock);
       options.on_step(++done, shapes.size());
@@ -155,6 +148,22 @@ ModelRun simulate_model(const ModelWorkload& w, const hw::HardwareSpec& hw, hw::
   return run;
 }
 
+SimulatedStep simulate_one_step(const ModelWorkload& w, const std::string& phase, const StepShape& shape, bool detailed,
+                                OpLoweringCache& lowering, const hw::HardwareSpec& hw, hw::LaunchMode mode,
+                                const SimulateOptions& options, hw::KernelOutcomeCache* cache) {
+  // A step with a recorded timeline needs the engine's CTA-level events.
+  // A training step's backward runs its layers in reverse after the forward's: not a run of
+  // repeating layers, so it is simulated whole.
+  if (cache && !(detailed && options.record_timeline) && w.phase != Phase::kTrain) {
+    if (auto extended = simulate_repeating_layers(w, phase, shape, lowering, mode, *cache, detailed)) {
+      return {std::move(extended->run), extended->activation_peak_bytes};
+    }
+  }
+  StepProgram p = build_step(w, phase, shape, lowering);
+  const double peak = p.activation_peak_bytes;
+  return {run_step_program(std::move(p), detailed, hw, mode, options, cache), peak};
+}
+
 StepRun simulate_step(const ModelWorkload& w, const std::string& phase, const StepShape& shape, OpLoweringCache& lowering,
                       const hw::HardwareSpec& hw, hw::LaunchMode mode, hw::KernelOutcomeCache* cache) {
   if (cache) {
@@ -162,7 +171,7 @@ StepRun simulate_step(const ModelWorkload& w, const std::string& phase, const St
   }
   SimulateOptions options;
   options.reuse = cache != nullptr;
-  return run_step(build_step(w, phase, shape, lowering), false, hw, mode, options, cache);
+  return run_step_program(build_step(w, phase, shape, lowering), false, hw, mode, options, cache);
 }
 
 ModelRun simulate_steps(const ModelWorkload& w, std::vector<StepProgram> steps, const hw::HardwareSpec& hw,
@@ -174,7 +183,7 @@ ModelRun simulate_steps(const ModelWorkload& w, std::vector<StepProgram> steps, 
   ModelRun run;
   run.memory = steps_footprint(w, steps, hw);
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    run.steps.push_back(run_step(std::move(steps[i]), detailed_step(shapes, i), hw, mode, options, cache));
+    run.steps.push_back(run_step_program(std::move(steps[i]), detailed_step(shapes, i), hw, mode, options, cache));
     if (options.on_step) options.on_step(i + 1, steps.size());
   }
   return run;

@@ -19,6 +19,7 @@
 #include "models/kernel_model.h"
 #include "workloads/memory_footprint.h"
 #include "workloads/op_lowering_cache.h"
+#include "workloads/pipeline_schedule.h"
 #include "workloads/transformer_phases.h"
 #include "workloads/transformer_step.h"
 #include "workloads/workload.h"
@@ -39,6 +40,22 @@ struct PhaseSplit {
   double kernel_time_us = 0, total_us = 0;
 };
 
+// Several GPUs in a pipeline (pipeline_parallel): one stage's GPU over the step.
+struct PipelineStageRun {
+  int stage = 0;
+  std::int64_t first_layer = 0, layers = 0;
+  // One micro-batch's forward (and backward) on the stage, and its optimizer (training).
+  double forward_us = 0, backward_us = 0, optimizer_us = 0;
+  double busy_us = 0, idle_us = 0;  // within the step: its work, and the bubbles
+  std::int64_t kernels = 0;         // over the step (every micro-batch)
+  double kernel_time_us = 0;
+  std::vector<PipelineTask> tasks;  // when it ran each micro-batch's forward (backward)
+  double optimizer_start_us = 0;    // training: after its last backward
+  // One micro-batch's kernels (the step's detailed ones), and its phases (training) in order.
+  std::optional<StepDetail> detail;
+  std::vector<PhaseSplit> phase_splits;
+};
+
 struct StepRun {
   std::string phase;  // "prefill" | "decode" | "train"
   StepShape shape;
@@ -51,6 +68,9 @@ struct StepRun {
   // the same totals, reached faster.
   bool extended = false;
   std::vector<PhaseSplit> phase_splits;  // training steps only
+  // pipeline_parallel: every stage's GPU; the step's kernels and kernel time are theirs summed
+  // (one GPU of each stage), its total the schedule's makespan.
+  std::vector<PipelineStageRun> pipeline;
 };
 
 struct ModelRun {
@@ -81,6 +101,19 @@ hw::KernelOutcomeCache* outcome_cache(const SimulateOptions& options, const hw::
 // One step's totals as simulate_model gets them: with a cache, its repeating layers simulated
 // three deep and extended when they repeat (workloads/layer_repeat.h); otherwise, or when they do
 // not, the whole step lowered and run. The same result either way.
+// One GPU's program of a step, lowered and run, with its activation peak: as simulate_model runs a
+// step (layer repetition with a cache, the whole program when `detailed` asks for a timeline).
+struct SimulatedStep {
+  StepRun run;
+  double activation_peak_bytes = 0;
+};
+SimulatedStep simulate_one_step(const ModelWorkload& w, const std::string& phase, const StepShape& shape, bool detailed,
+                                OpLoweringCache& lowering, const hw::HardwareSpec& hw, hw::LaunchMode mode,
+                                const SimulateOptions& options, hw::KernelOutcomeCache* cache);
+// Runs a lowered program on the engine; `detailed` keeps its kernels and results.
+StepRun run_step_program(StepProgram p, bool detailed, const hw::HardwareSpec& hw, hw::LaunchMode mode,
+                         const SimulateOptions& options, hw::KernelOutcomeCache* cache);
+
 StepRun simulate_step(const ModelWorkload& w, const std::string& phase, const StepShape& shape, OpLoweringCache& lowering,
                       const hw::HardwareSpec& hw, hw::LaunchMode mode, hw::KernelOutcomeCache* cache);
 

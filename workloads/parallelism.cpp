@@ -27,6 +27,25 @@ void require_divides(hw::MappingReader& root, std::string_view key, std::int64_t
   }
 }
 
+// A stage's model describes its own layers, 0..count-1: which are windowed and which MoE is
+// written out per layer, so the lowerings' layer_kind(m, i) stays right at any offset.
+void slice_layers(const ModelConfig& whole, std::int64_t first, std::int64_t count, ModelConfig& m) {
+  m.layers = count;
+  if (whole.sliding_window) {
+    m.sliding_layers.clear();
+    for (std::int64_t i = 0; i < count; ++i) m.sliding_layers.push_back(whole.sliding_layer(first + i));
+  }
+  if (whole.moe) {
+    m.moe->dense_layers = 0;
+    m.moe->every = 1;
+    m.moe->phase = 0;
+    m.moe->dense_list.clear();
+    for (std::int64_t i = 0; i < count; ++i) {
+      if (!whole.moe_layer(first + i)) m.moe->dense_list.push_back(i);
+    }
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& parallelism_keys() {
@@ -77,14 +96,22 @@ void read_parallelism(hw::MappingReader& root, ModelWorkload& w) {
     }
     if (p.expert_all_to_all()) require_divides(root, "expert_parallel", w.batch, p.expert, "sequences of the batch");
   }
+  if (p.data > 1) require_divides(root, "data_parallel", w.batch, p.data, "sequences of the batch");
   if (p.pipeline > 1) {
-    root.fail("pipeline_parallel", "pipeline stages are not modeled yet (tensor, expert and data parallelism are); "
-                                   "issue 19 continues");
+    if (m.layers < p.pipeline) {
+      root.fail("pipeline_parallel", fmt::format("{} layers cannot fill {} pipeline stages", m.layers, p.pipeline));
+    }
+    if (w.accumulation_steps > 1) {
+      root.fail("pipeline_parallel", "a pipeline accumulates gradients over its micro_batches: give micro_batches "
+                                     "instead of gradient_accumulation_steps");
+    }
   } else if (p.micro_batches > 1) {
     root.fail("micro_batches", "is for pipeline_parallel > 1");
   }
-  if (p.micro_batches > 1) require_divides(root, "micro_batches", w.batch / std::max(1, p.expert_all_to_all() ? p.expert : 1),
-                                           p.micro_batches, "sequences of the batch");
+  if (p.micro_batches > 1) {
+    const std::int64_t local = w.batch / (p.expert_all_to_all() ? p.expert : 1) / p.data;
+    require_divides(root, "micro_batches", local, p.micro_batches, "sequences of each GPU's batch");
+  }
   if (w.phase == Phase::kTrain && (p.tensor > 1 || p.expert > 1)) {
     root.fail(p.tensor > 1 ? "tensor_parallel" : "expert_parallel",
               "phase train splits over GPUs by data_parallel so far (the backward's tensor- and expert-parallel "
@@ -93,7 +120,6 @@ void read_parallelism(hw::MappingReader& root, ModelWorkload& w) {
   if (p.data > 1 && w.phase != Phase::kTrain) {
     root.fail("data_parallel", "is for phase: train (inference replicas are independent: simulate one)");
   }
-  if (p.data > 1) require_divides(root, "data_parallel", w.batch, p.data, "sequences of the batch");
 }
 
 void check_parallel_system(const ModelWorkload& w, const hw::HardwareSpec& hw) {
@@ -131,6 +157,12 @@ std::int64_t stage_layers(std::int64_t layers, int stages, int stage) {
   return layers / stages + (stage < layers % stages ? 1 : 0);
 }
 
+std::int64_t stage_first_layer(std::int64_t layers, int stages, int stage) {
+  std::int64_t first = 0;
+  for (int s = 0; s < stage; ++s) first += stage_layers(layers, stages, s);
+  return first;
+}
+
 ModelWorkload rank_shard(const ModelWorkload& w, int stage) {
   ModelWorkload s = w;
   const Parallelism& p = w.parallel;
@@ -162,7 +194,8 @@ ModelWorkload rank_shard(const ModelWorkload& w, int stage) {
   }
   if (p.data > 1) s.batch /= p.data;
   if (p.pipeline > 1) {
-    m.layers = stage_layers(w.model.layers, p.pipeline, stage);
+    slice_layers(w.model, stage_first_layer(w.model.layers, p.pipeline, stage),
+                 stage_layers(w.model.layers, p.pipeline, stage), m);
     s.batch /= p.micro_batches;
   }
   return s;

@@ -54,8 +54,10 @@ const std::vector<std::string>& parallelism_keys();
 // workload occupies, or one GPU without an interconnect.
 void check_parallel_system(const ModelWorkload& w, const hw::HardwareSpec& hw);
 
-// Layers of pipeline stage `stage` (earlier stages take one more when they do not divide).
+// Layers of pipeline stage `stage` (earlier stages take one more when they do not divide), and
+// the index of its first layer in the whole model.
 std::int64_t stage_layers(std::int64_t layers, int stages, int stage);
+std::int64_t stage_first_layer(std::int64_t layers, int stages, int stage);
 
 // What one GPU of stage `stage` runs: the model with its heads, KV heads, MLP and expert widths,
 // vocabulary and experts divided, its stage's layers, and its share of the batch (data-parallel

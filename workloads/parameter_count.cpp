@@ -68,6 +68,16 @@ std::int64_t parameter_count(const ModelConfig& m) {
   return total;
 }
 
+std::int64_t stage_parameter_count(const ModelConfig& m, bool first, bool last) {
+  const std::int64_t embedding = m.vocab * m.d_model + (m.max_positions ? *m.max_positions * m.d_model : 0);
+  std::int64_t total = parameter_count(m);
+  if (!first) total -= embedding;
+  if (!last) total -= norm_parameters(m) + (m.tied_embeddings ? 0 : m.vocab * m.d_model);
+  // A tied head on a later stage than the embedding keeps its own copy of the table (Megatron).
+  if (last && !first && m.tied_embeddings) total += m.vocab * m.d_model;
+  return total;
+}
+
 std::int64_t active_parameter_count(const ModelConfig& m) {
   std::int64_t total = parameter_count(m);
   if (!m.moe) return total;

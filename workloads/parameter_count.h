@@ -13,6 +13,10 @@ namespace gpusim::workloads {
 // tied to the token embedding.
 std::int64_t parameter_count(const ModelConfig& model);
 
+// A pipeline stage's share of `model` (whose layers are the stage's): the token embedding on the
+// first stage, the final norm and lm_head on the last.
+std::int64_t stage_parameter_count(const ModelConfig& model, bool first, bool last);
+
 // The parameters a token's forward multiplies by: parameter_count without the routed experts a
 // token does not visit (each MoE layer counts top_k of its experts).
 std::int64_t active_parameter_count(const ModelConfig& model);

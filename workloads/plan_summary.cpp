@@ -58,6 +58,18 @@ std::string joined(const std::vector<std::string>& parts) {
   return out;
 }
 
+// How the workload splits over GPUs (workloads/parallelism.h).
+std::string parallel_text(const Parallelism& p) {
+  std::vector<std::string> parts;
+  if (p.tensor > 1) parts.push_back(fmt::format("tensor parallel {}", p.tensor));
+  if (p.expert > 1) parts.push_back(fmt::format("expert parallel {}", p.expert));
+  if (p.pipeline > 1) parts.push_back(fmt::format("pipeline parallel {} ({} micro-batch{})", p.pipeline, p.micro_batches,
+                                                  p.micro_batches == 1 ? "" : "es"));
+  if (p.data > 1) parts.push_back(fmt::format("data parallel {}", p.data));
+  return fmt::format("  {} GPUs: {}\n", p.gpus(), joined(parts));
+}
+
+
 // This year's features (issue 13), when a model has any: empty otherwise.
 std::string features_text(const ModelConfig& m) {
   std::vector<std::string> parts;
@@ -164,6 +176,7 @@ std::string describe_model(const ModelWorkload& w) {
                      w.dtype_default.empty() ? "" : fmt::format(" (default: {})", w.dtype_default), name(w.lowering),
                      w.lowering == Lowering::kCs336Basics ? "written out (cs336_basics)" : name(w.attention));
   if (w.model.moe && w.lowering == Lowering::kHfEager) out += fmt::format("  MoE experts: {}\n", name(w.moe));
+  if (w.parallel.any()) out += parallel_text(w.parallel);
   out += architecture_text(w.model);
   const std::int64_t params = parameter_count(w.model);
   const double bytes = static_cast<double>(params) * hw::bytes_per_element(w.dtype);

@@ -49,11 +49,7 @@ std::string ew_name(EwFunc f) {
 StepEmitter::StepEmitter(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b)
     : w_(w), s_(s), b_(b) {
   math_ = w.dtype;
-  // tf32 is fp32 in memory; fp8 GEMMs read fp8 weights and activations but the rest of the
-  // network (norms, attention, residuals) runs in bf16, as fp8 serving engines do.
-  act_ = w.dtype == hw::DType::kTf32 ? hw::DType::kFp32
-         : w.dtype == hw::DType::kFp8 ? hw::DType::kBf16
-                                      : w.dtype;
+  act_ = activation_type(w.dtype);
   if (w.autocast) {
     amp_ = w.autocast;
     math_ = *w.autocast;
@@ -128,6 +124,40 @@ void StepEmitter::ddp_all_reduce(std::int64_t parameters, hw::DType dtype) {
     const TensorUse bucket = b_.activation(label, bytes);
     emit(label, {collective_on(hw(), models::Collective::kAllReduce, bytes, dp, dtype, bucket, bucket)});
   }
+}
+
+namespace {
+
+// Whether stages `a` and `b` (adjacent) sit on different nodes: stage s holds GPUs
+// s x group .. (s + 1) x group - 1 of the system, a group being its TP (or expert) GPUs.
+bool stages_cross_nodes(const ModelWorkload& w, const hw::HardwareSpec& hw, int a, int b) {
+  const int group = std::max(w.parallel.tensor, w.parallel.expert);
+  return (a * group) / hw.system.gpus != (b * group) / hw.system.gpus;
+}
+
+}  // namespace
+
+hw::Launch stage_transfer(const ModelWorkload& w, const hw::HardwareSpec& hw, int peer, double bytes, hw::DType dtype,
+                          const TensorUse& in, const TensorUse& out) {
+  const bool network = stages_cross_nodes(w, hw, w.stage, peer);
+  models::CollectiveProblem p{models::Collective::kSendRecv, bytes, 2, network ? 1 : 2, dtype};
+  return models::lower_collective(p, hw, in, out);
+}
+
+hw::DType activation_type(hw::DType dtype) {
+  return dtype == hw::DType::kTf32 ? hw::DType::kFp32 : dtype == hw::DType::kFp8 ? hw::DType::kBf16 : dtype;
+}
+
+TensorUse StepEmitter::pp_receive(const std::string& label, std::int64_t elements, bool backward) {
+  const double bytes = static_cast<double>(elements) * act_bytes();
+  const TensorUse buffer = b_.activation(label, bytes);
+  emit(label, {stage_transfer(w_, hw(), w_.stage + (backward ? 1 : -1), bytes, act_, buffer, buffer)});
+  return buffer;
+}
+
+void StepEmitter::pp_send(const std::string& label, const TensorUse& x, std::int64_t elements, bool backward) {
+  const double bytes = static_cast<double>(elements) * bytes_per_element(dtype_of(x));
+  emit(label, {stage_transfer(w_, hw(), w_.stage + (backward ? -1 : 1), bytes, dtype_of(x), x, x)});
 }
 
 TensorUse StepEmitter::linear(const std::string& label, std::int64_t M, std::int64_t N, std::int64_t K,

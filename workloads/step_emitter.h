@@ -21,6 +21,16 @@ using models::EwFunc;
 // The semantics name of an elementwise function: "add", "mul", "mul_scalar", "silu", "cast", ...
 std::string ew_name(EwFunc f);
 
+// The type activations are stored in for a workload dtype: tf32 is fp32 in memory; fp8 GEMMs
+// read fp8 weights and activations but the rest of the network (norms, attention, residuals)
+// runs in bf16, as fp8 serving engines do.
+hw::DType activation_type(hw::DType dtype);
+
+// Pipeline parallelism: the NCCL send (or receive) of `bytes` between w's stage and `peer`, over
+// NVLink within a node or the network across nodes.
+hw::Launch stage_transfer(const ModelWorkload& w, const hw::HardwareSpec& hw, int peer, double bytes, hw::DType dtype,
+                          const TensorUse& in, const TensorUse& out);
+
 class StepEmitter {
  public:
   StepEmitter(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
@@ -105,6 +115,11 @@ class StepEmitter {
   // Data parallelism (training): DistributedDataParallel's all-reduce of `parameters` gradients of
   // `dtype`, in its 25 MiB buckets (bucket_cap_mb), after the backward.
   void ddp_all_reduce(std::int64_t parameters, hw::DType dtype);
+  // Pipeline parallelism: a stage's input (`elements` of act()) received from the stage before it,
+  // or its output sent to the stage after it (NCCL send/recv); in the backward, the gradients go
+  // the other way (`backward`: received from the next stage, sent to the previous one).
+  TensorUse pp_receive(const std::string& label, std::int64_t elements, bool backward = false);
+  void pp_send(const std::string& label, const TensorUse& x, std::int64_t elements, bool backward = false);
   void emit(const std::string& label, std::vector<hw::Launch> launches,
             std::optional<KernelSemantics> sem = std::nullopt) {
     b_.emit(label, std::move(launches), std::move(sem));

@@ -65,7 +65,7 @@ StepProgram build_step(const ModelWorkload& whole, const std::string& phase, con
     lower_hf_train_step(w, shape, b);
   } else {
     lower_hf_eager_step(w, shape, b);
-    if (w.phase == Phase::kGenerate) lower_hf_generate_bookkeeping(w, shape, b);
+    if (w.phase == Phase::kGenerate && w.last_stage()) lower_hf_generate_bookkeeping(w, shape, b);
   }
   std::vector<double> profile = b.activation_profile();
   double peak = 0;

@@ -118,6 +118,9 @@ struct ModelWorkload {
   Parallelism parallel;
   int stage = 0;
   bool rank_view = false;  // already one GPU's share (rank_shard): lowered as it is
+  // A pipeline's first stage embeds the tokens; its last runs the final norm and lm_head.
+  bool first_stage() const { return stage == 0; }
+  bool last_stage() const { return stage + 1 >= parallel.pipeline; }
 };
 
 using Workload = std::variant<OpWorkload, ModelWorkload>;
