@@ -187,8 +187,12 @@ void add_pipeline_stages(const hw::HardwareSpec& hw, const workloads::ModelWorkl
         }
       }
     }
+    // What runs once a step (the gradients' all-reduce, the optimizer), in the program's order.
+    std::optional<double> once_begin;
     for (const auto& range : ranges) {
-      if (range.name == "optimizer") place(range, sr.optimizer_start_us, "");
+      if (range.name == "forward" || range.name == "backward" || range.first == range.last) continue;
+      if (!once_begin) once_begin = range.begin_us;
+      place(range, sr.optimizer_start_us + range.begin_us - *once_begin, "");
     }
   }
 }

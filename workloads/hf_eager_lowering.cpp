@@ -1078,8 +1078,9 @@ void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
   const TensorUse head = m.tied_embeddings ? table : e.weight("lm_head", static_cast<double>(m.vocab * d));
   const std::int64_t rows = tape ? T : e.packed() ? e.packed()->ragged.sampled() : s.batch;
   TensorUse logits = e.linear("lm_head", rows, m.vocab, d, false, h, head);
-  // A vocabulary-parallel lm_head: every GPU's slice of the logits gathered.
-  logits = e.tp_all_gather("lm_head.allgather", logits, rows * m.vocab);
+  // A vocabulary-parallel lm_head: every GPU's slice of the logits gathered (a training step's
+  // loss is vocabulary-parallel instead: hf_train_lowering.cpp).
+  if (!tape) logits = e.tp_all_gather("lm_head.allgather", logits, rows * m.vocab);
   if (e.packed()) {
     // The model runner's logits.float() and greedy argmax over the sampled rows.
     const TensorUse lf = e.cast("logits_float", rows * m.vocab, e.act(), kF32, logits);

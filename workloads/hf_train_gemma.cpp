@@ -66,7 +66,7 @@ void gemma_layer_backward(StepEmitter& e, int i, const LayerTape& t, const Forwa
   e.emit(L + ".mlp.grad_act", models::lower_gelu_tanh_backward(T * F, a, false, dsg, t.gate, dgate, e.hw()));
   const TensorUse dh_gate = linear_backward(e, L + ".mlp.gate_proj", F, d, dgate, t.h2, t.wg, nullptr, g);
   const TensorUse dh2 = e.pointwise(L + ".mlp.grad_input_sum", EwFunc::kAdd, T * d, a, a, {dh_up, dh_gate}, false);
-  const TensorUse dmid = rms_norm_backward(e, L + ".pre_feedforward_norm", t.post_norm, dh2, g);
+  const TensorUse dmid = rms_norm_backward(e, L + ".pre_feedforward_norm", t.post_norm, e.tp_all_reduce(L + ".mlp.grad_allreduce", dh2, T * d), g);
   dx = e.pointwise(L + ".grad_residual_mlp", EwFunc::kAdd, T * d, a, a, {dx, dmid}, false);
 
   // Attention branch: x + post_attention_layernorm(o_proj(attention(input_layernorm(x)))).
@@ -95,7 +95,7 @@ void gemma_layer_backward(StepEmitter& e, int i, const LayerTape& t, const Forwa
   const TensorUse dh_q = linear_backward(e, L + ".attn.q_proj", q_dim, d, to_projection("q", dq, m.heads, q_dim),
                                          t.h, t.wq, nullptr, g);
   dh = e.pointwise(L + ".attn.grad_input_sum", EwFunc::kAdd, T * d, a, a, {dh, dh_q}, false);
-  const TensorUse din = rms_norm_backward(e, L + ".input_norm", t.input_norm, dh, g);
+  const TensorUse din = rms_norm_backward(e, L + ".input_norm", t.input_norm, e.tp_all_reduce(L + ".attn.grad_allreduce", dh, T * d), g);
   dx = e.pointwise(L + ".grad_residual_attn", EwFunc::kAdd, T * d, a, a, {dx, din}, false);
 }
 

@@ -80,7 +80,7 @@ void block_backward(StepEmitter& e, int i, const LayerTape& t, TensorUse& dx, Gr
   const TensorUse dfc = gelu_new_backward(e, L + ".mlp.gelu", G, dact, T * F);
   const TensorUse b_fc = e.weight(L + ".mlp.c_fc.bias", static_cast<double>(F));
   const TensorUse dh2 = linear_backward(e, L + ".mlp.c_fc", F, d, dfc, t.h2, G.w_fc, &b_fc, g);
-  const TensorUse dln2 = layer_norm_backward(e, L + ".post_attention_norm", t.post_norm, dh2, g);
+  const TensorUse dln2 = layer_norm_backward(e, L + ".post_attention_norm", t.post_norm, e.tp_all_reduce(L + ".mlp.grad_allreduce", dh2, T * d), g);
   dx = e.pointwise(L + ".grad_residual_mlp", EwFunc::kAdd, T * d, a, a, {dx, dln2}, false);
 
   // Attention: dropout, c_proj, cuDNN's backward, the split's, c_attn, ln_1.
@@ -104,7 +104,7 @@ void block_backward(StepEmitter& e, int i, const LayerTape& t, TensorUse& dx, Gr
   e.emit(L + ".attn.grad_split", {models::lower_cat({T * q_dim, T * kv_dim, T * kv_dim}, a, true, {dq, dk, dv}, dqkv, e.hw())});
   const TensorUse b_attn = e.weight(L + ".attn.c_attn.bias", static_cast<double>(qkv_dim));
   const TensorUse dh = linear_backward(e, L + ".attn.c_attn", qkv_dim, d, dqkv, t.h, G.w_attn, &b_attn, g);
-  const TensorUse dln1 = layer_norm_backward(e, L + ".input_norm", t.input_norm, dh, g);
+  const TensorUse dln1 = layer_norm_backward(e, L + ".input_norm", t.input_norm, e.tp_all_reduce(L + ".attn.grad_allreduce", dh, T * d), g);
   dx = e.pointwise(L + ".grad_residual_attn", EwFunc::kAdd, T * d, a, a, {dx, dln1}, false);
 }
 

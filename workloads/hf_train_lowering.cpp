@@ -240,6 +240,12 @@ LossTape loss_forward(StepEmitter& e, const TensorUse& logits) {
   const TensorUse target = e.pointwise("loss.labels_shift", EwFunc::kCopy, 2 * T, kF32, kF32, {padded}, true);
   const TensorUse logp = e.new_act("loss.log_softmax", static_cast<double>(T * V), kF32);
   e.emit("loss.log_softmax", models::lower_log_softmax(T, V, kF32, lf, logp, e.hw()));
+  // Tensor parallelism: a vocabulary-parallel loss (Megatron's): each GPU's rows' max, sum of
+  // exponentials and target logit are all-reduced over the group, T values each.
+  for (const char* what : {"max", "sum_exp", "target_logit"}) {
+    const std::string label = fmt::format("loss.{}.allreduce", what);
+    e.tp_all_reduce(label, e.new_act(label, static_cast<double>(T), kF32), T);
+  }
   const TensorUse loss = e.new_act("loss.nll", 1, kF32);
   e.emit("loss.nll", {models::lower_nll_loss_forward(T, V, logp, target, loss, e.hw())});
   return {logp, target};
@@ -274,12 +280,12 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const TensorUse& 
   } else {
     dh2 = detail::swiglu_mlp_backward(e, L + ".mlp", F, dmlp, t.h2, {t.gate, t.gate_act, t.up, t.prod, t.wg, t.wu, t.wd}, g);
   }
-  const TensorUse dmid = rms_norm_backward(e, L + ".post_attention_norm", t.post_norm, dh2, g);
+  const TensorUse dmid = rms_norm_backward(e, L + ".post_attention_norm", t.post_norm, e.tp_all_reduce(L + ".mlp.grad_allreduce", dh2, T * d), g);
   dx = e.pointwise(L + ".grad_residual_mlp", EwFunc::kAdd, T * d, r, r, {dx, dmid}, false);
   if (m.mla) {
     // DeepSeek's multi-head latent attention (workloads/hf_train_mla.cpp).
     const TensorUse dh = detail::mla_backward(e, L + ".attn", t.mla, dx, g);
-    const TensorUse din = rms_norm_backward(e, L + ".input_norm", t.input_norm, dh, g);
+    const TensorUse din = rms_norm_backward(e, L + ".input_norm", t.input_norm, e.tp_all_reduce(L + ".attn.grad_allreduce", dh, T * d), g);
     dx = e.pointwise(L + ".grad_residual_attn", EwFunc::kAdd, T * d, r, r, {dx, din}, false);
     return;
   }
@@ -312,7 +318,7 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const TensorUse& 
   const TensorUse dqc = e.pointwise(L + ".attn.grad_q_transpose", EwFunc::kCopy, T * q_dim, a, a, {dq_pre}, true);
   const TensorUse dh_q = linear_backward(e, L + ".attn.q_proj", q_dim, d, dqc, t.h, t.wq, m.qkv_bias ? &bq : no_bias, g);
   dh = e.pointwise(L + ".attn.grad_input_sum", EwFunc::kAdd, T * d, r, r, {dh, dh_q}, false);
-  const TensorUse din = rms_norm_backward(e, L + ".input_norm", t.input_norm, dh, g);
+  const TensorUse din = rms_norm_backward(e, L + ".input_norm", t.input_norm, e.tp_all_reduce(L + ".attn.grad_allreduce", dh, T * d), g);
   dx = e.pointwise(L + ".grad_residual_attn", EwFunc::kAdd, T * d, r, r, {dx, din}, false);
 }
 
@@ -324,7 +330,8 @@ std::vector<Param> parameters(StepEmitter& e, const detail::ForwardTape& tape) {
   const double eb = e.act_bytes();
   std::vector<Param> out;
   const auto add = [&](const TensorUse& w) { out.push_back({w, static_cast<std::int64_t>(static_cast<double>(w.bytes) / eb)}); };
-  add(tape.embed_table);
+  const auto& w = e.workload();
+  if (w.first_stage()) add(tape.embed_table);
   for (std::size_t i = 0; i < tape.layers.size(); ++i) {
     const LayerTape& t = tape.layers[i];
     const std::string L = fmt::format("layers[{}]", i);
@@ -375,8 +382,10 @@ std::vector<Param> parameters(StepEmitter& e, const detail::ForwardTape& tape) {
     add(t.post_norm.weight);                             // pre_feedforward_layernorm,
     if (m.sandwich_norms) add(t.mlp_out_norm.weight);   // post_feedforward_layernorm
   }
-  add(tape.final_norm.weight);
-  if (!m.tied_embeddings) add(tape.head);
+  if (w.last_stage()) {
+    add(tape.final_norm.weight);
+    if (!m.tied_embeddings || !w.first_stage()) add(tape.head);  // a later stage's tied head is a copy
+  }
   return out;
 }
 
@@ -407,7 +416,9 @@ void grad_scaler_unscale(StepEmitter& e, const std::vector<Param>& params, const
   e.b().mark_host_sync();
 }
 
-// One micro-batch: the forward with the loss, then the backward into `g`.
+// One micro-batch: the forward with the loss, then the backward into `g`. A pipeline stage runs
+// its layers: the last the loss and head, the first the embedding; the others receive the hidden
+// states and send them on, and receive and send their gradients back.
 void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
   const auto& w = e.workload();
   const auto& m = w.model;
@@ -416,35 +427,40 @@ void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
   auto& b = e.b();
   b.begin_phase("forward");
   detail::lower_hf_eager_forward(e, &tape);
-  const LossTape loss = loss_forward(e, tape.logits);
   const bool scaled = w.accumulation_steps > 1;
-  // The training loop divides each micro-batch's loss by the number of micro-batches.
-  if (scaled) e.pointwise("loss.accumulation_scale", EwFunc::kMulScalar, 1, kF32, kF32, {}, false);
   // fp16 autocast trains with torch.amp.GradScaler: scaler.scale(loss) multiplies by the scale.
   const bool grad_scaler = w.autocast == DType::kFp16;
-  if (grad_scaler) e.pointwise("grad_scaler.scale", EwFunc::kMul, 1, kF32, kF32, {}, false);
+  std::optional<LossTape> loss;
+  if (w.last_stage()) {
+    loss = loss_forward(e, tape.logits);
+    // The training loop divides each micro-batch's loss by the number of micro-batches.
+    if (scaled) e.pointwise("loss.accumulation_scale", EwFunc::kMulScalar, 1, kF32, kF32, {}, false);
+    if (grad_scaler) e.pointwise("grad_scaler.scale", EwFunc::kMul, 1, kF32, kF32, {}, false);
+  }
 
   b.begin_phase("backward");
-  if (grad_scaler) e.pointwise("grad_scaler.grad_scale", EwFunc::kMul, 1, kF32, kF32, {}, false);
-  if (scaled) e.pointwise("loss.grad_accumulation_scale", EwFunc::kMulScalar, 1, kF32, kF32, {}, false);
-  const TensorUse dlogits = loss_backward(e, loss);
-  // The head's weight gradient dlogits^T h: cuBLAS sees the row-major [V, d] result as the
-  // column-major d x V product h^T dlogits, whose rows of dlogits are V long. An odd vocabulary
-  // (GPT-2's 50257) leaves them unaligned: the product is described as cuBLAS runs it, so the
-  // GEMM model's alignment rule sees V (hf_train_h100.json: cutlass_75 ..._align1 kernels).
-  const bool aligned_vocab = m.vocab % 8 == 0;
   TensorUse dhead, dh;
-  if (aligned_vocab) {
-    std::tie(dhead, dh) = gemm_backward(e, "lm_head", T, m.vocab, d, dlogits, tape.hidden, tape.head);
-  } else {
-    dhead = mm(e, "lm_head.grad_weight", d, m.vocab, T, tape.hidden, dlogits);
-    dh = mm(e, "lm_head.grad_input", T, d, m.vocab, dlogits, tape.head);
+  if (loss) {
+    if (grad_scaler) e.pointwise("grad_scaler.grad_scale", EwFunc::kMul, 1, kF32, kF32, {}, false);
+    if (scaled) e.pointwise("loss.grad_accumulation_scale", EwFunc::kMulScalar, 1, kF32, kF32, {}, false);
+    const TensorUse dlogits = loss_backward(e, *loss);
+    // The head's weight gradient dlogits^T h: cuBLAS sees the row-major [V, d] result as the
+    // column-major d x V product h^T dlogits, whose rows of dlogits are V long. An odd vocabulary
+    // (GPT-2's 50257) leaves them unaligned: the product is described as cuBLAS runs it, so the
+    // GEMM model's alignment rule sees V (hf_train_h100.json: cutlass_75 ..._align1 kernels).
+    if (m.vocab % 8 == 0) {
+      std::tie(dhead, dh) = gemm_backward(e, "lm_head", T, m.vocab, d, dlogits, tape.hidden, tape.head);
+    } else {
+      dhead = mm(e, "lm_head.grad_weight", d, m.vocab, T, tape.hidden, dlogits);
+      dh = mm(e, "lm_head.grad_input", T, d, m.vocab, dlogits, tape.head);
+    }
+    dh = e.tp_all_reduce("lm_head.grad_allreduce", dh, T * d);  // a vocabulary-parallel head's partial sums
   }
   TensorUse dx;
   if (m.positions == Positions::kLearned) {
     dx = detail::gpt2_backward(e, tape, dh, g);
   } else {
-    dx = rms_norm_backward(e, "final_norm", tape.final_norm, dh, g);
+    dx = loss ? rms_norm_backward(e, "final_norm", tape.final_norm, dh, g) : e.pp_receive("pp.grad_receive", T * d, true);
     const bool checkpointed = !tape.layer_inputs.empty();
     if (checkpointed) tape.layers.resize(static_cast<std::size_t>(m.layers));
     for (int i = static_cast<int>(m.layers) - 1; i >= 0; --i) {
@@ -460,12 +476,19 @@ void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
       else if (m.sandwich_norms) detail::gemma_layer_backward(e, i, tape.layers[at], tape, dx, g);
       else layer_backward(e, i, tape.layers[at], tape.cos, tape.sin, dx, g);
     }
+    if (!w.first_stage()) {
+      e.pp_send("pp.grad_send", dx, T * d, true);
+      if (loss) g.add(tape.head, dhead);  // the last stage's head (a tied one's copy of the table)
+      return;
+    }
   }
   // Gemma: the embedding's output times the 0-dim normalizer (the broadcasting kernel).
   if (m.embed_scale) dx = e.pointwise("embed_scale.grad", EwFunc::kMul, T * d, a, a, {dx}, true);
   const TensorUse demb = e.new_act("embed_tokens.grad_weight", static_cast<double>(m.vocab * d));
   e.emit("embed_tokens.grad_weight", models::lower_embedding_backward(T, m.vocab, d, a, tape.ids, dx, demb, e.hw()));
-  if (m.tied_embeddings) {
+  if (!loss) {
+    g.add(tape.embed_table, demb);  // the first of several stages: the embedding alone
+  } else if (m.tied_embeddings) {
     // One parameter: the head's gradient accumulates into the embedding's.
     g.add(tape.embed_table,
           e.pointwise("embed_tokens.grad_accumulate", EwFunc::kAdd, m.vocab * d, a, a, {demb, dhead}, false));
@@ -545,8 +568,10 @@ void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   // .grad stays allocated to the end of the step (zero_grad(set_to_none=True) frees it next step).
   for (const auto& [name, grad] : g.of) b.hold_to_end(grad);
   // Data parallelism: DDP all-reduces the gradients (run after the backward here; DDP overlaps
-  // its buckets with the backward's last layers, which this step does not model yet).
-  e.ddp_all_reduce(parameter_count(w.model), w.dtype);
+  // its buckets with the backward's last layers, which this step does not model yet). Once a
+  // step: after a pipeline's last micro-batch.
+  if (w.parallel.data > 1) b.begin_phase("gradient_sync");
+  e.ddp_all_reduce(stage_parameter_count(w.model, w.first_stage(), w.last_stage()), w.dtype);
   if (w.optimizer == Optimizer::kNone) return;
   b.begin_phase("optimizer");
   const auto params = parameters(e, tape);

@@ -42,7 +42,7 @@ void phi3_layer_backward(StepEmitter& e, int i, const LayerTape& t, const Tensor
   const TensorUse dgu = e.new_act(L + ".mlp.grad_chunk", static_cast<double>(T * 2 * F), a);
   e.emit(L + ".mlp.grad_chunk", {models::lower_cat({T * F, T * F}, a, true, {dgate, du}, dgu, e.hw())});
   const TensorUse dh2 = linear_backward(e, L + ".mlp.gate_up_proj", 2 * F, d, dgu, t.h2, t.wgu, nullptr, g);
-  const TensorUse dmid = rms_norm_backward(e, L + ".post_attention_norm", t.post_norm, dh2, g);
+  const TensorUse dmid = rms_norm_backward(e, L + ".post_attention_norm", t.post_norm, e.tp_all_reduce(L + ".mlp.grad_allreduce", dh2, T * d), g);
   dx = e.pointwise(L + ".grad_residual_mlp", EwFunc::kAdd, T * d, r, r, {dx, dmid}, false);
 
   // Attention.
@@ -82,7 +82,7 @@ void phi3_layer_backward(StepEmitter& e, int i, const LayerTape& t, const Tensor
     dqkv = dqkv.tensor.empty() ? s : e.pointwise(L + ".attn.grad_qkv_sum", EwFunc::kAdd, T * qkv_dim, a, a, {dqkv, s}, false);
   }
   const TensorUse dh = linear_backward(e, L + ".attn.qkv_proj", qkv_dim, d, dqkv, t.h, t.wqkv, nullptr, g);
-  const TensorUse din = rms_norm_backward(e, L + ".input_norm", t.input_norm, dh, g);
+  const TensorUse din = rms_norm_backward(e, L + ".input_norm", t.input_norm, e.tp_all_reduce(L + ".attn.grad_allreduce", dh, T * d), g);
   dx = e.pointwise(L + ".grad_residual_attn", EwFunc::kAdd, T * d, r, r, {dx, din}, false);
 }
 

@@ -112,10 +112,19 @@ void read_parallelism(hw::MappingReader& root, ModelWorkload& w) {
     const std::int64_t local = w.batch / (p.expert_all_to_all() ? p.expert : 1) / p.data;
     require_divides(root, "micro_batches", local, p.micro_batches, "sequences of each GPU's batch");
   }
-  if (w.phase == Phase::kTrain && (p.tensor > 1 || p.expert > 1)) {
-    root.fail(p.tensor > 1 ? "tensor_parallel" : "expert_parallel",
-              "phase train splits over GPUs by data_parallel so far (the backward's tensor- and expert-parallel "
-              "collectives are not lowered yet)");
+  if (w.phase == Phase::kTrain) {
+    if (p.expert_all_to_all()) {
+      root.fail("expert_parallel", "phase train splits experts over the tensor-parallel group only (expert_parallel = "
+                                   "tensor_parallel): the backward's all-to-alls are not lowered yet");
+    }
+    if ((p.tensor > 1 || p.pipeline > 1) && w.lowering == Lowering::kFused) {
+      root.fail(p.tensor > 1 ? "tensor_parallel" : "pipeline_parallel",
+                "the fused training lowering splits over GPUs by data_parallel so far (its compiled kernels fuse across "
+                "the tensor- and pipeline-parallel boundaries); lowering hf-eager trains with all four");
+    }
+    if (p.pipeline > 1 && m.positions == Positions::kLearned) {
+      root.fail("pipeline_parallel", "training GPT-2-style models (learned positions) in pipeline stages is not modeled yet");
+    }
   }
   if (p.data > 1 && w.phase != Phase::kTrain) {
     root.fail("data_parallel", "is for phase: train (inference replicas are independent: simulate one)");

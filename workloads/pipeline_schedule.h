@@ -18,7 +18,7 @@ struct StageTimes {
   // How long before its forward (backward) ends the stage's send starts: the neighbouring stage's
   // receive runs alongside it (NCCL's send and receive meet), so that stage may start then.
   double forward_send_us = 0, backward_send_us = 0;
-  double optimizer_us = 0;  // training: once, after the stage's last backward
+  double optimizer_us = 0;  // training: once, after the stage's last backward (gradient sync too)
 };
 
 struct PipelineTask {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "workloads/parallelism.h"
+#include "workloads/parameter_count.h"
 #include "workloads/step_emitter.h"
 
 namespace gpusim::workloads {
@@ -47,14 +48,22 @@ SimulatedStep simulate_pipeline_step(const ModelWorkload& w, const std::string& 
     sr.first_layer = stage_first_layer(w.model.layers, p.pipeline, stage);
     sr.layers = shard.model.layers;
     SimulatedStep one = simulate_one_step(shard, phase, micro, detailed, lowering, hw, mode, options, cache);
-    out.activation_peak_bytes =
-        std::max(out.activation_peak_bytes, one.activation_peak_bytes * micro_batches_in_flight(p, stage, training));
+    // The stage holds the activations of the micro-batches in flight, and its gradients once
+    // (a training program's peak holds both).
+    const double grads = training ? static_cast<double>(stage_parameter_count(shard.model, shard.first_stage(),
+                                                                              shard.last_stage())) *
+                                        hw::bytes_per_element(shard.dtype)
+                                  : 0.0;
+    const double activations = std::max(0.0, one.activation_peak_bytes - grads);
+    out.activation_peak_bytes = std::max(out.activation_peak_bytes,
+                                         grads + activations * micro_batches_in_flight(p, stage, training));
     out.run.events += one.run.events;
     StageTimes t;
     if (training) {
-      // Each micro-batch runs the forward and backward; the optimizer runs once.
+      // Each micro-batch runs the forward and backward; the gradients' all-reduce and the
+      // optimizer run once.
       for (const PhaseSplit& split : one.run.phase_splits) {
-        const bool once = split.name == "optimizer";
+        const bool once = split.name != "forward" && split.name != "backward";
         (split.name == "forward" ? t.forward_us : split.name == "backward" ? t.backward_us : t.optimizer_us) +=
             split.total_us;
         sr.kernels += split.kernels * (once ? 1 : m);

@@ -11,7 +11,8 @@
 namespace gpusim::workloads {
 
 // The step's run has `pipeline` filled (a stage per GPU) and its total the schedule's makespan;
-// the activation peak is the largest stage's, times the micro-batches it holds at once.
+// the activation peak is the largest stage's: its gradients, and the activations of the
+// micro-batches it holds at once.
 SimulatedStep simulate_pipeline_step(const ModelWorkload& w, const std::string& phase, const StepShape& shape,
                                      bool detailed, OpLoweringCache& lowering, const hw::HardwareSpec& hw,
                                      hw::LaunchMode mode, const SimulateOptions& options,

@@ -179,3 +179,70 @@ TEST(PipelineParallel, BadInputIsExitTwoWithTheKey) {
 
 }  // namespace
 }  // namespace gpusim
+
+namespace gpusim {
+namespace {
+
+constexpr const char* kTrain = "model: llama3.2-1b\nphase: train\nbatch: 4\nseq_len: 512\nlowering: hf-eager\n";
+
+int count_ops(const nlohmann::json& j, const std::string& category, const std::string& op_part) {
+  int n = 0;
+  for (const auto& k : j["kernels"]) {
+    n += k["category"] == category && k["op"].get<std::string>().find(op_part) != std::string::npos;
+  }
+  return n;
+}
+
+TEST(PipelineParallel, TrainingRunsOneForwardOneBackward) {
+  TempDir dir;
+  const auto one = run_json(dir.write("one.yaml", kTrain).string(), "dgx-h100");
+  const auto pp = run_json(
+      dir.write("pp.yaml", std::string(kTrain) + "pipeline_parallel: 2\nmicro_batches: 2\ndata_parallel: 2\n").string(),
+      "dgx-h100");
+  ASSERT_FALSE(pp.is_null());
+  // Each micro-batch: the activations forward and their gradients back at the one boundary,
+  // a send on one side and a receive on the other.
+  EXPECT_EQ(count_ops(pp, "sendrecv", "pp."), 4 * 2);
+  // The optimizer and DDP's buckets run once a step on each stage, not once a micro-batch.
+  int updates = 0, per_micro_batch = 0;
+  for (const auto& k : pp["kernels"]) {
+    const std::string op = k["op"];
+    const bool once = op.find("optimizer.") != std::string::npos || op.find("ddp.bucket") != std::string::npos;
+    updates += op.find("optimizer.update") != std::string::npos;
+    per_micro_batch += once && op.find("micro-batch") != std::string::npos;
+  }
+  EXPECT_GT(updates, 0);
+  EXPECT_EQ(per_micro_batch, 0);
+  const int buckets = count_ops(pp, "allreduce", "ddp.bucket");
+  EXPECT_GT(buckets, 0);
+  EXPECT_LT(buckets, 2 * 60);  // 1.24 B bf16 gradients in 25 MiB buckets over two stages
+  // Half the model a GPU and a quarter of the batch a micro-batch (two data-parallel replicas of
+  // two micro-batches): faster than one GPU's step of the whole batch, though the pipeline's
+  // bubbles and the data-parallel all-reduce cost.
+  EXPECT_LT(pp["total_us"].get<double>(), 0.8 * one["total_us"].get<double>());
+  // The fused training lowering fuses across the stages' boundaries: refused, exit 2.
+  const auto fused = run_gpusim({"run", dir.write("fused.yaml", "model: llama3.2-1b\nphase: train\nbatch: 4\nseq_len: 512\n"
+                                                                "lowering: fused\npipeline_parallel: 2\n").string(),
+                                 "--hw", "dgx-h100"});
+  EXPECT_EQ(fused.status, 2);
+  EXPECT_NE(fused.err.find("pipeline_parallel"), std::string::npos) << fused.err;
+}
+
+TEST(TensorParallel, TrainingAllReducesTheBackwardToo) {
+  TempDir dir;
+  const auto one = run_json(dir.write("one.yaml", kTrain).string(), "dgx-h100");
+  const auto tp = run_json(dir.write("tp.yaml", std::string(kTrain) + "tensor_parallel: 2\n").string(), "dgx-h100");
+  ASSERT_FALSE(tp.is_null());
+  // Megatron's f and g: two all-reduces a layer forward and two backward (the column-parallel
+  // projections' input gradients), the embedding's, the head's input gradient, and the
+  // vocabulary-parallel loss's three.
+  EXPECT_EQ(count_ops(tp, "allreduce", ".allreduce") - count_ops(tp, "allreduce", "loss."), 2 * 16 + 1);
+  EXPECT_EQ(count_ops(tp, "allreduce", "grad_allreduce"), 2 * 16 + 1);
+  EXPECT_EQ(count_ops(tp, "allreduce", "loss."), 3);
+  EXPECT_EQ(count_ops(tp, "allgather", ""), 0);  // the loss reads each GPU's slice of the logits
+  EXPECT_NEAR(tp["memory"]["weights_bytes"].get<double>() / one["memory"]["weights_bytes"].get<double>(), 0.5, 0.02);
+  EXPECT_LT(tp["total_us"].get<double>(), one["total_us"].get<double>());
+}
+
+}  // namespace
+}  // namespace gpusim
