@@ -10,12 +10,14 @@
 #include "serve/scheduler.h"
 #include "serve/step_timer.h"
 #include "sim/error.h"
+#include "workloads/parallelism.h"
 #include "workloads/parameter_count.h"
 
 namespace gpusim::serve {
 namespace {
 
-// K and V of every layer for one token, as the engine stores them (16-bit for fp8 weights).
+// K and V of every layer for one token, as the engine stores them (16-bit for fp8 weights); of
+// one GPU's KV heads when `w` is a shard.
 double kv_bytes_per_token(const workloads::ModelWorkload& w) {
   const auto& m = w.model;
   const double e = w.dtype == hw::DType::kFp8 ? 2.0 : hw::bytes_per_element(w.dtype);
@@ -29,23 +31,31 @@ ServeResult run_serve(const ServeSpec& spec, const hw::HardwareSpec& hw, const m
                       const EngineState& engine) {
   ServeResult out;
   out.engine = engine;
+  workloads::check_parallel_system(spec.model, hw);  // enough GPUs, and links between them
+  out.gpus = spec.model.parallel.gpus();
   StepTimer timer(spec.model, hw, spec.engine, models, reuse);
   SchedulerConfig config = spec.engine.scheduler;
   // The KV cache gets what the weights and the largest step's activations leave of the memory
   // the engine may use (vLLM profiles a forward of max_num_batched_tokens to find the latter).
+  // Over several GPUs every figure is one GPU's (vLLM sizes the cache on each worker and keeps
+  // the smallest; ranks are symmetric): its share of the weights (experts by expert_parallel) and
+  // of the KV heads (replicated when there are fewer than GPUs); a block holds its tokens on
+  // every GPU at once, so the blocks one GPU's memory holds are the engine's.
+  const workloads::ModelWorkload shard = spec.model.parallel.any() ? workloads::rank_shard(spec.model) : spec.model;
   out.capacity_bytes = static_cast<double>(hw.dram.capacity) * spec.engine.gpu_memory_utilization;
-  out.weights_bytes = static_cast<double>(workloads::parameter_count(spec.model.model)) *
-                      hw::bytes_per_element(spec.model.dtype);
+  out.weights_bytes = static_cast<double>(workloads::parameter_count(shard.model)) * hw::bytes_per_element(shard.dtype);
   out.activation_bytes = timer.activation_peak_bytes(config.max_num_batched_tokens);
-  out.kv_bytes_per_token = kv_bytes_per_token(spec.model);
+  out.kv_bytes_per_token = kv_bytes_per_token(shard);
   if (config.num_blocks == 0) {
     const double left = out.capacity_bytes - out.weights_bytes - out.activation_bytes;
     config.num_blocks = static_cast<std::int64_t>(std::floor(std::max(0.0, left) / (out.kv_bytes_per_token * static_cast<double>(config.block_size))));
     if (config.num_blocks == 0) {
       throw ConfigError(spec.file, 0, "scheduler.gpu_memory_utilization",
                         fmt::format("no memory is left for a KV cache: {:.1f} GB usable, weights {:.1f} GB, "
-                                    "activations {:.1f} GB (a smaller model or step, or a chip with more memory)",
-                                    out.capacity_bytes / 1e9, out.weights_bytes / 1e9, out.activation_bytes / 1e9));
+                                    "activations {:.1f} GB{} (a smaller model or step, a chip with more memory, "
+                                    "or tensor_parallel over a system's GPUs)",
+                                    out.capacity_bytes / 1e9, out.weights_bytes / 1e9, out.activation_bytes / 1e9,
+                                    out.gpus > 1 ? fmt::format(", per GPU of {}", out.gpus) : std::string()));
     }
   }
   out.num_blocks = config.num_blocks;

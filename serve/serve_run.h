@@ -47,7 +47,10 @@ struct ServeResult {
   std::vector<RequestResult> requests;  // as spec.requests
   std::vector<StepRecord> steps;
   std::int64_t num_blocks = 0, block_size = 0;
+  // One GPU's figures when the engine runs on several (tensor_parallel, expert_parallel): its
+  // share of the weights and of each token's K and V, its activation peak and usable memory.
   double kv_bytes_per_token = 0, weights_bytes = 0, activation_bytes = 0, capacity_bytes = 0;
+  int gpus = 1;  // GPUs the engine runs on
   double end_s = 0;  // the last step's end
   std::size_t shapes_simulated = 0, shapes_reused = 0;
   EngineState engine;  // by the end of the run

@@ -4,6 +4,7 @@
 
 #include "hw/units.h"
 #include "hw/yaml_document.h"
+#include "serve/serve_parallelism.h"
 #include "sim/error.h"
 #include "sim/input_file.h"
 #include "workloads/op_reader.h"
@@ -203,6 +204,8 @@ ServeSpec read_serve_spec(const hw::YamlDocument& doc, const std::vector<workloa
         root.fail("engine", "the paged-sdpa engine is modeled for dense models with full attention only");
       }
     }
+    // After the lowering: the checks depend on it (tensor_parallel, expert_parallel).
+    read_serve_parallelism(root, spec.model);
     // The length distributions sit beside the engine presets (configs/distributions).
     read_requests_keys(doc, root, spec, engines_dir.parent_path() / "distributions");
     if (const auto n = root.optional_node("slo")) {

@@ -3,6 +3,7 @@
 //
 //   model: llama3-8b          # or hf_config: config.json
 //   dtype: bf16
+//   tensor_parallel: 4        # optional: the model split over 4 GPUs of the system (--hw dgx-h100)
 //   engine: vllm-v1           # configs/engines/vllm-v1.yaml (default)
 //   scheduler: {max_num_seqs: 256}
 //   requests:
@@ -60,7 +61,8 @@ struct Slo {
 struct ServeSpec {
   std::string file;  // the serve file, for messages
   std::string name;
-  workloads::ModelWorkload model;  // phase decode, lowering fused: the engine's steps
+  workloads::ModelWorkload model;  // phase decode, lowering fused: the engine's steps; `parallel`
+                                   // its tensor/expert split (serve/serve_parallelism.h)
   EngineSpec engine;
   std::vector<Request> requests;
   std::string requests_source;  // "file x.jsonl" or "poisson 8/s, seed 1, ..."

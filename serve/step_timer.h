@@ -1,7 +1,8 @@
 // The GPU time of a serving step, from the simulation: the step's sequences lowered by the fused
 // lowering (a serving engine's kernels, ragged attention over the paged cache) and run on the
 // engine, with CUDA graphs for steps of up to the engine's captured size and eager launches
-// beyond. Results are kept per step shape (every sequence's new and cached tokens): a step of a
+// beyond. Over several GPUs (tensor_parallel) the step is one GPU's: build_step lowers its shard
+// of the model with the group's all-reduces. Results are kept per step shape (every sequence's new and cached tokens): a step of a
 // shape seen before takes that result, exactly.
 #pragma once
 

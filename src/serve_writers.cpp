@@ -36,8 +36,13 @@ void write_serve_table(const ServeOutput& o, std::ostream& out) {
                      e.scheduler.chunked_prefill ? "on" : "off",
                      e.scheduler.policy == serve::SchedulerConfig::Policy::kPrefillFirst ? "prefill-first" : "decode-first",
                      e.cuda_graph_max_tokens, e.step_overhead.us());
-  out << fmt::format("KV cache: {} blocks of {} tokens ({:.1f} GB: {:.1f} GB usable - weights {:.1f} GB - activations {:.1f} GB)\n",
-                     r.num_blocks, r.block_size,
+  const auto& par = o.spec.model.parallel;
+  if (r.gpus > 1) {
+    out << fmt::format("GPUs: {} (tensor_parallel {}, expert_parallel {}); memory figures are per GPU\n", r.gpus,
+                       par.tensor, par.expert);
+  }
+  out << fmt::format("KV cache{}: {} blocks of {} tokens ({:.1f} GB: {:.1f} GB usable - weights {:.1f} GB - activations {:.1f} GB)\n",
+                     r.gpus > 1 ? " per GPU" : "", r.num_blocks, r.block_size,
                      static_cast<double>(r.num_blocks * r.block_size) * r.kv_bytes_per_token / 1e9, r.capacity_bytes / 1e9,
                      r.weights_bytes / 1e9, r.activation_bytes / 1e9);
   out << fmt::format("\ncompleted {} of {} ({} rejected), {} steps over {:.3f} s, {} preemptions\n", s.completed,
@@ -92,10 +97,13 @@ nlohmann::ordered_json serve_document(const ServeOutput& o) {
                  {"policy", e.scheduler.policy == serve::SchedulerConfig::Policy::kPrefillFirst ? "prefill-first" : "decode-first"},
                  {"gpu_memory_utilization", e.gpu_memory_utilization},
                  {"cuda_graph_max_tokens", e.cuda_graph_max_tokens},
-                 {"step_overhead_us", e.step_overhead.us()}};
+                 {"step_overhead_us", e.step_overhead.us()},
+                 {"tensor_parallel", o.spec.model.parallel.tensor},
+                 {"expert_parallel", o.spec.model.parallel.expert}};
   j["kv_cache"] = {{"blocks", r.num_blocks},           {"block_size", r.block_size},
                    {"bytes_per_token", r.kv_bytes_per_token}, {"capacity_bytes", r.capacity_bytes},
-                   {"weights_bytes", r.weights_bytes},   {"activation_bytes", r.activation_bytes}};
+                   {"weights_bytes", r.weights_bytes},   {"activation_bytes", r.activation_bytes},
+                   {"gpus", r.gpus}};  // every byte figure is one GPU's, as run's memory.gpus
   j["summary"] = {{"requests", s.requests},
                   {"completed", s.completed},
                   {"rejected", s.rejected},
