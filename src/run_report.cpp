@@ -187,12 +187,15 @@ void add_pipeline_stages(const hw::HardwareSpec& hw, const workloads::ModelWorkl
         }
       }
     }
-    // What runs once a step (the gradients' all-reduce, the optimizer), in the program's order.
-    std::optional<double> once_begin;
+    // What runs once a step (the gradients' all-reduce, the optimizer) keeps its place against the
+    // end of the last backward, which its program's backward stands for.
+    double backward_end = 0;
+    for (const auto& split : sr.phase_splits) {
+      if (split.name == "backward") backward_end = split.end_us;
+    }
     for (const auto& range : ranges) {
       if (range.name == "forward" || range.name == "backward" || range.first == range.last) continue;
-      if (!once_begin) once_begin = range.begin_us;
-      place(range, sr.optimizer_start_us + range.begin_us - *once_begin, "");
+      place(range, sr.optimizer_start_us + range.begin_us - backward_end, "");
     }
   }
 }

@@ -567,14 +567,21 @@ void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   }
   // .grad stays allocated to the end of the step (zero_grad(set_to_none=True) frees it next step).
   for (const auto& [name, grad] : g.of) b.hold_to_end(grad);
-  // Data parallelism: DDP all-reduces the gradients (run after the backward here; DDP overlaps
-  // its buckets with the backward's last layers, which this step does not model yet). Once a
-  // step: after a pipeline's last micro-batch.
-  if (w.parallel.data > 1) b.begin_phase("gradient_sync");
-  e.ddp_all_reduce(stage_parameter_count(w.model, w.first_stage(), w.last_stage()), w.dtype);
+  const auto params = parameters(e, tape);
+  // Data parallelism: DDP all-reduces the gradients in buckets beside the backward (once a step:
+  // after a pipeline's last micro-batch).
+  if (w.parallel.data > 1) {
+    b.begin_phase("gradient_sync");
+    std::vector<TensorUse> grads;
+    std::vector<std::int64_t> elements;
+    for (const Param& x : params) {
+      grads.push_back(g.of_param(x.weight));
+      elements.push_back(x.elems);
+    }
+    e.ddp_all_reduce(grads, elements, w.dtype);
+  }
   if (w.optimizer == Optimizer::kNone) return;
   b.begin_phase("optimizer");
-  const auto params = parameters(e, tape);
   if (w.autocast == DType::kFp16) grad_scaler_unscale(e, params, g);
   detail::train_optimizer_step(e, params, g, w.optimizer);
   // scaler.update(): _amp_update_scale_ grows or backs off the scale (one thread).

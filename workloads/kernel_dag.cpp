@@ -43,7 +43,7 @@ std::vector<hw::KernelNode> nodes_of(Vertices& vertices, const std::vector<std::
   std::vector<hw::KernelNode> nodes;
   nodes.reserve(vertices.size());
   for (std::size_t v = 0; v < vertices.size(); ++v) {
-    hw::KernelNode node{take(vertices[v].launch), vertices[v].op, 0, {}, std::nullopt};
+    hw::KernelNode node{take(vertices[v].launch), vertices[v].op, vertices[v].stream, {}, std::nullopt};
     node.deps.assign(deps[v].begin(), deps[v].end());
     node.host_gap = vertices[v].host_gap;
     node.host_sync = vertices[v].host_sync;

@@ -35,6 +35,7 @@ struct KernelVertex {
   std::optional<KernelSemantics> semantics;  // on the op's last launch only
   std::optional<sim::Time> host_gap;         // eager mode (hw::KernelNode::host_gap)
   bool host_sync = false;                    // eager mode (hw::KernelNode::host_sync)
+  int stream = 0;  // a side stream (DDP's NCCL stream) runs beside the current stream
 };
 
 class KernelDag {
@@ -54,14 +55,16 @@ class KernelDag {
   void set_host_gap(Vertex v, sim::Time gap) { vertices_[v].host_gap = gap; }
   // The host waits for vertex v's kernel to end before it issues more (.item(), .cpu()).
   void set_host_sync(Vertex v) { vertices_[v].host_sync = true; }
+  void set_stream(Vertex v, int stream) { vertices_[v].stream = stream; }
   // A vertex's producers, ascending, each once.
   const std::vector<Vertex>& deps(Vertex v) const { return deps_[v]; }
   // The DAG as a Boost.Graph (producer -> consumer edges), for graph algorithms. Built on
   // request: building a step's program is on the simulator's hot path and needs only the lists.
   Graph graph() const;
 
-  // The engine's input: one node per vertex in insertion order, on one stream (eager PyTorch
-  // launches everything on the current stream), with each vertex's producers as dependencies.
+  // The engine's input: one node per vertex in insertion order, on its stream (eager PyTorch
+  // launches everything on the current stream but DDP's collectives), with each vertex's
+  // producers as dependencies.
   std::vector<hw::KernelNode> to_nodes() const&;
   // The same, moving the launches out of a DAG that is not needed afterwards.
   std::vector<hw::KernelNode> to_nodes() &&;

@@ -19,7 +19,8 @@ hw::TensorUse ProgramBuilder::activation(const std::string& name, double bytes) 
 
 void ProgramBuilder::emit(const std::string& label, std::vector<hw::Launch> launches,
                           std::optional<KernelSemantics> semantics) {
-  std::vector<KernelDag::Vertex> previous;
+  std::vector<KernelDag::Vertex> previous = std::move(pending_waits_);
+  pending_waits_.clear();
   for (std::size_t i = 0; i < launches.size(); ++i) {
     auto& launch = launches[i];
     std::vector<KernelDag::Vertex> deps = previous;
@@ -29,6 +30,7 @@ void ProgramBuilder::emit(const std::string& label, std::vector<hw::Launch> laun
     const bool last = i + 1 == launches.size();
     const KernelDag::Vertex v =
         dag_.add(std::move(launch), label, deps, last ? std::move(semantics) : std::nullopt);
+    if (stream_ != 0) dag_.set_stream(v, stream_);
     const auto at = static_cast<std::int64_t>(v);
     const hw::Launch& added = dag_[v].launch;  // the launch now lives in the DAG
     for (const auto& r : added.reads) {
@@ -43,6 +45,12 @@ void ProgramBuilder::emit(const std::string& label, std::vector<hw::Launch> laun
       }
     }
     previous = {v};
+  }
+}
+
+void ProgramBuilder::wait_for(const std::vector<hw::TensorUse>& tensors) {
+  for (const auto& t : tensors) {
+    if (const auto it = producer_.find(t.tensor); it != producer_.end()) pending_waits_.push_back(it->second);
   }
 }
 

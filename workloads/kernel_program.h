@@ -44,6 +44,13 @@ class ProgramBuilder {
   void emit(const std::string& label, std::vector<hw::Launch> launches,
             std::optional<KernelSemantics> semantics = std::nullopt);
 
+  // Launches emitted from here on go to `stream` (0: the current stream; another runs beside it,
+  // waiting only for what its launches read).
+  void set_stream(int stream) { stream_ = stream; }
+  // The next launch waits for the producers of `tensors` too (cudaStreamWaitEvent: the current
+  // stream waits for a side stream's work, as DDP's backward does for its buckets).
+  void wait_for(const std::vector<hw::TensorUse>& tensors);
+
   // The host waits for the last launch emitted to end before it issues more (.item(), .cpu()).
   void mark_host_sync() {
     if (dag_.size() > 0) dag_.set_host_sync(static_cast<KernelDag::Vertex>(dag_.size() - 1));
@@ -96,6 +103,8 @@ class ProgramBuilder {
   std::vector<std::size_t> layer_starts_;
   std::size_t layers_end_ = 0;
   std::vector<std::pair<std::string, std::size_t>> phase_starts_;
+  int stream_ = 0;
+  std::vector<KernelDag::Vertex> pending_waits_;
 };
 
 }  // namespace gpusim::workloads

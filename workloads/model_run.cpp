@@ -40,7 +40,10 @@ StepRun run_step_program(StepProgram p, bool detailed, const hw::HardwareSpec& h
       begin = std::min(begin, k.start);
       end = std::max(end, k.end);
     }
-    if (split.kernels > 0) split.total_us = (end - begin).us();
+    if (split.kernels > 0) {
+      split.total_us = (end - begin).us();
+      split.end_us = end.us();
+    }
     // Micro-batches repeat the forward and backward: one split per name, summed.
     auto same = std::find_if(s.phase_splits.begin(), s.phase_splits.end(),
                              [&](const PhaseSplit& x) { return x.name == split.name; });
@@ -50,6 +53,7 @@ StepRun run_step_program(StepProgram p, bool detailed, const hw::HardwareSpec& h
       same->kernels += split.kernels;
       same->kernel_time_us += split.kernel_time_us;
       same->total_us += split.total_us;
+      same->end_us = std::max(same->end_us, split.end_us);
     }
   }
   if (detailed) {

@@ -38,6 +38,7 @@ struct PhaseSplit {
   std::string name;  // forward | backward | optimizer
   std::int64_t kernels = 0;
   double kernel_time_us = 0, total_us = 0;
+  double end_us = 0;  // its last kernel's end, from the step's start
 };
 
 // Several GPUs in a pipeline (pipeline_parallel): one stage's GPU over the step.

@@ -61,14 +61,21 @@ SimulatedStep simulate_pipeline_step(const ModelWorkload& w, const std::string& 
     StageTimes t;
     if (training) {
       // Each micro-batch runs the forward and backward; the gradients' all-reduce and the
-      // optimizer run once.
+      // optimizer run once, after the last backward: what they add is from its end to theirs (DDP's
+      // buckets start during it).
+      double backward_end = 0, once_end = 0;
       for (const PhaseSplit& split : one.run.phase_splits) {
         const bool once = split.name != "forward" && split.name != "backward";
-        (split.name == "forward" ? t.forward_us : split.name == "backward" ? t.backward_us : t.optimizer_us) +=
-            split.total_us;
+        if (split.name == "forward") t.forward_us += split.total_us;
+        if (split.name == "backward") {
+          t.backward_us += split.total_us;
+          backward_end = split.end_us;
+        }
+        if (once) once_end = std::max(once_end, split.end_us);
         sr.kernels += split.kernels * (once ? 1 : m);
         sr.kernel_time_us += split.kernel_time_us * (once ? 1 : m);
       }
+      t.optimizer_us = std::max(0.0, once_end - backward_end);
     } else {
       t.forward_us = one.run.total_us;
       sr.kernels = one.run.kernels * m;

@@ -112,18 +112,39 @@ TensorUse StepEmitter::expert_all_to_all(const std::string& label, const TensorU
   return out;
 }
 
-void StepEmitter::ddp_all_reduce(std::int64_t parameters, hw::DType dtype) {
+void StepEmitter::ddp_all_reduce(const std::vector<TensorUse>& grads, const std::vector<std::int64_t>& elements,
+                                 hw::DType dtype) {
   const int dp = w_.parallel.data;
   if (dp <= 1) return;
-  constexpr double kBucketBytes = 25.0 * 1024 * 1024;  // torch DDP's default bucket_cap_mb
-  double left = static_cast<double>(parameters) * bytes_per_element(dtype);
-  for (int i = 0; left > 0; ++i) {
-    const double bytes = std::min(left, kBucketBytes);
-    left -= bytes;
-    const std::string label = fmt::format("ddp.bucket[{}].allreduce", i);
+  constexpr double kFirstBucketBytes = 1024.0 * 1024;       // torch's _DEFAULT_FIRST_BUCKET_BYTES
+  constexpr double kBucketBytes = 25.0 * 1024 * 1024;       // DDP's default bucket_cap_mb
+  const double element_bytes = bytes_per_element(dtype);
+  b_.set_stream(1);
+  double bytes = 0;
+  std::vector<TensorUse> ready;  // the bucket's gradients: it waits for their producers
+  int index = 0;
+  auto flush = [&] {
+    const std::string label = fmt::format("ddp.bucket[{}].allreduce", index++);
     const TensorUse bucket = b_.activation(label, bytes);
-    emit(label, {collective_on(hw(), models::Collective::kAllReduce, bytes, dp, dtype, bucket, bucket)});
+    hw::Launch l = collective_on(hw(), models::Collective::kAllReduce, bytes, dp, dtype, bucket, bucket);
+    // The bucket waits for its gradients and the optimizer for the bucket (the gradients are
+    // views into it): an order, not bytes (the plan moves them).
+    for (const TensorUse& g : ready) {
+      l.reads.push_back({g.tensor, 0});
+      l.writes.push_back({g.tensor, 0});
+    }
+    emit(label, {std::move(l)});
+    bytes = 0;
+    ready.clear();
+  };
+  for (std::size_t i = grads.size(); i-- > 0;) {
+    bytes += static_cast<double>(elements[i]) * element_bytes;
+    ready.push_back(grads[i]);
+    if (bytes >= (index == 0 ? kFirstBucketBytes : kBucketBytes)) flush();
   }
+  if (bytes > 0) flush();
+  b_.set_stream(0);
+  b_.wait_for(grads);  // backward() returns once every bucket is reduced (DDP's finalize)
 }
 
 namespace {

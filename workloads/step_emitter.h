@@ -112,9 +112,11 @@ class StepEmitter {
   // Expert parallelism with data-parallel attention: routed rows (`elements`) to the GPUs that
   // hold their experts, or their outputs back.
   TensorUse expert_all_to_all(const std::string& label, const TensorUse& x, std::int64_t elements);
-  // Data parallelism (training): DistributedDataParallel's all-reduce of `parameters` gradients of
-  // `dtype`, in its 25 MiB buckets (bucket_cap_mb), after the backward.
-  void ddp_all_reduce(std::int64_t parameters, hw::DType dtype);
+  // Data parallelism (training): DistributedDataParallel's all-reduce of the gradients `grads`
+  // (of `elements` each, in model.parameters() order, of `dtype`). DDP fills its buckets in reverse
+  // order (1 MiB first, then bucket_cap_mb's 25 MiB) and all-reduces each on its own stream as
+  // soon as the backward has produced its gradients, so the buckets overlap the backward.
+  void ddp_all_reduce(const std::vector<TensorUse>& grads, const std::vector<std::int64_t>& elements, hw::DType dtype);
   // Pipeline parallelism: a stage's input (`elements` of act()) received from the stage before it,
   // or its output sent to the stage after it (NCCL send/recv); in the backward, the gradients go
   // the other way (`backward`: received from the next stage, sent to the previous one).
