@@ -47,6 +47,13 @@ constexpr double kP2pBytesPerChannel = 8192;
 
 int fabric_of(const hw::HardwareSpec& hw) { return hw.system.interconnect.kind == "pcie" ? kPcieFabric : kNvlinkFabric; }
 
+// Levels of ncclGetBtree over `nodes` (its root has a single child): ceil(log2 nodes).
+int tree_depth(int nodes) {
+  int depth = 0;
+  while ((1 << depth) < nodes) ++depth;
+  return depth;
+}
+
 struct Candidate {
   CollectiveAlgorithm algorithm;
   Protocol protocol;
@@ -65,7 +72,7 @@ std::string type_name(hw::DType d) {
 
 // The latency of one candidate: NCCL's base plus its hops, intra-node hops at the system's link
 // latency and inter-node hops at the network's.
-sim::Time candidate_latency(const CollectiveProblem& p, const hw::HardwareSpec& hw, Candidate c, int steps, int inter_steps) {
+sim::Time candidate_latency(const hw::HardwareSpec& hw, Candidate c, int steps, int inter_steps) {
   const auto& y = hw.system;
   const int proto = static_cast<int>(c.protocol);
   if (c.algorithm == CollectiveAlgorithm::kNvls) {
@@ -82,12 +89,9 @@ sim::Time candidate_latency(const CollectiveProblem& p, const hw::HardwareSpec& 
   const double net_scale = y.network.latency.seconds() > 0 ? y.network.latency.seconds() * 1e6 / kHopLatUs[kNetFabric][1][0] : 1.0;
   const double inter = kHopLatUs[kNetFabric][algo][proto] * net_scale;
   double us = c.algorithm == CollectiveAlgorithm::kDirect ? kBaseLatUs[1][proto] : kBaseLatUs[algo][proto];
-  if (c.algorithm == CollectiveAlgorithm::kTree) {
-    const int nodes = p.ranks / p.ranks_per_node;
-    us += 2 * ((p.ranks_per_node - 1) * intra + std::log2(std::max(1, nodes)) * inter);
-  } else {
-    us += (steps - inter_steps) * intra + inter_steps * inter;
-  }
+  // One hop per step: the tree's are 2 (ranks_per_node - 1) on the node's chain and twice its
+  // depth between nodes (plan_candidate).
+  us += (steps - inter_steps) * intra + inter_steps * inter;
   return sim::Time::from_seconds(us * 1e-6);
 }
 
@@ -100,6 +104,7 @@ CollectivePlan plan_candidate(const CollectiveProblem& p, const hw::HardwareSpec
   plan.algorithm = c.algorithm;
   plan.protocol = c.protocol;
   int inter_steps = 0;
+  double tree_network_payload = 0;
   double in_bytes = S, out_bytes = S;  // this GPU's input and output buffers
   switch (p.kind) {
     case Collective::kAllReduce:
@@ -109,9 +114,18 @@ CollectivePlan plan_candidate(const CollectiveProblem& p, const hw::HardwareSpec
         plan.steps = 2;
         plan.payload_bytes = S;
       } else if (c.algorithm == CollectiveAlgorithm::kTree) {
-        // Reduce up a chain or tree, broadcast down: each GPU sends the buffer up and down.
-        plan.steps = 2 * (per_node - 1) + 2 * static_cast<int>(std::ceil(std::log2(std::max(1, nodes))));
+        // Reduce up a chain or tree, broadcast down: each GPU sends the buffer up and down. The
+        // node tree is ncclGetBtree's, whose root has one child: ceil(log2 nodes) levels deep.
+        // NCCL's tuning.cc estimates log2i(nNodes) (the floor), a level short for other than
+        // powers of two; the steps and the latency here both count the levels the tree has.
+        const int depth = tree_depth(nodes);
+        plan.steps = 2 * (per_node - 1) + 2 * depth;
+        inter_steps = 2 * depth;
         plan.payload_bytes = 2 * S * (n - 1) / n;
+        // Only the tree's edges between nodes cross the network, each once up and once down:
+        // 2 (nodes - 1) S in all, over the n GPUs' NICs (the channels' trees start at different
+        // GPUs of each node).
+        tree_network_payload = 2 * S * (nodes - 1) / n;
       } else {
         plan.steps = 2 * (n - 1);
         inter_steps = 2 * (nodes - 1);
@@ -147,16 +161,20 @@ CollectivePlan plan_candidate(const CollectiveProblem& p, const hw::HardwareSpec
   // Between nodes: each node's rings leave it through every GPU's NIC in turn (NCCL's channels
   // start their rings at different GPUs), so a GPU's NIC carries 1/per_node of the crossings.
   if (nodes > 1) {
-    plan.network_bytes = c.algorithm == CollectiveAlgorithm::kDirect || p.kind == Collective::kAllToAll
-                             ? plan.link_bytes * (n - per_node) / std::max(1, n - 1)
-                             : plan.link_bytes / per_node;
+    if (c.algorithm == CollectiveAlgorithm::kTree) {
+      plan.network_bytes = tree_network_payload * kWireBytes[proto];
+    } else if (c.algorithm == CollectiveAlgorithm::kDirect || p.kind == Collective::kAllToAll) {
+      plan.network_bytes = plan.link_bytes * (n - per_node) / std::max(1, n - 1);
+    } else {
+      plan.network_bytes = plan.link_bytes / per_node;
+    }
   }
   // Buffers: the input read and the output written; what arrives lands in a FIFO in this GPU's
   // memory (written by the peer) and is read from it.
   const double received = plan.payload_bytes;
   plan.dram_read_bytes = in_bytes + received;
   plan.dram_write_bytes = out_bytes + received;
-  plan.latency = candidate_latency(p, hw, c, plan.steps, inter_steps);
+  plan.latency = candidate_latency(hw, c, plan.steps, inter_steps);
 
   const bool p2p = c.algorithm == CollectiveAlgorithm::kDirect;
   const int most = p2p ? y.interconnect.p2p_channels : y.interconnect.channels;
@@ -219,13 +237,13 @@ double bus_bandwidth_factor(Collective kind, int ranks) {
 CollectivePlan plan_collective(const CollectiveProblem& p, const hw::HardwareSpec& hw) {
   const auto& y = hw.system;
   if (p.ranks < 2) throw ModelError(fmt::format("a {} needs at least 2 GPUs", name(p.kind)));
-  if (p.ranks > y.total_gpus()) {
-    throw ModelError(fmt::format("a {} over {} GPUs: {} has {}", name(p.kind), p.ranks, hw.name, y.total_gpus()));
-  }
   if (y.interconnect.kind == "none" || y.link_bandwidth() <= 0) {
     throw ModelError(fmt::format("{} over {} GPUs: {} is one chip without an interconnect; give a system "
                                  "(--hw dgx-h100, or a file with a system: section)",
                                  name(p.kind), p.ranks, hw.name));
+  }
+  if (p.ranks > y.total_gpus()) {
+    throw ModelError(fmt::format("{} over {} GPUs: {} has {}", name(p.kind), p.ranks, hw.name, y.total_gpus()));
   }
   if (p.ranks_per_node < 1 || p.ranks % p.ranks_per_node != 0) {
     throw ModelError(fmt::format("{} GPUs do not fill nodes of {}", p.ranks, p.ranks_per_node));

@@ -321,10 +321,12 @@ std::vector<Launch> ElementwiseModel::lower(const Op& op, const hw::HardwareSpec
       case OpKind::kMul: p.func = EwFunc::kMul; break;
       case OpKind::kSilu: p.func = EwFunc::kSilu; break;
       case OpKind::kGelu: p.func = EwFunc::kGelu; break;
+      case OpKind::kCopy: p.func = EwFunc::kCopy; break;
       default: throw ModelError(fmt::format("elementwise: cannot lower {}", op_name(op.kind())));
     }
     p.inputs = p.func == EwFunc::kAdd || p.func == EwFunc::kMul ? std::vector<std::string>{"a", "b"}
                                                                 : std::vector<std::string>{"x"};
+    p.strided = s.strided;
   }
   if (p.in == hw::DType::kTf32) p.in = hw::DType::kFp32;  // tf32 is fp32 in memory
   if (p.out == hw::DType::kTf32) p.out = hw::DType::kFp32;

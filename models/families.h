@@ -135,6 +135,23 @@ class DecodeAttentionModel final : public KernelModel {
                             const std::string& tag) const override;
 };
 
+// ---- rope_model.cpp: rotary embedding as PyTorch code writes it (mul, neg, cat, mul, add) ----
+
+class RopeModel final : public KernelModel {
+ public:
+  std::vector<Launch> lower(const Op& op, const hw::HardwareSpec& hw,
+                            const std::string& tag) const override;
+};
+
+// ---- collective_op_model.cpp: allreduce ... sendrecv ops through models/collective_model.h --
+
+class CollectiveOpModel final : public KernelModel {
+ public:
+  // ModelError when the chip has no interconnect or fewer GPUs than the op's group.
+  std::vector<Launch> lower(const Op& op, const hw::HardwareSpec& hw,
+                            const std::string& tag) const override;
+};
+
 // ---- naive_attention_model.cpp: bmm, scale, (mask), softmax, bmm --------------------------
 
 class NaiveAttentionModel final : public KernelModel {

@@ -13,7 +13,9 @@ constexpr std::array kAllKinds{OpKind::kMatmul,     OpKind::kLinear,         OpK
                                OpKind::kSdpaDecode, OpKind::kNaiveAttention, OpKind::kAdd,
                                OpKind::kMul,        OpKind::kSilu,           OpKind::kGelu,
                                OpKind::kCast,       OpKind::kLayerNorm,      OpKind::kRmsNorm,
-                               OpKind::kSoftmax};
+                               OpKind::kSoftmax,    OpKind::kCopy,           OpKind::kRope,
+                               OpKind::kAllReduce,  OpKind::kAllGather,      OpKind::kReduceScatter,
+                               OpKind::kAllToAll,   OpKind::kSendRecv};
 
 // Index into OpShape of the family each kind takes.
 std::size_t family_of(OpKind kind) {
@@ -32,6 +34,7 @@ std::size_t family_of(OpKind kind) {
     case OpKind::kMul:
     case OpKind::kSilu:
     case OpKind::kGelu:
+    case OpKind::kCopy:
       return 5;
     case OpKind::kCast:
       return 6;
@@ -39,6 +42,14 @@ std::size_t family_of(OpKind kind) {
     case OpKind::kRmsNorm:
     case OpKind::kSoftmax:
       return 7;
+    case OpKind::kRope:
+      return 8;
+    case OpKind::kAllReduce:
+    case OpKind::kAllGather:
+    case OpKind::kReduceScatter:
+    case OpKind::kAllToAll:
+    case OpKind::kSendRecv:
+      return 9;
   }
   return std::variant_npos;
 }
@@ -64,7 +75,15 @@ std::string shape_text(const OpShape& shape) {
       return fmt::format("B={} H={} S={} D={}{}{}{}", s.B, s.H, s.S, s.D, s.causal ? " causal" : "",
                          s.manual_softmax ? " softmax=manual" : "", s.backward ? " backward" : "");
     }
-    std::string operator()(const ElementwiseShape& s) const { return fmt::format("n={}", s.n); }
+    std::string operator()(const ElementwiseShape& s) const {
+      return fmt::format("n={}{}", s.n, s.strided ? " strided" : "");
+    }
+    std::string operator()(const RopeShape& s) const {
+      return fmt::format("B={} S={} H={} D={}", s.B, s.S, s.H, s.D);
+    }
+    std::string operator()(const CollectiveShape& s) const {
+      return fmt::format("bytes={} gpus={}", s.bytes, s.gpus);
+    }
     std::string operator()(const CastShape& s) const { return fmt::format("n={}", s.n); }
     std::string operator()(const RowShape& s) const { return fmt::format("R={} C={}", s.R, s.C); }
   };
@@ -111,9 +130,25 @@ std::string_view op_name(OpKind kind) {
       return "rms_norm";
     case OpKind::kSoftmax:
       return "softmax";
+    case OpKind::kCopy:
+      return "copy";
+    case OpKind::kRope:
+      return "rope";
+    case OpKind::kAllReduce:
+      return "allreduce";
+    case OpKind::kAllGather:
+      return "allgather";
+    case OpKind::kReduceScatter:
+      return "reducescatter";
+    case OpKind::kAllToAll:
+      return "alltoall";
+    case OpKind::kSendRecv:
+      return "sendrecv";
   }
   return "?";
 }
+
+bool is_collective(OpKind kind) { return family_of(kind) == 9; }
 
 std::optional<OpKind> parse_op_kind(std::string_view name) {
   for (const OpKind k : kAllKinds) {

@@ -27,6 +27,14 @@ enum class OpKind {
   kLayerNorm,
   kRmsNorm,
   kSoftmax,  // over the last dimension
+  kCopy,     // a copy into another tensor (x.copy_, a slice assignment such as a KV-cache write)
+  kRope,     // rotary embedding as written in PyTorch: x*cos + rotate_half(x)*sin (5 kernels)
+  // NCCL collectives over `gpus` GPUs of the system (models/collective_model.h)
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kSendRecv,
 };
 
 // Shapes, one struct per family. All extents are element counts.
@@ -63,8 +71,11 @@ struct NaiveAttentionShape {
   // Autograd's backward of the attention, from the output's gradient, instead of its forward.
   bool backward = false;
 };
-struct ElementwiseShape {  // add, mul, silu, gelu
+struct ElementwiseShape {  // add, mul, silu, gelu, copy
   std::int64_t n;
+  // An operand is a view that is not dense (a chunk, a transpose, a broadcast): TensorIterator
+  // cannot vectorize, so ATen takes its strided elementwise_kernel.
+  bool strided = false;
 };
 struct CastShape {
   std::int64_t n;
@@ -74,8 +85,22 @@ struct RowShape {  // layer_norm, rms_norm, softmax: R rows of C elements
   std::int64_t R, C;
 };
 
+// RoPE on q or k of B sequences of S tokens, H heads of D dimensions, laid out as a projection
+// writes them ([B, S, H, D]) and rotated through the transposed [B, H, S, D] view.
+struct RopeShape {
+  std::int64_t B, S, H, D;
+};
+// A collective's buffer as nccl-tests sizes it (all-reduce: each rank's buffer; all-gather: the
+// gathered output; reduce-scatter: the input; all-to-all: each rank's send buffer; send/recv:
+// the message), over a group of `gpus` GPUs.
+struct CollectiveShape {
+  std::int64_t bytes;
+  int gpus;
+};
+
 using OpShape = std::variant<MatmulShape, LinearShape, SdpaShape, SdpaDecodeShape,
-                             NaiveAttentionShape, ElementwiseShape, CastShape, RowShape>;
+                             NaiveAttentionShape, ElementwiseShape, CastShape, RowShape, RopeShape,
+                             CollectiveShape>;
 
 class Op {
  public:
@@ -102,6 +127,9 @@ class Op {
 std::string_view op_name(OpKind kind);
 std::optional<OpKind> parse_op_kind(std::string_view name);
 std::vector<std::string_view> op_names();  // every name, in OpKind order
+
+// A collective op kind (kAllReduce ... kSendRecv).
+bool is_collective(OpKind kind);
 
 // One line such as "matmul M=2048 N=2048 K=2048 bf16".
 std::string describe(const Op& op);

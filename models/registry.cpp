@@ -44,6 +44,13 @@ KernelModelRegistry default_kernel_models() {
   r.add(OpKind::kLayerNorm, rows);
   r.add(OpKind::kRmsNorm, rows);
   r.add(OpKind::kSoftmax, rows);
+  r.add(OpKind::kCopy, elementwise);
+  r.add(OpKind::kRope, std::make_shared<const RopeModel>());
+  auto collective = std::make_shared<const CollectiveOpModel>();
+  for (const OpKind k : {OpKind::kAllReduce, OpKind::kAllGather, OpKind::kReduceScatter, OpKind::kAllToAll,
+                         OpKind::kSendRecv}) {
+    r.add(k, collective);
+  }
   return r;
 }
 

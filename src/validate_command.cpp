@@ -34,6 +34,8 @@
 #include "validation/cs336_suite.h"
 #include "validation/replay_suite.h"
 #include "validation/collective_suite.h"
+#include "validation/tp_published_suite.h"
+#include "validation/tp_steps_suite.h"
 #include "validation/serve_requests_suite.h"
 #include "validation/serve_steps_suite.h"
 #include "validation/train_suite.h"
@@ -58,6 +60,10 @@ struct SuiteSpec {
   // lists the files, ", "-separated), 2 published nccl-tests figures (hw: the H100 system; the
   // H200's is hgx-h200).
   int collectives = 0;
+  // Tensor-parallel steps on a system preset: 1 tp_steps.py's layers (validation/tp_steps_suite.h;
+  // csv lists the files, ", "-separated), 2 published serving figures (validation/tp_published_suite.h;
+  // hw: the H100 system; the H200's is hgx-h200).
+  int tensor_parallel = 0;
 };
 
 // Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
@@ -284,6 +290,22 @@ const std::vector<SuiteSpec>& suites() {
        "NCCL 2.18-2.20, NVLS on; Bekman's ml-engineering H200 figures with NVLS on and off), 16 MiB and more, "
        "against dgx-h100 and hgx-h200 with NVLS as the source ran it; never fitted to",
        false, 0, false, false, false, false, false, false, false, false, false, 2},
+      {"tp-steps-h100", "dgx-h100", "tp_steps_h100_tp1.json, tp_steps_h100_tp2.json, tp_steps_h100_tp4.json",
+       "Megatron tensor-parallel layers (validation/measure/tp_steps.py: 4 Llama-3-8B- or 70B-shaped bf16 layers, "
+       "prefill of 1024 tokens at batch 1 and 8, decode against 2048 cached tokens at batch 1 and 32) on 1, 2 and 4 "
+       "H100 SXM of one NVSwitch machine (2026-11-26 10:27 UTC), against the script's own layer as an op workload "
+       "(rms_norm, fused QKV linear, rope on q and k, sdpa or the cache write and sdpa_decode, o linear, allreduce, "
+       "add, rms_norm, gate_up linear, silu and mul on its chunks, down linear, allreduce, add) on dgx-h100 with the "
+       "measured TP degree: the CUDA-graph step, and rank 0's compute kernels (NCCL's profiled time includes waiting "
+       "for the other ranks' eager launches, so it is left out). Split fixed before any comparison: TP 1 and 2 "
+       "calibration, TP 4 held out; nothing was fitted to these files",
+       false, 0, false, false, false, false, false, false, false, false, false, 0, 1},
+      {"tp-published", "dgx-h100", "published_multi_gpu.json",
+       "published tensor-parallel serving figures of 70B Llama models (the file's tp_decode entries: vLLM on Lambda's "
+       "H100s, NVIDIA NIM, TensorRT-LLM's docs, Azure ND H100/H200 v5, vLLM CI; each row names its source) against "
+       "the fused lowering with the entry's model, batch, lengths, precision and TP degree, CUDA graphs, on dgx-h100 "
+       "(hgx-h200 for H200 entries); never fitted to. Rows marked approx reproduce the entry's setup only in part",
+       false, 0, false, false, false, false, false, false, false, false, false, 0, 2},
       {"host-h100", "h100", "host_walls_h100.json",
        "eager wall time of Hugging Face forwards (transformers 5.17, PyTorch 2.11, bf16) on the lent "
        "H100 machine's host, one session (2026-11-24 23:41 UTC): the layer sweep the preset's host "
@@ -597,6 +619,7 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
     std::vector<validation::Comparison> rows;
     int not_compared = 0;
     std::vector<std::string> ncu_skipped;  // an ncu suite's ops not compared, with the reason
+    std::vector<std::string> not_simulated;  // reference figures left out, each with the reason
     if (s.seed != 0) {
       rows = run_seed_suite(s, data, env.config_dir, catalog, spec, models, not_compared);
     } else if (s.models) {
@@ -607,6 +630,14 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       rows = validation::compare_measured_collectives(listed_files(data, s.csv), spec);
     } else if (s.collectives == 2) {
       rows = validation::compare_published_collectives(data / s.csv, spec, hw::load_hardware("hgx-h200", catalog));
+    } else if (s.tensor_parallel == 1) {
+      rows = validation::compare_tp_steps(listed_files(data, s.csv), spec, models);
+    } else if (s.tensor_parallel == 2) {
+      auto result = validation::compare_published_tp(data / s.csv, env.config_dir / "models", spec,
+                                                     hw::load_hardware("hgx-h200", catalog), models);
+      rows = std::move(result.rows);
+      not_simulated = std::move(result.not_simulated);
+      not_compared = static_cast<int>(not_simulated.size());
     } else if (s.serve_requests) {
       rows = validation::compare_serve_requests(data / s.csv, env.config_dir, spec, models);
     } else if (s.serve_steps) {
@@ -658,13 +689,22 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       outcomes.push_back({s.name, 0, 0, 0, ncu_failed(s.name, rows, thresholds)});
       continue;
     }
+    if (!not_simulated.empty()) {
+      out << "  not simulated:\n";
+      md << "\nNot simulated:\n\n";
+      for (const auto& n : not_simulated) {
+        out << "    " << n << "\n";
+        md << "- " << n << "\n";
+      }
+    }
     int skipped = not_compared;
     for (const auto& m : measured) skipped += m.op ? 0 : 1;
     const std::string skipped_text =
-        s.seed != 0 ? fmt::format("{} reported figures not simulated", skipped)
+        s.seed != 0 || !not_simulated.empty() ? fmt::format("{} reported figures not simulated", skipped)
                     : fmt::format("{} measured variants not modeled", skipped);
     const std::string skipped_md =
-        s.seed != 0 ? fmt::format("{} reported figures not simulated: validation/data/README-seeds.md says why", skipped)
+        !not_simulated.empty() ? fmt::format("{} reported figures not simulated: listed above", skipped)
+        : s.seed != 0 ? fmt::format("{} reported figures not simulated: validation/data/README-seeds.md says why", skipped)
                     : fmt::format("{} measured variants, such as forced SDPA backends, not modeled", skipped);
     SuiteOutcome o;
     o.name = s.name;

@@ -37,7 +37,15 @@ std::vector<hw::KernelNode> lower_ops(const OpWorkload& workload, const hw::Hard
   for (std::size_t i = 0; i < workload.ops.size(); ++i) {
     const models::Op& op = workload.ops[i].op;
     const std::string label = fmt::format("ops[{}] {}", i, models::op_name(op.kind()));
-    for (auto& launch : models.lower(op, hw, fmt::format("op{}", i))) {
+    std::vector<hw::Launch> launches;
+    try {
+      launches = models.lower(op, hw, fmt::format("op{}", i));
+    } catch (const ModelError& e) {
+      // A collective's group must fit the system (--hw): a chip alone has no links.
+      if (!models::is_collective(op.kind())) throw;
+      throw ConfigError(file, workload.ops[i].line, fmt::format("ops[{}].gpus", i), e.what());
+    }
+    for (auto& launch : launches) {
       least_s += lower_bound_s(launch, hw);
       nodes.push_back(hw::KernelNode{std::move(launch), label, 0, {}, std::nullopt});
     }

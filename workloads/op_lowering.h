@@ -15,7 +15,8 @@
 namespace gpusim::workloads {
 
 // An op whose kernels would take the simulated time past the engine's clock (sim::Time) is a
-// ConfigError naming `file`, its line and ops[i].
+// ConfigError naming `file`, its line and ops[i]; a collective whose `gpus` the system cannot
+// hold (a chip without an interconnect, fewer GPUs) one naming ops[i].gpus.
 std::vector<hw::KernelNode> lower_ops(const OpWorkload& workload, const hw::HardwareSpec& hw,
                                       const models::KernelModelRegistry& models, const std::string& file);
 

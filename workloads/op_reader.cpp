@@ -31,7 +31,16 @@ std::vector<std::string_view> keys_of(OpKind kind) {
     case OpKind::kMul:
     case OpKind::kSilu:
     case OpKind::kGelu:
-      return {"n", "dtype"};
+    case OpKind::kCopy:
+      return {"n", "strided", "dtype"};
+    case OpKind::kRope:
+      return {"B", "S", "H", "D", "dtype"};
+    case OpKind::kAllReduce:
+    case OpKind::kAllGather:
+    case OpKind::kReduceScatter:
+    case OpKind::kAllToAll:
+    case OpKind::kSendRecv:
+      return {"n", "bytes", "gpus", "dtype"};
     case OpKind::kCast:
       return {"n", "from", "to"};  // the types are from and to
     case OpKind::kLayerNorm:
@@ -84,7 +93,19 @@ models::OpShape read_shape(OpKind kind, hw::MappingReader& r) {
     case OpKind::kMul:
     case OpKind::kSilu:
     case OpKind::kGelu:
-      return models::ElementwiseShape{dim("n")};
+    case OpKind::kCopy:
+      return models::ElementwiseShape{dim("n"), r.optional_boolean("strided").value_or(false)};
+    case OpKind::kRope: {
+      const models::RopeShape s{dim("B"), dim("S"), dim("H"), dim("D")};
+      if (s.D % 2 != 0) r.fail("D", fmt::format("RoPE rotates pairs of dimensions: D ({}) must be even", s.D));
+      return s;
+    }
+    case OpKind::kAllReduce:
+    case OpKind::kAllGather:
+    case OpKind::kReduceScatter:
+    case OpKind::kAllToAll:
+    case OpKind::kSendRecv:
+      break;  // read_collective: its size depends on the dtype
     case OpKind::kCast: {
       const std::int64_t n = dim("n");
       const auto from = read_optional_dtype(r, "from");
@@ -129,11 +150,28 @@ std::vector<Tensor> tensors_of(const models::OpShape& shape) {
           return {{"Q[B,H,S,D]", d(s.B) * d(s.H) * d(s.S) * d(s.D)}, {"the scores [B,H,S,S]", d(s.B) * d(s.H) * d(s.S) * d(s.S)}};
         } else if constexpr (std::is_same_v<S, models::RowShape>) {
           return {{"x[R,C]", d(s.R) * d(s.C)}};
+        } else if constexpr (std::is_same_v<S, models::RopeShape>) {
+          return {{"x[B,H,S,D]", d(s.B) * d(s.H) * d(s.S) * d(s.D)}};
+        } else if constexpr (std::is_same_v<S, models::CollectiveShape>) {
+          return {{"the buffer", d(s.bytes)}};
         } else {
           return {{"x[n]", d(s.n)}};
         }
       },
       shape);
+}
+
+// A collective's size: `n` elements of its dtype or `bytes` (exactly one), and its group of
+// `gpus` GPUs. Whether the system has that many is checked when lowering (workloads/op_lowering.h).
+models::CollectiveShape read_collective(hw::MappingReader& r, hw::DType dtype) {
+  const bool has_n = r.has("n"), has_bytes = r.has("bytes");
+  if (has_n == has_bytes) {
+    r.fail(has_n ? "bytes" : "n", "give the buffer's size as either n (elements of dtype) or bytes, not both");
+  }
+  const std::int64_t bytes = has_n ? r.integer("n", 1, kMaxExtent) * static_cast<std::int64_t>(hw::bytes_per_element(dtype))
+                                   : r.integer("bytes", 1, kMaxExtent);
+  const int gpus = static_cast<int>(r.integer("gpus", 2, 1 << 20));
+  return models::CollectiveShape{bytes, gpus};
 }
 
 }  // namespace
@@ -156,6 +194,14 @@ models::Op read_op(const hw::YamlDocument& doc, const YAML::Node& item, const st
   for (const auto key : keys_of(kind)) r.has(key);
   r.reject_unknown();
 
+  if (models::is_collective(kind)) {
+    const auto dtype = read_optional_dtype(r, "dtype");
+    if (!dtype && !default_dtype) {
+      r.fail("dtype", "missing: give this op a dtype, or the workload a top-level dtype");
+    }
+    const hw::DType d = dtype ? *dtype : *default_dtype;
+    return models::Op(kind, d, read_collective(r, d));
+  }
   models::OpShape shape = read_shape(kind, r);
   for (const Tensor& t : tensors_of(shape)) {
     if (t.elements > kMaxTensorElements) {

@@ -90,13 +90,33 @@ TEST(KernelModelRegistryTest, LowersEveryOpKindOnEveryPreset) {
       Op(OpKind::kLayerNorm, DType::kBf16, RowShape{16, 4096}),
       Op(OpKind::kRmsNorm, DType::kBf16, RowShape{16, 4096}),
       Op(OpKind::kSoftmax, DType::kBf16, RowShape{64, 32000}),
+      Op(OpKind::kCopy, DType::kBf16, ElementwiseShape{65536, true}),
+      Op(OpKind::kRope, DType::kBf16, RopeShape{2, 16, 8, 128}),
+      Op(OpKind::kAllReduce, DType::kBf16, CollectiveShape{1 << 20, 2}),
+      Op(OpKind::kAllGather, DType::kBf16, CollectiveShape{1 << 20, 2}),
+      Op(OpKind::kReduceScatter, DType::kBf16, CollectiveShape{1 << 20, 2}),
+      Op(OpKind::kAllToAll, DType::kBf16, CollectiveShape{1 << 20, 2}),
+      Op(OpKind::kSendRecv, DType::kBf16, CollectiveShape{1 << 20, 2}),
   };
   ASSERT_EQ(one_per_kind.size(), op_names().size());
   for (const auto& name : testing::preset_names()) {
     const auto hw = preset(name);
     for (const auto& op : one_per_kind) {
+      // A collective needs a system: a chip alone (no interconnect) refuses it.
+      if (is_collective(op.kind()) && hw.system.interconnect.kind == "none") {
+        EXPECT_THROW(lower(op, hw), ModelError) << name << " " << describe(op);
+        continue;
+      }
       EXPECT_FALSE(lower(op, hw).empty()) << name << " " << describe(op);
     }
+  }
+  const auto dgx = hw::load_hardware(
+      "dgx-h100", hw::PresetCatalog(std::vector{testing::repo() / "configs" / "hw", testing::repo() / "configs" / "systems"}));
+  for (const auto& op : one_per_kind) {
+    if (!is_collective(op.kind())) continue;
+    const auto launches = lower(op, dgx);
+    ASSERT_EQ(launches.size(), 1u) << describe(op);
+    EXPECT_EQ(launches[0].family, op_name(op.kind()));
   }
 }
 

@@ -36,7 +36,7 @@ TEST(ModelOpTest, NamesRoundTrip) {
     ASSERT_TRUE(kind.has_value()) << name;
     EXPECT_EQ(op_name(*kind), name);
   }
-  EXPECT_EQ(op_names().size(), 13u);
+  EXPECT_EQ(op_names().size(), 20u);
   EXPECT_FALSE(parse_op_kind("conv2d").has_value());
 }
 
