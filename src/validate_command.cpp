@@ -290,7 +290,9 @@ const std::vector<SuiteSpec>& suites() {
        "NCCL 2.18-2.20, NVLS on; Bekman's ml-engineering H200 figures with NVLS on and off), 16 MiB and more, "
        "against dgx-h100 and hgx-h200 with NVLS as the source ran it; never fitted to",
        false, 0, false, false, false, false, false, false, false, false, false, 2},
-      {"tp-steps-h100", "dgx-h100", "tp_steps_h100_tp1.json, tp_steps_h100_tp2.json, tp_steps_h100_tp4.json",
+      {"tp-steps-h100", "dgx-h100",
+       "tp_steps_h100_tp1.json, tp_steps_h100_tp2.json, tp_steps_h100_tp4.json, tp_steps_h100_repeat_tp1.json, "
+       "tp_steps_h100_repeat_tp2.json, tp_steps_h100_repeat_tp4.json",
        "Megatron tensor-parallel layers (validation/measure/tp_steps.py: 4 Llama-3-8B- or 70B-shaped bf16 layers, "
        "prefill of 1024 tokens at batch 1 and 8, decode against 2048 cached tokens at batch 1 and 32) on 1, 2 and 4 "
        "H100 SXM of one NVSwitch machine (2026-11-26 10:27 UTC), against the script's own layer as an op workload "
@@ -298,7 +300,8 @@ const std::vector<SuiteSpec>& suites() {
        "add, rms_norm, gate_up linear, silu and mul on its chunks, down linear, allreduce, add) on dgx-h100 with the "
        "measured TP degree: the CUDA-graph step, and rank 0's compute kernels (NCCL's profiled time includes waiting "
        "for the other ranks' eager launches, so it is left out). Split fixed before any comparison: TP 1 and 2 "
-       "calibration, TP 4 held out; nothing was fitted to these files",
+       "calibration, TP 4 held out; a repeat run on a fresh 4-H100 machine (13:10 UTC) held out whole; nothing was "
+       "fitted to these files",
        false, 0, false, false, false, false, false, false, false, false, false, 0, 1},
       {"tp-published", "dgx-h100", "published_multi_gpu.json",
        "published tensor-parallel serving figures of 70B Llama models (the file's tp_decode entries: vLLM on Lambda's "

@@ -93,8 +93,10 @@ std::vector<Comparison> compare_tp_steps(const std::vector<std::filesystem::path
         for (const auto& k : row.at("kernels_rank0")) {
           if (!k.at("name").get<std::string>().starts_with("ncclDevKernel")) measured_compute += k.at("us").get<double>();
         }
-        const bool held_out = tp == 4;
-        const std::string label = fmt::format("{} {} b={} len={} TP {} ({} layers)", model, phase, batch, length, tp, layers);
+        // TP 4 is held out; so is every row of a repeat run (measured after the model was written).
+        const bool held_out = tp == 4 || file.filename().string().find("repeat") != std::string::npos;
+        const std::string label = fmt::format("{} {} b={} len={} TP {} ({} layers){}", model, phase, batch, length, tp,
+                                              layers, held_out && tp != 4 ? " repeat" : "");
         out.push_back(figure_row(label + " graph step", fmt::format("TP{} {} graph step", tp, phase), held_out,
                                  row.at("graph_step_us").get<double>(), r.end.us()));
         out.push_back(figure_row(label + " compute kernels", fmt::format("TP{} {} kernels", tp, phase), held_out,
