@@ -191,7 +191,9 @@ TensorUse layer_forward(StepEmitter& e, int i, const TensorUse& x, const TensorU
                 models::Op(models::OpKind::kSdpa, e.act(),
                            models::SdpaShape{s.batch, m.heads, s.new_tokens, m.head_dim, false, 0, true}),
                 {{"q", t.q}, {"k", t.k}, {"v", t.v}, {"o", t.attn}});
-  const TensorUse o = e.linear(L + ".attn.o_proj", T, d, q_dim, false, t.attn, t.wo);
+  // Tensor parallelism: the row-parallel o_proj's partial sums all-reduced before the fused add.
+  const TensorUse o = e.tp_all_reduce(L + ".attn.allreduce", e.linear(L + ".attn.o_proj", T, d, q_dim, false, t.attn, t.wo),
+                                      T * d);
   t.post_norm = add_norm(e, L + ".post_attention_norm", {x, o}, t.h2);
   t.wg = w("mlp.gate_proj", F, d);
   t.wu = w("mlp.up_proj", F, d);
@@ -200,7 +202,7 @@ TensorUse layer_forward(StepEmitter& e, int i, const TensorUse& x, const TensorU
   t.up = e.linear(L + ".mlp.up_proj", T, F, d, false, t.h2, t.wu);
   t.act = e.triton(L + ".mlp.act_and_mul", "triton_poi_fused_mul_silu", T * F, 0, {t.gate, t.up},
                  {e.new_act(L + ".mlp.act", static_cast<double>(T * F))});
-  return e.linear(L + ".mlp.down_proj", T, d, F, false, t.act, t.wd);
+  return e.tp_all_reduce(L + ".mlp.allreduce", e.linear(L + ".mlp.down_proj", T, d, F, false, t.act, t.wd), T * d);
 }
 
 void forward(StepEmitter& e, Tape& tape) {
@@ -217,19 +219,38 @@ void forward(StepEmitter& e, Tape& tape) {
   const TensorUse inv = e.b().state("rotary.inv_freq", static_cast<double>(half) * 4);
   tape.freqs = e.new_act("rotary.freqs", static_cast<double>(s.batch * s.new_tokens * half), kF32);
   e.batched_gemm("rotary.matmul", half, s.new_tokens, 1, s.batch, kF32, inv, pos, tape.freqs);
-  // The embedding rows are gathered by the first norm's kernel (and again by the first residual add).
-  const TensorUse rows = part(tape.table, static_cast<double>(T * d) * e.act_bytes());
+  const auto& w = e.workload();
   TensorUse h;
-  TensorUse x = rows;
+  TensorUse x;
   tape.layers.resize(static_cast<std::size_t>(m.layers));
+  LayerTape& first = tape.layers.front();
+  if (w.first_stage() && w.parallel.tensor == 1) {
+    // The embedding rows are gathered by the first norm's kernel (and again by the first residual add).
+    x = part(tape.table, static_cast<double>(T * d) * e.act_bytes());
+    first.input_norm = add_norm(e, "layers[0].input_norm", {x, tape.ids}, h);
+    first.input_norm.x = x;
+  } else {
+    // A vocabulary-parallel embedding (each GPU's rows looked up, the rest zero, all-reduced), or
+    // a later pipeline stage's received hidden states, which the first norm reads.
+    if (w.first_stage()) {
+      x = e.new_act("embed_tokens", static_cast<double>(T * d));
+      e.emit("embed_tokens", {models::lower_embedding_lookup(T, d, e.act(), tape.table, x, e.hw())});
+      x = e.tp_all_reduce("embed_tokens.allreduce", x, T * d);
+    } else {
+      x = e.pp_receive("pp.receive", T * d);
+    }
+    first.input_norm = add_norm(e, "layers[0].input_norm", {x}, h);
+  }
   for (int i = 0; i < static_cast<int>(m.layers); ++i) {
     LayerTape& t = tape.layers[static_cast<std::size_t>(i)];
-    if (i == 0) {
-      t.input_norm = add_norm(e, "layers[0].input_norm", {rows, tape.ids}, h);
-      t.input_norm.x = rows;
-    }
     const TensorUse mlp = layer_forward(e, i, x, h, tape.freqs, t);
     x = t.post_norm.x;
+    if (i + 1 == m.layers && !w.last_stage()) {
+      // A pipeline stage's output: the residual sum, written for the send.
+      x = e.triton("residual", "triton_poi_fused_add", T * d, 0, {x, mlp}, {e.new_act("residual", static_cast<double>(T * d))});
+      e.pp_send("pp.send", x, T * d);
+      return;
+    }
     // The residual add fused into the next layer's input norm (or the final norm).
     const std::string next = i + 1 < m.layers ? fmt::format("layers[{}].input_norm", i + 1) : "final_norm";
     NormTape n = add_norm(e, next, {x, mlp}, h);
@@ -246,9 +267,26 @@ void forward(StepEmitter& e, Tape& tape) {
                                    {e.new_act("loss.labels_shifted", static_cast<double>(T) * 8, kF32)});
   tape.lse = e.triton("loss.logsumexp", "triton_red_fused__log_softmax__to_copy_prepare_softmax_online", T, V,
                     {tape.logits}, {e.new_act("loss.lse", static_cast<double>(2 * T), kF32)});
+  // Tensor parallelism: a vocabulary-parallel loss (Megatron's): the rows' max, sum of
+  // exponentials and target logit of each GPU's slice all-reduced, T values each.
+  for (const char* what : {"max", "sum_exp", "target_logit"}) {
+    const std::string label = fmt::format("loss.{}.allreduce", what);
+    e.tp_all_reduce(label, e.new_act(label, static_cast<double>(T), kF32), T);
+  }
   e.triton("loss.nll", "triton_red_fused__log_softmax_nll_loss_forward", 1, T,
          {shifted, tape.lse, part(tape.logits, static_cast<double>(T) * 32)},
          {e.new_act("loss.value", 1, kF32)});
+}
+
+// The input gradients of the projections that read a norm's output, as its backward takes them:
+// summed in its kernel; with tensor parallelism each is one GPU's partial sum, so they are added
+// and all-reduced first (Megatron's f).
+std::vector<TensorUse> reduced_input_grads(StepEmitter& e, const std::string& label, const std::vector<TensorUse>& grads) {
+  if (e.workload().parallel.tensor <= 1) return grads;
+  const std::int64_t T = e.tokens(), d = e.m().d_model;
+  const TensorUse sum = e.triton(label + ".grad_sum", "triton_poi_fused_add", T * d, 0, grads,
+                                 {e.new_act(label + ".grad_sum", static_cast<double>(T * d))});
+  return {e.tp_all_reduce(label + ".grad_allreduce", sum, T * d)};
 }
 
 // Decoder layer i's backward; `dx` is the residual stream's gradient (updated). The first layer's
@@ -272,7 +310,7 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const Tape& tape,
   g.add(t.wu, dwu);
   const auto [dwg, dh_gate] = detail::gemm_backward(e, L + ".mlp.gate_proj", T, F, d, dgate, t.h2, t.wg);
   g.add(t.wg, dwg);
-  dx = norm_backward(e, L + ".post_attention_norm", t.post_norm, {dh_up, dh_gate}, &dx, g);
+  dx = norm_backward(e, L + ".post_attention_norm", t.post_norm, reduced_input_grads(e, L + ".mlp", {dh_up, dh_gate}), &dx, g);
 
   // Attention: o_proj, cuDNN's backward over the repeated heads, the sums back to the K/V heads.
   const auto [dwo, dattn] = detail::gemm_backward(e, L + ".attn.o_proj", T, d, q_dim, dx, t.attn, t.wo);
@@ -319,50 +357,64 @@ void layer_backward(StepEmitter& e, int i, const LayerTape& t, const Tape& tape,
   const TensorUse dh_k = proj_backward("k_proj", kv_dim, dk_pre, t.wk);
   const TensorUse dq_pre = rope_backward("q_norm_rope", Hq, dq, t.qk.q_raw, t.qk.q_weight);
   const TensorUse dh_q = proj_backward("q_proj", q_dim, dq_pre, t.wq);
-  dx = norm_backward(e, L + ".input_norm", t.input_norm, {dh_q, dh_k, dh_v}, embedding_grad ? nullptr : &dx, g,
-                     embedding_grad);
+  dx = norm_backward(e, L + ".input_norm", t.input_norm, reduced_input_grads(e, L + ".attn", {dh_q, dh_k, dh_v}),
+                     embedding_grad ? nullptr : &dx, g, embedding_grad);
 }
 
 void backward(StepEmitter& e, const Tape& tape, Grads& g) {
+  const auto& w = e.workload();
   const auto& m = e.m();
   const std::int64_t T = e.tokens(), d = m.d_model, V = m.vocab, kv_dim = m.kv_heads * m.head_dim;
   const DType a = e.act();
+  // A tied head on a later pipeline stage is its own copy of the table: its gradient is its own.
+  const bool tied = m.tied_embeddings && w.first_stage();
   // The loss's seed and the zeroed buffers the compiled backward allocates (two a layer of the
   // K/V projections' size, and the logits' gradient).
-  e.pointwise("loss.grad_seed", EwFunc::kFill, 1, kF32, kF32, {}, false);
+  if (w.last_stage()) e.pointwise("loss.grad_seed", EwFunc::kFill, 1, kF32, kF32, {}, false);
   for (int i = 0; i < static_cast<int>(m.layers); ++i) {
     for (const char* which : {"k", "v"}) {
       e.pointwise(fmt::format("layers[{}].attn.grad_{}_zero", i, which), EwFunc::kFill, T * kv_dim, a, a, {}, false);
     }
   }
-  const TensorUse dlogits0 = e.pointwise("loss.grad_zero", EwFunc::kFill, T * V, a, a, {}, false);
-  // log_softmax and nll_loss's backward in one kernel: a loop over the row for the sum of the nll
-  // gradient (index compares, no loads), then a loop reading the logits and writing their
-  // gradient; it reads the zeroed nll gradient only at the targets, but the buffer lives to here.
-  const TensorUse dlogits = e.triton("loss.grad_logits", "triton_red_fused__log_softmax__log_softmax_backward_data_nll_loss_backward",
-                                   T, V, {tape.logits, tape.lse, part(dlogits0, static_cast<double>(T) * 32)},
-                                   {e.new_act("loss.grad_logits", static_cast<double>(T * V))}, 1, 256);
-  TensorUse dhead, dh;
-  if (m.tied_embeddings) {
-    // The head's weight gradient comes last, accumulated onto the embedding's.
-    dh = detail::mm(e, "lm_head.grad_input", T, d, V, dlogits, tape.head);
+  TensorUse dlogits, dx;
+  if (w.last_stage()) {
+    const TensorUse dlogits0 = e.pointwise("loss.grad_zero", EwFunc::kFill, T * V, a, a, {}, false);
+    // log_softmax and nll_loss's backward in one kernel: a loop over the row for the sum of the nll
+    // gradient (index compares, no loads), then a loop reading the logits and writing their
+    // gradient; it reads the zeroed nll gradient only at the targets, but the buffer lives to here.
+    dlogits = e.triton("loss.grad_logits", "triton_red_fused__log_softmax__log_softmax_backward_data_nll_loss_backward",
+                       T, V, {tape.logits, tape.lse, part(dlogits0, static_cast<double>(T) * 32)},
+                       {e.new_act("loss.grad_logits", static_cast<double>(T * V))}, 1, 256);
+    TensorUse dhead, dh;
+    if (tied) {
+      // The head's weight gradient comes last, accumulated onto the embedding's.
+      dh = detail::mm(e, "lm_head.grad_input", T, d, V, dlogits, tape.head);
+    } else {
+      std::tie(dhead, dh) = detail::gemm_backward(e, "lm_head", T, V, d, dlogits, tape.hidden, tape.head);
+      g.add(tape.head, dhead);
+    }
+    dh = e.tp_all_reduce("lm_head.grad_allreduce", dh, T * d);  // a vocabulary-parallel head's partial sums
+    dx = norm_backward(e, "final_norm", tape.final_norm, {dh}, nullptr, g);
   } else {
-    std::tie(dhead, dh) = detail::gemm_backward(e, "lm_head", T, V, d, dlogits, tape.hidden, tape.head);
-    g.add(tape.head, dhead);
+    dx = e.pp_receive("pp.grad_receive", T * d, true);  // the next stage's gradient of this one's output
   }
-  TensorUse dx = norm_backward(e, "final_norm", tape.final_norm, {dh}, nullptr, g);
   // The embedding's gradient accumulates in an fp32 table, zeroed first.
   TensorUse acc;
   for (int i = static_cast<int>(m.layers) - 1; i >= 0; --i) {
-    if (i == 0) {
+    const bool embedding = i == 0 && w.first_stage();
+    if (embedding) {
       acc = e.triton("embed_tokens.grad_zero", "triton_poi_fused_embedding_dense_backward", V * d, 0, {},
-                   {e.new_act("embed_tokens.grad_fp32", static_cast<double>(V * d), kF32)});
+                     {e.new_act("embed_tokens.grad_fp32", static_cast<double>(V * d), kF32)});
     }
-    layer_backward(e, i, tape.layers[static_cast<std::size_t>(i)], tape, dx, g, i == 0 ? &acc : nullptr);
+    layer_backward(e, i, tape.layers[static_cast<std::size_t>(i)], tape, dx, g, embedding ? &acc : nullptr);
+  }
+  if (!w.first_stage()) {
+    e.pp_send("pp.grad_send", dx, T * d, true);
+    return;
   }
   TensorUse demb = e.triton("embed_tokens.grad_cast", "triton_poi_fused_embedding_dense_backward", V * d, 0, {acc},
-                          {e.new_act("embed_tokens.grad_weight", static_cast<double>(V * d))});
-  if (m.tied_embeddings) {
+                            {e.new_act("embed_tokens.grad_weight", static_cast<double>(V * d))});
+  if (tied && w.last_stage()) {
     // One parameter: its gradient copied, then the head's GEMM accumulates onto it (addmm).
     const TensorUse copy = e.new_act("embed_tokens.grad_copy", static_cast<double>(V * d));
     e.emit("embed_tokens.grad_copy", {models::detail::memcpy_launch(false, static_cast<double>(copy.bytes), demb, copy, e.hw())});
@@ -391,7 +443,8 @@ std::vector<TrainParam> parameters(StepEmitter& e, const Tape& tape) {
   const auto add = [&](const TensorUse& w) {
     out.push_back({w, static_cast<std::int64_t>(static_cast<double>(w.bytes) / e.act_bytes())});
   };
-  add(tape.table);
+  const auto& w = e.workload();
+  if (w.first_stage()) add(tape.table);
   for (std::size_t i = 0; i < tape.layers.size(); ++i) {
     const LayerTape& t = tape.layers[i];
     const std::string L = fmt::format("layers[{}].attn.", i);
@@ -415,8 +468,10 @@ std::vector<TrainParam> parameters(StepEmitter& e, const Tape& tape) {
     add(t.input_norm.weight);
     add(t.post_norm.weight);
   }
-  add(tape.final_norm.weight);
-  if (!m.tied_embeddings) add(tape.head);
+  if (w.last_stage()) {
+    add(tape.final_norm.weight);
+    if (!m.tied_embeddings || !w.first_stage()) add(tape.head);  // a later stage's tied head is a copy
+  }
   return out;
 }
 

@@ -117,11 +117,6 @@ void read_parallelism(hw::MappingReader& root, ModelWorkload& w) {
       root.fail("expert_parallel", "phase train splits experts over the tensor-parallel group only (expert_parallel = "
                                    "tensor_parallel): the backward's all-to-alls are not lowered yet");
     }
-    if ((p.tensor > 1 || p.pipeline > 1) && w.lowering == Lowering::kFused) {
-      root.fail(p.tensor > 1 ? "tensor_parallel" : "pipeline_parallel",
-                "the fused training lowering splits over GPUs by data_parallel so far (its compiled kernels fuse across "
-                "the tensor- and pipeline-parallel boundaries); lowering hf-eager trains with all four");
-    }
     if (p.pipeline > 1 && m.positions == Positions::kLearned) {
       root.fail("pipeline_parallel", "training GPT-2-style models (learned positions) in pipeline stages is not modeled yet");
     }

@@ -177,12 +177,6 @@ TEST(PipelineParallel, BadInputIsExitTwoWithTheKey) {
   EXPECT_NE(big.err.find("occupies 16 GPUs"), std::string::npos) << big.err;
 }
 
-}  // namespace
-}  // namespace gpusim
-
-namespace gpusim {
-namespace {
-
 constexpr const char* kTrain = "model: llama3.2-1b\nphase: train\nbatch: 4\nseq_len: 512\nlowering: hf-eager\n";
 
 int count_ops(const nlohmann::json& j, const std::string& category, const std::string& op_part) {
@@ -220,12 +214,16 @@ TEST(PipelineParallel, TrainingRunsOneForwardOneBackward) {
   // two micro-batches): faster than one GPU's step of the whole batch, though the pipeline's
   // bubbles and the data-parallel all-reduce cost.
   EXPECT_LT(pp["total_us"].get<double>(), 0.8 * one["total_us"].get<double>());
-  // The fused training lowering fuses across the stages' boundaries: refused, exit 2.
-  const auto fused = run_gpusim({"run", dir.write("fused.yaml", "model: llama3.2-1b\nphase: train\nbatch: 4\nseq_len: 512\n"
-                                                                "lowering: fused\npipeline_parallel: 2\n").string(),
-                                 "--hw", "dgx-h100"});
-  EXPECT_EQ(fused.status, 2);
-  EXPECT_NE(fused.err.find("pipeline_parallel"), std::string::npos) << fused.err;
+  // The fused (compiled) training lowering takes the same keys: the stages' sends, the TP
+  // all-reduces forward and backward, no per-micro-batch optimizer.
+  const auto fused = run_json(dir.write("fused.yaml", "model: llama3.2-1b\nphase: train\nbatch: 4\nseq_len: 512\n"
+                                                      "lowering: fused\npipeline_parallel: 2\nmicro_batches: 2\n"
+                                                      "tensor_parallel: 2\n").string(),
+                              "dgx-h100");
+  ASSERT_FALSE(fused.is_null());
+  EXPECT_EQ(count_ops(fused, "sendrecv", "pp."), 4 * 2);
+  EXPECT_EQ(count_ops(fused, "allreduce", "grad_allreduce"), 2 * (2 * 8) * 2 + 2);  // 2 a layer, 2 micro-batches; the head's
+  EXPECT_EQ(count_ops(fused, "allreduce", "loss."), 3 * 2);
 }
 
 TEST(TensorParallel, TrainingAllReducesTheBackwardToo) {
