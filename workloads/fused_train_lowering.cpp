@@ -494,17 +494,7 @@ void lower_fused_train_step(const ModelWorkload& w, const StepShape& s, ProgramB
   }
   for (const auto& [name, grad] : g.of) b.hold_to_end(grad);
   const auto params = parameters(e, tape);
-  // Data parallelism: DDP all-reduces the gradients in buckets beside the backward.
-  if (w.parallel.data > 1) {
-    b.begin_phase("gradient_sync");
-    std::vector<TensorUse> grads;
-    std::vector<std::int64_t> elements;
-    for (const TrainParam& x : params) {
-      grads.push_back(g.of_param(x.weight));
-      elements.push_back(x.elems);
-    }
-    e.ddp_all_reduce(grads, elements, w.dtype);
-  }
+  detail::gradient_sync(e, params, g);  // data parallelism: DDP's buckets beside the backward
   if (w.optimizer == Optimizer::kNone) return;
   b.begin_phase("optimizer");
   detail::train_optimizer_step(e, params, g, w.optimizer);

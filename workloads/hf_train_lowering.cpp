@@ -500,6 +500,19 @@ void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
 
 }  // namespace
 
+void detail::gradient_sync(StepEmitter& e, const std::vector<TrainParam>& params, const Grads& g) {
+  const ModelWorkload& w = e.workload();
+  if (w.parallel.data <= 1) return;
+  e.b().begin_phase("gradient_sync");
+  std::vector<TensorUse> grads;
+  std::vector<std::int64_t> elements;
+  for (const TrainParam& x : params) {
+    grads.push_back(g.of_param(x.weight));
+    elements.push_back(x.elems);
+  }
+  e.ddp_all_reduce(grads, elements, w.dtype);
+}
+
 // optimizer.step() over the parameters and their gradients.
 void detail::train_optimizer_step(StepEmitter& e, const std::vector<TrainParam>& params, const Grads& g,
                                   Optimizer opt) {
@@ -568,18 +581,7 @@ void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
   // .grad stays allocated to the end of the step (zero_grad(set_to_none=True) frees it next step).
   for (const auto& [name, grad] : g.of) b.hold_to_end(grad);
   const auto params = parameters(e, tape);
-  // Data parallelism: DDP all-reduces the gradients in buckets beside the backward (once a step:
-  // after a pipeline's last micro-batch).
-  if (w.parallel.data > 1) {
-    b.begin_phase("gradient_sync");
-    std::vector<TensorUse> grads;
-    std::vector<std::int64_t> elements;
-    for (const Param& x : params) {
-      grads.push_back(g.of_param(x.weight));
-      elements.push_back(x.elems);
-    }
-    e.ddp_all_reduce(grads, elements, w.dtype);
-  }
+  detail::gradient_sync(e, params, g);  // data parallelism: DDP's buckets beside the backward
   if (w.optimizer == Optimizer::kNone) return;
   b.begin_phase("optimizer");
   if (w.autocast == DType::kFp16) grad_scaler_unscale(e, params, g);

@@ -113,6 +113,10 @@ hw::TensorUse gpt2_backward(StepEmitter& e, ForwardTape& tape, const hw::TensorU
 // ln_2, c_fc, mlp.c_proj, each weight then bias, then ln_f).
 std::vector<TrainParam> gpt2_parameters(StepEmitter& e, const ForwardTape& tape);
 
+// Data parallelism (data_parallel > 1): the "gradient_sync" phase, DDP's bucketed all-reduce of
+// every parameter's gradient beside the backward (StepEmitter::ddp_all_reduce); nothing otherwise.
+void gradient_sync(StepEmitter& e, const std::vector<TrainParam>& params, const Grads& g);
+
 // optimizer.step() over `params` (model.parameters() order) and their gradients: foreach AdamW,
 // fused AdamW or foreach SGD (hf_train_lowering.cpp); shared by the fused lowering's step.
 void train_optimizer_step(StepEmitter& e, const std::vector<TrainParam>& params, const Grads& g, Optimizer opt);
