@@ -135,3 +135,18 @@ def test_dtype_defaults_and_clock_overflow_are_reported():
     with pytest.raises(gpusim.ConfigError) as e:
         gpusim.run({"ops": [{"op": "matmul", "M": 99999999, "N": 99999999, "K": 99999999, "dtype": "bf16"}]})
     assert e.value.key == "ops[0]" and "overflow" in e.value.detail
+
+
+def test_several_gpus_take_the_parallel_keys():
+    # A system preset as hw, and the pipeline's stages on the result (docs/multi-gpu.md).
+    w = {"model": "llama3-8b", "phase": "decode", "batch": 8, "seq_len": 512,
+         "tensor_parallel": 2, "pipeline_parallel": 2, "micro_batches": 2}
+    r = gpusim.run(w, hw="dgx-h100")
+    assert r.memory["gpus"] == 4
+    assert r.pipeline["stages"] == 2 and r.pipeline["gpus_per_stage"] == 2
+    assert sum(s["layers"] for s in r.pipeline["stage"]) == 32
+    assert {k.stage for k in r.kernels} == {0, 1}
+    assert any(k.family == "sendrecv" for k in r.kernels)
+    with pytest.raises(gpusim.ConfigError) as bad:
+        gpusim.run(dict(w, pipeline_parallel=64), hw="dgx-h100")
+    assert "pipeline_parallel" in str(bad.value)
