@@ -17,7 +17,7 @@ namespace {
 using gpusim::testing::config_dir;
 
 hw::HardwareSpec chip(const std::string& name, std::vector<hw::HardwareOverride> overrides = {}) {
-  return hw::load_hardware(name, hw::PresetCatalog(config_dir() / "hw"), overrides);
+  return hw::load_hardware(name, hw::PresetCatalog(std::vector{config_dir() / "hw", config_dir() / "systems"}), overrides);
 }
 
 ModelWorkload model_workload(const std::string& yaml) {
@@ -55,6 +55,15 @@ void expect_same_runs(const ModelRun& a, const ModelRun& b) {
     EXPECT_EQ(a.steps[i].events, b.steps[i].events);
     ASSERT_EQ(a.steps[i].detail.has_value(), b.steps[i].detail.has_value());
     if (a.steps[i].detail) expect_same_kernels(a.steps[i].detail->result, b.steps[i].detail->result);
+    ASSERT_EQ(a.steps[i].pipeline.size(), b.steps[i].pipeline.size());
+    for (std::size_t s = 0; s < a.steps[i].pipeline.size(); ++s) {
+      const auto &x = a.steps[i].pipeline[s], &y = b.steps[i].pipeline[s];
+      EXPECT_EQ(x.busy_us, y.busy_us);
+      EXPECT_EQ(x.idle_us, y.idle_us);
+      EXPECT_EQ(x.kernel_time_us, y.kernel_time_us);
+      ASSERT_EQ(x.detail.has_value(), y.detail.has_value());
+      if (x.detail) expect_same_kernels(x.detail->result, y.detail->result);
+    }
   }
 }
 
@@ -87,6 +96,11 @@ std::vector<Case> cases() {
       {"moe-decode-fused-fp8", tiny_moe + "phase: decode\nbatch: 16\nseq_len: 300\ndtype: fp8\nlowering: fused\n",
        "h200", {}},
       {"mixtral-decode", "model: mixtral-8x7b\nphase: decode\nbatch: 2\nseq_len: 256\ndtype: bf16\n", "h200", {}},
+      // Several GPUs: pipeline stages (each simulated per micro-batch), TP collectives, DDP's side stream.
+      {"pipeline-generate-tp", tiny + "phase: generate\nbatch: 4\nseq_len: 64\noutput_len: 5\ndtype: bf16\n"
+                               "tensor_parallel: 2\npipeline_parallel: 3\nmicro_batches: 2\n", "dgx-h100", {}},
+      {"pipeline-train-dp", tiny + "phase: train\nbatch: 4\nseq_len: 64\ndtype: bf16\npipeline_parallel: 2\n"
+                            "micro_batches: 2\ndata_parallel: 2\n", "dgx-h100", {}, e},
   };
 }
 
