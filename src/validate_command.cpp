@@ -58,7 +58,7 @@ struct SuiteSpec {
   bool serve_requests = false;  // served request mixes (validation/serve_requests_suite.h)
   // NCCL collectives on a system preset (validation/collective_suite.h): 1 our measurements (csv
   // lists the files, ", "-separated), 2 published nccl-tests figures (hw: the H100 system; the
-  // H200's is hgx-h200).
+  // H200's is hgx-h200), 3 and 4 our CUDA-graph-timed measurements of 1 MiB and more, and below.
   int collectives = 0;
   // Tensor-parallel steps on a system preset: 1 tp_steps.py's layers (validation/tp_steps_suite.h;
   // csv lists the files, ", "-separated), 2 published serving figures (validation/tp_published_suite.h;
@@ -285,6 +285,14 @@ const std::vector<SuiteSpec>& suites() {
        "the same on 2 and 4 H200 SXM, 2026-11-26 00:47 UTC, against hgx-h200 (its efficiency copied from the H100's "
        "calibration: nothing fitted to these files)",
        false, 0, false, false, false, false, false, false, false, false, false, 1},
+      {"nccl-graph-h100", "dgx-h100", "nccl_h100x2_graph.json, nccl_h100x4_graph.json",
+       "the same collectives timed as calls replayed from a CUDA graph (nccl_collectives.py --graph: the GPU's time "
+       "a call, without Python's launch of each), 2 and 4 H100 SXM of one NVSwitch machine, 2026-11-26 13:39 UTC, "
+       "messages of 1 MiB to 1 GiB, against dgx-h100; measured after the model was written: every row held out",
+       false, 0, false, false, false, false, false, false, false, false, false, 3},
+      {"nccl-graph-small-h100", "dgx-h100", "nccl_h100x2_graph.json, nccl_h100x4_graph.json",
+       "the same CUDA-graph-timed calls below 1 MiB (4-256 KiB: latency-bound, NCCL's LL protocol), every row held out",
+       false, 0, false, false, false, false, false, false, false, false, false, 4},
       {"nccl-published", "dgx-h100", "published_multi_gpu.json",
        "published nccl-tests bus bandwidths of 8-GPU HGX H100 and H200 machines (Azure ND H100/H200 v5 tables, "
        "NCCL 2.18-2.20, NVLS on; Bekman's ml-engineering H200 figures with NVLS on and off), 16 MiB and more, "
@@ -631,6 +639,11 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       rows = validation::compare_replays(data / s.csv, s.hw, catalog, models);
     } else if (s.collectives == 1) {
       rows = validation::compare_measured_collectives(listed_files(data, s.csv), spec);
+    } else if (s.collectives == 3 || s.collectives == 4) {
+      // 3: 1 MiB and more (issue 20's target); 4: the latency-bound calls below 1 MiB.
+      const double mib = 1024.0 * 1024.0;
+      rows = validation::compare_graph_collectives(listed_files(data, s.csv), spec, s.collectives == 3 ? mib : 0.0,
+                                                   s.collectives == 3 ? 1e300 : mib);
     } else if (s.collectives == 2) {
       rows = validation::compare_published_collectives(data / s.csv, spec, hw::load_hardware("hgx-h200", catalog));
     } else if (s.tensor_parallel == 1) {

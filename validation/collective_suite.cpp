@@ -70,6 +70,28 @@ std::vector<Comparison> compare_measured_collectives(const std::vector<std::file
   return out;
 }
 
+std::vector<Comparison> compare_graph_collectives(const std::vector<std::filesystem::path>& files,
+                                                  const hw::HardwareSpec& hw, double min_bytes, double max_bytes) {
+  std::vector<Comparison> out;
+  for (const auto& file : files) {
+    const nlohmann::json j = read_json_file(file);
+    for (const auto& row : j.at("rows")) {
+      const double bytes = row.at("bytes").get<double>();
+      if (bytes < min_bytes || bytes >= max_bytes || !row.contains("graph_us")) continue;
+      const auto kind = kind_of(row.at("op").get<std::string>());
+      if (!kind) continue;
+      const int ranks = row.at("ranks").get<int>();
+      // Measured after the model was written: every row held out.
+      out.push_back(compare_one(hw, *kind, bytes, ranks, hw::DType::kBf16, row.at("graph_us").get<double>(), true,
+                                fmt::format("{} {} GPUs {} bf16, graph ({})", models::name(*kind), ranks,
+                                            bytes >= 1024.0 * 1024.0 ? fmt::format("{:.0f} MiB", bytes / (1024.0 * 1024.0))
+                                                                     : fmt::format("{:.0f} KiB", bytes / 1024.0),
+                                            file.filename().string())));
+    }
+  }
+  return out;
+}
+
 std::vector<Comparison> compare_published_collectives(const std::filesystem::path& json, const hw::HardwareSpec& h100,
                                                       const hw::HardwareSpec& h200) {
   const nlohmann::json j = read_json_file(json);

@@ -20,6 +20,11 @@ namespace gpusim::validation {
 std::vector<Comparison> compare_measured_collectives(const std::vector<std::filesystem::path>& files,
                                                      const hw::HardwareSpec& hw);
 
+// Our CUDA-graph-timed files (nccl_collectives.py --graph: `graph_us`, the GPU's time a call
+// without Python's launches), messages in [min_bytes, max_bytes); every row held out.
+std::vector<Comparison> compare_graph_collectives(const std::vector<std::filesystem::path>& files,
+                                                  const hw::HardwareSpec& hw, double min_bytes, double max_bytes);
+
 // Published nccl-tests rows of single-node NVSwitch systems (dgx-h100/hgx-h100 on `h100`'s
 // system, hgx-h200 on `h200`'s), NVLink SHARP on or off as the source ran.
 std::vector<Comparison> compare_published_collectives(const std::filesystem::path& json, const hw::HardwareSpec& h100,

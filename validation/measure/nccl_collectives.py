@@ -11,9 +11,14 @@ per-rank buffer. Rank 0 also records the kernels of one call at a few sizes with
 peer-to-peer copy's bandwidth between GPU 0 and GPU 1. NVLink multicast stays off
 (NCCL_NVLS_ENABLE=0), as the machines' documentation requires.
 
+With --graph, each size is also timed as `iters` calls captured in one CUDA graph and replayed
+(`graph_us`: a replay's time divided by `iters`, median of five replays after three warm-up
+replays; a barrier before each): the GPU's time per call without Python's launch of each call,
+which bounds the eager loop below a few MiB (40-70 us a call).
+
 Usage (GPU machine, repository root):
-  torchrun --standalone --nproc_per_node=N validation/measure/nccl_collectives.py --gpu h100 --out $OUT
-Writes $OUT/nccl_<gpu>x<N>.json.
+  torchrun --standalone --nproc_per_node=N validation/measure/nccl_collectives.py --gpu h100 --out $OUT [--graph]
+Writes $OUT/nccl_<gpu>x<N>.json (nccl_<gpu>x<N>_graph.json with --graph).
 """
 import argparse
 import datetime
@@ -79,6 +84,38 @@ def time_call(call, size):
     return statistics.median(reps), reps, iters
 
 
+def time_graph(call, size):
+    """`iters` calls captured in one CUDA graph (the collectives too), replayed: us per call."""
+    import torch
+    import torch.distributed as dist
+    iters = 50 if size <= 1024 ** 2 else 20 if size <= 64 * 1024 ** 2 else 5
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call()  # warm-up outside the capture (NCCL's communicator and buffers)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(iters):
+            call()
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    reps = []
+    for _ in range(5):
+        dist.barrier()
+        torch.cuda.synchronize()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        graph.replay()
+        e1.record()
+        torch.cuda.synchronize()
+        reps.append(e0.elapsed_time(e1) * 1000.0 / iters)
+    del graph
+    return statistics.median(reps), reps, iters
+
+
 def profile_call(call, keep):
     """The kernels of one call, from the profiler's Chrome trace: name, grid, block, registers,
     shared memory and duration (us). Every rank runs it (a collective); only `keep` exports."""
@@ -134,6 +171,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpu", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--graph", action="store_true", help="also time each size as calls replayed from a CUDA graph")
     a = ap.parse_args()
     import torch
     import torch.distributed as dist
@@ -155,9 +193,14 @@ def main():
                    "busbw_gb_per_s": size / (t * 1e-6) / 1e9 * bus_factor(op, n)}
             if kernels is not None:
                 row["kernels"] = kernels
+            if a.graph:
+                g, greps, giters = time_graph(call, size)
+                row.update({"graph_us": g, "graph_us_reps": greps, "graph_iters": giters,
+                            "graph_busbw_gb_per_s": size / (g * 1e-6) / 1e9 * bus_factor(op, n)})
             rows.append(row)
             if rank == 0:
-                print(f"{op:15s} {size:>12d} B {t:10.1f} us busbw {row['busbw_gb_per_s']:7.1f} GB/s", flush=True)
+                graph_text = f"  graph {row['graph_us']:10.1f} us" if a.graph else ""
+                print(f"{op:15s} {size:>12d} B {t:10.1f} us busbw {row['busbw_gb_per_s']:7.1f} GB/s{graph_text}", flush=True)
             del call
             torch.cuda.empty_cache()
     dist.barrier()
@@ -175,9 +218,10 @@ def main():
                               "script": "validation/measure/nccl_collectives.py"},
                "method": __doc__, "topology": topology(n), "rows": rows}
         os.makedirs(a.out, exist_ok=True)
-        with open(os.path.join(a.out, f"nccl_{a.gpu}x{n}.json"), "w") as f:
+        name = f"nccl_{a.gpu}x{n}{'_graph' if a.graph else ''}.json"
+        with open(os.path.join(a.out, name), "w") as f:
             json.dump(out, f)
-        print(f"wrote nccl_{a.gpu}x{n}.json; p2p {out['topology'].get('p2p_copy_gb_per_s')}", flush=True)
+        print(f"wrote {name}; p2p {out['topology'].get('p2p_copy_gb_per_s')}", flush=True)
     dist.destroy_process_group()
 
 
