@@ -79,6 +79,7 @@ const std::array kFields{
     FieldDef{"system.interconnect.bandwidth", Quantity::kBandwidth, 0, kBig, kAnyText, "bytes/s one GPU sends into the fabric, one direction (pcie: from generation and lanes when not given)", GPUSIM_REF(system.interconnect.bandwidth), true},
     FieldDef{"system.interconnect.efficiency", Quantity::kFraction, 0, 1, kAnyText, "share of that bandwidth NCCL's transfers reach", GPUSIM_REF(system.interconnect.efficiency), true},
     FieldDef{"system.interconnect.latency", Quantity::kDuration, 0, 1e-3, kAnyText, "one hop's latency, NCCL's LL protocol", GPUSIM_REF(system.interconnect.latency), true},
+    FieldDef{"system.interconnect.call_latency", Quantity::kDuration, 0, 1e-3, kAnyText, "time every collective kernel adds beyond its hops and bytes (default 0)", GPUSIM_REF(system.interconnect.call_latency), true},
     FieldDef{"system.interconnect.nvls", Quantity::kText, 0, 0, kOnOff, "NVLink SHARP (switch multicast and reduction) for all-reduce: on or off", GPUSIM_REF(system.interconnect.nvls), true},
     FieldDef{"system.interconnect.channels", Quantity::kCount, 0, 1024, kAnyText, "CTAs (NCCL channels) a large collective runs on each GPU", GPUSIM_REF(system.interconnect.channels), true},
     FieldDef{"system.interconnect.p2p_channels", Quantity::kCount, 0, 1024, kAnyText, "CTAs a large send/recv or all-to-all runs on each GPU", GPUSIM_REF(system.interconnect.p2p_channels), true},

@@ -22,6 +22,10 @@ struct InterconnectSpec {
   double bandwidth = 0;    // bytes/s a GPU sends into the fabric, one direction (all its links)
   double efficiency = 0;   // share of it NCCL's transfers reach
   sim::Time latency;       // one hop's latency for NCCL's low-latency (LL) protocol
+  // What every collective kernel takes beyond its algorithm's hops and bytes (its start with a
+  // 4 KiB argument block, its work fetch, the closing flag exchange): timing only, as NCCL's own
+  // choice of algorithm and protocol does not see it.
+  sim::Time call_latency;
   std::string nvls = "off";  // NVLink SHARP (multicast, in-switch reduction): on | off
   int channels = 0;        // CTAs (NCCL channels) a large collective runs on each GPU
   int p2p_channels = 0;    // CTAs a large send/recv or all-to-all runs on each GPU

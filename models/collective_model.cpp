@@ -276,6 +276,9 @@ CollectivePlan plan_collective(const CollectiveProblem& p, const hw::HardwareSpe
       best = plan;
     }
   }
+  // NCCL chose by its own tables; the kernel's per-call cost beyond them is the system's.
+  best.latency = best.latency + y.interconnect.call_latency;
+  best.estimated_seconds += y.interconnect.call_latency.seconds();
   return best;
 }
 

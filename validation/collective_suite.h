@@ -21,7 +21,8 @@ std::vector<Comparison> compare_measured_collectives(const std::vector<std::file
                                                      const hw::HardwareSpec& hw);
 
 // Our CUDA-graph-timed files (nccl_collectives.py --graph: `graph_us`, the GPU's time a call
-// without Python's launches), messages in [min_bytes, max_bytes); every row held out.
+// without Python's launches), messages in [min_bytes, max_bytes). The first files calibrated the
+// per-call latency; the half-step sizes' files (`_half`) are held out.
 std::vector<Comparison> compare_graph_collectives(const std::vector<std::filesystem::path>& files,
                                                   const hw::HardwareSpec& hw, double min_bytes, double max_bytes);
 
