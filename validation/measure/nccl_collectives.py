@@ -67,32 +67,45 @@ def make_call(op, size, n, dev):
     return lambda: dist.all_to_all_single(out, inp)
 
 
-def time_call(call, size):
+def iters_for(size):
+    return 50 if size <= 1024 ** 2 else 20 if size <= 64 * 1024 ** 2 else 5
+
+
+def timed_reps(run, iters):
+    """Five repetitions of a barrier, then `run()` between two CUDA events: us per call, median."""
     import torch
     import torch.distributed as dist
-    iters = 50 if size <= 1024 ** 2 else 20 if size <= 64 * 1024 ** 2 else 5
-    for _ in range(5):
-        call()
-    torch.cuda.synchronize()
     reps = []
     for _ in range(5):
         dist.barrier()
         torch.cuda.synchronize()
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         e0.record()
-        for _ in range(iters):
-            call()
+        run()
         e1.record()
         torch.cuda.synchronize()
         reps.append(e0.elapsed_time(e1) * 1000.0 / iters)
     return statistics.median(reps), reps, iters
 
 
+def time_call(call, size):
+    """`iters` calls back to back from Python."""
+    import torch
+    iters = iters_for(size)
+    for _ in range(5):
+        call()
+    torch.cuda.synchronize()
+
+    def loop():
+        for _ in range(iters):
+            call()
+    return timed_reps(loop, iters)
+
+
 def time_graph(call, size):
     """`iters` calls captured in one CUDA graph (the collectives too), replayed: us per call."""
     import torch
-    import torch.distributed as dist
-    iters = 50 if size <= 1024 ** 2 else 20 if size <= 64 * 1024 ** 2 else 5
+    iters = iters_for(size)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -106,18 +119,9 @@ def time_graph(call, size):
     for _ in range(3):
         graph.replay()
     torch.cuda.synchronize()
-    reps = []
-    for _ in range(5):
-        dist.barrier()
-        torch.cuda.synchronize()
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        graph.replay()
-        e1.record()
-        torch.cuda.synchronize()
-        reps.append(e0.elapsed_time(e1) * 1000.0 / iters)
+    result = timed_reps(graph.replay, iters)
     del graph
-    return statistics.median(reps), reps, iters
+    return result
 
 
 def profile_call(call, keep):
