@@ -16,11 +16,11 @@ With --graph, each size is also timed as `iters` calls captured in one CUDA grap
 replays; a barrier before each): the GPU's time per call without Python's launch of each call,
 which bounds the eager loop below a few MiB (40-70 us a call).
 
-With --half-sizes, the sizes lie halfway between (8 KiB to 512 MiB, 2 x 4^k KiB): a fresh set of
-shapes for held-out comparisons.
+With --half-sizes, the sizes lie halfway between (8 KiB to 512 MiB, 2 x 4^k KiB); with
+--third-sizes, at 3 x 4^k KiB (12 KiB to 768 MiB): fresh sets of shapes for held-out comparisons.
 
 Usage (GPU machine, repository root):
-  torchrun --standalone --nproc_per_node=N validation/measure/nccl_collectives.py --gpu h100 --out $OUT [--graph] [--half-sizes]
+  torchrun --standalone --nproc_per_node=N validation/measure/nccl_collectives.py --gpu h100 --out $OUT [--graph] [--half-sizes | --third-sizes]
 Writes $OUT/nccl_<gpu>x<N>.json (nccl_<gpu>x<N>_graph.json with --graph, ..._half.json with --half-sizes).
 """
 import argparse
@@ -36,6 +36,7 @@ os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
 
 SIZES = [4 ** k * 1024 for k in range(1, 11)]  # 4 KiB .. 1 GiB
 HALF_SIZES = [2 * 4 ** k * 1024 for k in range(1, 10)]  # 8 KiB .. 512 MiB
+THIRD_SIZES = [3 * 4 ** k * 1024 for k in range(1, 10)]  # 12 KiB .. 768 MiB
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 PROFILED_SIZES = (64 * 1024, 1024 ** 2, 64 * 1024 ** 2, 1024 ** 3)
 
@@ -181,6 +182,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--graph", action="store_true", help="also time each size as calls replayed from a CUDA graph")
     ap.add_argument("--half-sizes", action="store_true", help="sizes halfway between the default ones (8 KiB .. 512 MiB)")
+    ap.add_argument("--third-sizes", action="store_true", help="sizes of 3 x 4^k KiB (12 KiB .. 768 MiB)")
     a = ap.parse_args()
     import torch
     import torch.distributed as dist
@@ -192,7 +194,7 @@ def main():
     dev = torch.device("cuda", local)
     rows = []
     for op in OPS:
-        for size in HALF_SIZES if a.half_sizes else SIZES:
+        for size in HALF_SIZES if a.half_sizes else THIRD_SIZES if a.third_sizes else SIZES:
             call = make_call(op, size, n, dev)
             t, reps, iters = time_call(call, size)
             # Every rank takes part in the profiled call (it is a collective); rank 0 keeps it.
@@ -227,7 +229,7 @@ def main():
                               "script": "validation/measure/nccl_collectives.py"},
                "method": __doc__, "topology": topology(n), "rows": rows}
         os.makedirs(a.out, exist_ok=True)
-        name = f"nccl_{a.gpu}x{n}{'_graph' if a.graph else ''}{'_half' if a.half_sizes else ''}.json"
+        name = f"nccl_{a.gpu}x{n}{'_graph' if a.graph else ''}{'_half' if a.half_sizes else ''}{'_third' if a.third_sizes else ''}.json"
         with open(os.path.join(a.out, name), "w") as f:
             json.dump(out, f)
         print(f"wrote {name}; p2p {out['topology'].get('p2p_copy_gb_per_s')}", flush=True)
