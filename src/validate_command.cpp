@@ -286,17 +286,20 @@ const std::vector<SuiteSpec>& suites() {
        "calibration: nothing fitted to these files)",
        false, 0, false, false, false, false, false, false, false, false, false, 1},
       {"nccl-graph-h100", "dgx-h100",
-       "nccl_h100x2_graph.json, nccl_h100x4_graph.json, nccl_h100x2_graph_half.json, nccl_h100x4_graph_half.json",
+       "nccl_h100x2_graph.json, nccl_h100x4_graph.json, nccl_h100x2_graph_half.json, nccl_h100x4_graph_half.json, "
+       "nccl_h100x2_graph_third.json, nccl_h100x4_graph_third.json",
        "the same collectives timed as calls replayed from a CUDA graph (nccl_collectives.py --graph: the GPU's time "
        "a call, without Python's launch of each) on 2 and 4 H100 SXM of one NVSwitch machine, against dgx-h100, "
        "messages of 1 MiB and more: the 13:39 UTC files (4^k KiB) are calibration (their rows below 1 MiB "
-       "calibrated the per-call latency), the half-step sizes (2 x 4^k KiB, 13:54 UTC, measured after) held out",
+       "calibrated the per-call latency), the half-step sizes (2 x 4^k KiB, 13:54 UTC, measured after) and a "
+       "third grid (3 x 4^k KiB, 14:32 UTC) held out",
        false, 0, false, false, false, false, false, false, false, false, false, 3},
       {"nccl-graph-small-h100", "dgx-h100",
-       "nccl_h100x2_graph.json, nccl_h100x4_graph.json, nccl_h100x2_graph_half.json, nccl_h100x4_graph_half.json",
+       "nccl_h100x2_graph.json, nccl_h100x4_graph.json, nccl_h100x2_graph_half.json, nccl_h100x4_graph_half.json, "
+       "nccl_h100x2_graph_third.json, nccl_h100x4_graph_third.json",
        "the same CUDA-graph-timed calls below 1 MiB (4-512 KiB: latency-bound, NCCL's LL protocol): 4, 16, 64 and "
        "256 KiB calibrated system.interconnect.call_latency (5-8 us tried, 7 us best); 8, 32, 128 and 512 KiB "
-       "held out",
+       "(13:54 UTC) and 12, 48, 192 and 768 KiB (14:32 UTC) held out",
        false, 0, false, false, false, false, false, false, false, false, false, 4},
       {"nccl-published", "dgx-h100", "published_multi_gpu.json",
        "published nccl-tests bus bandwidths of 8-GPU HGX H100 and H200 machines (Azure ND H100/H200 v5 tables, "

@@ -82,8 +82,10 @@ std::vector<Comparison> compare_graph_collectives(const std::vector<std::filesys
       if (!kind) continue;
       const int ranks = row.at("ranks").get<int>();
       // The first graph-timed files calibrated the per-call latency (system.interconnect.call_latency,
-      // on their rows below 1 MiB); the half-step sizes (..._half.json), measured after, are held out.
-      const bool held_out = file.filename().string().find("_half") != std::string::npos;
+      // on their rows below 1 MiB); the other size grids (..._half.json, ..._third.json), measured
+      // after, are held out.
+      const std::string name = file.filename().string();
+      const bool held_out = name.find("_half") != std::string::npos || name.find("_third") != std::string::npos;
       out.push_back(compare_one(hw, *kind, bytes, ranks, hw::DType::kBf16, row.at("graph_us").get<double>(), held_out,
                                 fmt::format("{} {} GPUs {} bf16, graph ({})", models::name(*kind), ranks,
                                             bytes >= 1024.0 * 1024.0 ? fmt::format("{:.0f} MiB", bytes / (1024.0 * 1024.0))

@@ -22,7 +22,7 @@ std::vector<Comparison> compare_measured_collectives(const std::vector<std::file
 
 // Our CUDA-graph-timed files (nccl_collectives.py --graph: `graph_us`, the GPU's time a call
 // without Python's launches), messages in [min_bytes, max_bytes). The first files calibrated the
-// per-call latency; the half-step sizes' files (`_half`) are held out.
+// per-call latency; the other size grids' files (`_half`, `_third`) are held out.
 std::vector<Comparison> compare_graph_collectives(const std::vector<std::filesystem::path>& files,
                                                   const hw::HardwareSpec& hw, double min_bytes, double max_bytes);
 
