@@ -45,8 +45,6 @@ struct PhaseSplit {
 struct PipelineStageRun {
   int stage = 0;
   std::int64_t first_layer = 0, layers = 0;
-  // One micro-batch's forward (and backward) on the stage, and its optimizer (training).
-  double forward_us = 0, backward_us = 0, optimizer_us = 0;
   double busy_us = 0, idle_us = 0;  // within the step: its work, and the bubbles
   std::int64_t kernels = 0;         // over the step (every micro-batch)
   double kernel_time_us = 0;

@@ -22,11 +22,13 @@ double send_us(const ModelWorkload& stage, int peer, const StepShape& shape, con
   return r.kernels.front().duration().us();
 }
 
-}  // namespace
-
+// Micro-batches whose activations stage `stage` holds at once: one in inference; in training's
+// 1F1B, those it has run forward and not yet backward (at most stages - stage).
 int micro_batches_in_flight(const Parallelism& p, int stage, bool training) {
   return training ? std::min(p.pipeline - stage, p.micro_batches) : 1;
 }
+
+}  // namespace
 
 SimulatedStep simulate_pipeline_step(const ModelWorkload& w, const std::string& phase, const StepShape& shape,
                                      bool detailed, OpLoweringCache& lowering, const hw::HardwareSpec& hw,
@@ -41,8 +43,7 @@ SimulatedStep simulate_pipeline_step(const ModelWorkload& w, const std::string& 
   std::vector<StageTimes> times;
   for (int stage = 0; stage < p.pipeline; ++stage) {
     const ModelWorkload shard = rank_shard(w, stage);
-    StepShape micro = shape;
-    if (!micro.ragged()) micro.batch = shape.batch * shard.batch / std::max<std::int64_t>(1, w.batch);
+    const StepShape micro = shard_shape(w, shard, shape);
     PipelineStageRun sr;
     sr.stage = stage;
     sr.first_layer = stage_first_layer(w.model.layers, p.pipeline, stage);
@@ -85,9 +86,6 @@ SimulatedStep simulate_pipeline_step(const ModelWorkload& w, const std::string& 
     sr.detail = std::move(one.run.detail);
     if (!shard.last_stage()) t.forward_send_us = send_us(shard, stage + 1, micro, hw, mode, cache);
     if (training && !shard.first_stage()) t.backward_send_us = send_us(shard, stage - 1, micro, hw, mode, cache);
-    sr.forward_us = t.forward_us;
-    sr.backward_us = t.backward_us;
-    sr.optimizer_us = t.optimizer_us;
     times.push_back(t);
     out.run.kernels += sr.kernels;
     out.run.kernel_time_us += sr.kernel_time_us;

@@ -18,8 +18,4 @@ SimulatedStep simulate_pipeline_step(const ModelWorkload& w, const std::string& 
                                      hw::LaunchMode mode, const SimulateOptions& options,
                                      hw::KernelOutcomeCache* cache);
 
-// Micro-batches whose activations stage `stage` holds at once: one in inference; in training's
-// 1F1B, those it has run forward and not yet backward (at most stages - stage).
-int micro_batches_in_flight(const Parallelism& p, int stage, bool training);
-
 }  // namespace gpusim::workloads

@@ -42,14 +42,19 @@ std::vector<std::pair<std::string, StepShape>> step_shapes(const ModelWorkload& 
   return steps;
 }
 
+StepShape shard_shape(const ModelWorkload& whole, const ModelWorkload& shard, const StepShape& shape) {
+  StepShape s = shape;
+  if (!s.ragged()) s.batch = shape.batch * shard.batch / std::max<std::int64_t>(1, whole.batch);
+  return s;
+}
+
 StepProgram build_step(const ModelWorkload& whole, const std::string& phase, const StepShape& whole_shape,
                        OpLoweringCache& lowering, std::optional<std::int64_t> layer_limit) {
   // Several GPUs: the step of one GPU (ranks are symmetric), its share of the model and batch.
   const bool split = whole.parallel.any() && !whole.rank_view;
   const ModelWorkload shard = split ? rank_shard(whole) : ModelWorkload{};
   const ModelWorkload& w = split ? shard : whole;
-  StepShape shape = whole_shape;
-  if (split && !shape.ragged()) shape.batch = shape.batch * w.batch / std::max<std::int64_t>(1, whole.batch);
+  const StepShape shape = split ? shard_shape(whole, w, whole_shape) : whole_shape;
   ProgramBuilder b(lowering);
   if (layer_limit) b.limit_layers(*layer_limit);
   if (w.lowering == Lowering::kFused) {

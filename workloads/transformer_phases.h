@@ -34,6 +34,10 @@ struct StepProgram {
   std::vector<std::pair<std::string, std::size_t>> phase_starts;
 };
 
+// A step's shape on one GPU's shard (rank_shard): its share of a uniform step's sequences (a
+// data-parallel or micro-batch split); a ragged step stays whole.
+StepShape shard_shape(const ModelWorkload& whole, const ModelWorkload& shard, const StepShape& shape);
+
 // One step of `w` (a phase name and shape from step_shapes), lowered with a cache that may be
 // shared with the run's other steps.
 // With `layer_limit`, only that many of the model's layers are lowered (workloads/layer_repeat.h).

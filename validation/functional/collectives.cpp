@@ -157,10 +157,20 @@ std::int64_t CollectiveRun::inter_node_bytes(int ranks_per_node) const {
   return t;
 }
 
-CollectiveRun ring_all_reduce(const RankBuffers& in, std::int64_t elt_bytes, int channels) {
-  CollectiveRun run = start(in, "ring_all_reduce");
-  check_channels(channels, "ring_all_reduce");
+namespace {
+
+// A ring collective over buffers reduced in place: its record, the channels checked, the inputs copied in.
+CollectiveRun in_place_ring(const RankBuffers& in, const char* what, int channels) {
+  CollectiveRun run = start(in, what);
+  check_channels(channels, what);
   run.buffers = in;
+  return run;
+}
+
+}  // namespace
+
+CollectiveRun ring_all_reduce(const RankBuffers& in, std::int64_t elt_bytes, int channels) {
+  CollectiveRun run = in_place_ring(in, "ring_all_reduce", channels);
   const int n = run.ranks;
   const auto size = static_cast<std::int64_t>(in.front().size());
   // Channel ch owns a contiguous 1/C of the buffer and splits it into n chunks.
@@ -184,9 +194,7 @@ CollectiveRun ring_all_reduce(const RankBuffers& in, std::int64_t elt_bytes, int
 }
 
 CollectiveRun ring_reduce_scatter(const RankBuffers& in, std::int64_t elt_bytes, int channels) {
-  CollectiveRun run = start(in, "ring_reduce_scatter");
-  check_channels(channels, "ring_reduce_scatter");
-  run.buffers = in;
+  CollectiveRun run = in_place_ring(in, "ring_reduce_scatter", channels);
   const int n = run.ranks;
   const auto size = static_cast<std::int64_t>(in.front().size());
   const auto range_of = blocked_ranges(size, n, channels);
