@@ -54,7 +54,7 @@ struct KernelState {
   std::vector<int> ctas_on_sm;    // its resident CTAs per SM (sized on first placement)
   int active_sms = 0;             // SMs holding at least one of its CTAs
   double active_sm_seconds = 0;   // integral of active_sms over time
-  double read_miss = 1;     // share of input bytes not found in L2
+  L2Charge charge;  // what its CTAs pay for the L2 state they meet
   // Set when it started alone (idle chip, nothing pending): its outcome goes to the cache, and
   // these are the events processed before it.
   std::optional<std::uint64_t> solo_events_before;
@@ -83,10 +83,18 @@ struct Cohort {
   sim::Time placed;          // when its CTAs became resident
 };
 
+// DRAM writes one CTA causes: its stores stay in L2 as dirty lines, so what reaches DRAM are the
+// dirty lines its loads evict and its stores past the L2's dirty limit.
+double written_back(const CtaWork& w, const L2Charge& charge) {
+  return w.dram_read_bytes * charge.read_miss * charge.evicted_per_load + w.dram_write_bytes * charge.store_cost;
+}
+
 class Engine {
  public:
-  Engine(const HardwareSpec& hw, LaunchMode mode, EngineObserver* observer, KernelOutcomeCache* cache)
-      : hw_(hw), mode_(mode), observer_(observer), cache_(cache), l2_(hw.l2.size), clock_hz_(hw.clocks.sustained_other_hz) {
+  Engine(const HardwareSpec& hw, LaunchMode mode, EngineObserver* observer, KernelOutcomeCache* cache,
+         L2DirtyLines::Start l2_start = L2DirtyLines::Start::kDirty)
+      : hw_(hw), mode_(mode), observer_(observer), cache_(cache), l2_(hw.l2.size),
+        l2_dirty_(static_cast<double>(hw.l2.size), hw.l2.max_dirty_share, l2_start), clock_hz_(hw.clocks.sustained_other_hz) {
     sms_.reserve(hw.sm_count);
     for (int i = 0; i < hw.sm_count; ++i) sms_.emplace_back(hw.sm);
     // DRAM, L2, the GPU's links to its peers and its NIC (none on a chip alone: no kernel may send).
@@ -94,8 +102,8 @@ class Engine {
                    std::max(hw.system.network_bandwidth(), 1.0)};
   }
 
-  // Every kernel finds this share of its input bytes missing in L2, whatever the L2 holds.
-  void force_read_miss(double read_miss) { forced_read_miss_ = read_miss; }
+  // Every kernel pays this for the L2, whatever the L2 holds.
+  void force_l2_charge(const L2Charge& charge) { forced_charge_ = charge; }
   double warp_seconds(int index) const { return kernels_[static_cast<std::size_t>(index)].warp_seconds; }
   double active_sm_seconds(int index) const {
     return kernels_[static_cast<std::size_t>(index)].active_sm_seconds;
@@ -226,7 +234,7 @@ class Engine {
     k.result.clock_hz = clock_hz_;
     if (solo && cache_) {
       // With an observer every CTA must be seen: simulate, but still record the outcome.
-      const SoloOutcome* known = observer_ ? nullptr : cache_->find(k.node->launch, k.read_miss);
+      const SoloOutcome* known = observer_ ? nullptr : cache_->find(k.node->launch, k.charge);
       if (known) {
         replay(index, *known);
         return;
@@ -260,7 +268,7 @@ class Engine {
   // What the kernel finds in L2, then what it leaves there.
   void apply_l2(KernelState& k) {
     const L2Pass pass = pass_through_l2(l2_, k.node->launch.reads, k.node->launch.writes);
-    k.read_miss = forced_read_miss_.value_or(pass.read_miss);
+    k.charge = forced_charge_.value_or(l2_charge(k.node->launch, pass.read_miss, l2_dirty_));
     k.result.l2_read_hit_rate = pass.read_hit_rate;
   }
 
@@ -272,7 +280,7 @@ class Engine {
     if (k.result.tensor_heavy) --tensor_heavy_running_;
     std::erase(live_, index);
     if (k.solo_events_before) {
-      cache_->insert(k.node->launch, k.read_miss,
+      cache_->insert(k.node->launch, k.charge,
                      {k.result.end - k.result.start, k.warp_seconds, k.result.dram_read_bytes,
                       k.result.dram_write_bytes, sim_.events_processed() - *k.solo_events_before,
                       k.active_sm_seconds});
@@ -436,8 +444,9 @@ class Engine {
     const auto& classes = k.node->launch.ctas;
     while (n > 0) {
       const std::int64_t here = std::min(n, classes[k.next_class].count - k.next_in_class);
-      k.result.dram_read_bytes += static_cast<double>(here) * classes[k.next_class].work.dram_read_bytes * k.read_miss;
-      k.result.dram_write_bytes += static_cast<double>(here) * classes[k.next_class].work.dram_write_bytes;
+      const CtaWork& w = classes[k.next_class].work;
+      k.result.dram_read_bytes += static_cast<double>(here) * w.dram_read_bytes * k.charge.read_miss;
+      k.result.dram_write_bytes += static_cast<double>(here) * written_back(w, k.charge);
       k.ctas_unplaced -= here;
       k.next_in_class += here;
       n -= here;
@@ -460,8 +469,8 @@ class Engine {
     c.l2_bytes = w.l2_bytes;
     c.link_bytes = w.link_bytes;
     c.network_bytes = w.network_bytes;
-    c.write_bytes = w.dram_write_bytes;
-    c.dram_bytes = w.dram_read_bytes * k.read_miss + c.write_bytes;
+    c.write_bytes = written_back(w, k.charge);
+    c.dram_bytes = w.dram_read_bytes * k.charge.read_miss + c.write_bytes;
     c.inflight = w.max_inflight_bytes;
     c.bulk_copies = w.bulk_copies;
     c.pipe_overlap = w.pipe_overlap;
@@ -709,8 +718,9 @@ class Engine {
   KernelOutcomeCache* cache_;  // may be null
   sim::Simulation sim_;
   std::vector<SmState> sms_;
-  std::optional<double> forced_read_miss_;
+  std::optional<L2Charge> forced_charge_;
   L2Residency l2_;
+  L2DirtyLines l2_dirty_;
   std::vector<KernelState> kernels_;
   std::vector<Cohort> cohorts_;
   std::vector<int> active_;       // cohorts with CTAs on an SM
@@ -788,18 +798,18 @@ sim::Time eager_host_gap(const HardwareSpec& hw, const std::optional<sim::Time>&
 
 EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode,
                         const std::vector<KernelNode>& nodes, EngineObserver* observer,
-                        KernelOutcomeCache* cache) {
+                        KernelOutcomeCache* cache, L2DirtyLines::Start l2_start) {
   if (cache && !cache->serves(hw)) {
     throw std::logic_error("run_engine: the kernel outcome cache was made for another chip");
   }
-  Engine engine(hw, mode, observer, cache);
+  Engine engine(hw, mode, observer, cache, l2_start);
   return engine.run(nodes);
 }
 
-SoloOutcome simulate_solo(const HardwareSpec& hw, const Launch& launch, double read_miss) {
+SoloOutcome simulate_solo(const HardwareSpec& hw, const Launch& launch, const L2Charge& charge) {
   const std::vector<KernelNode> nodes{KernelNode{launch, {}, 0, {}, std::nullopt}};
   Engine engine(hw, LaunchMode::kGraph, nullptr, nullptr);
-  engine.force_read_miss(read_miss);
+  engine.force_l2_charge(charge);
   const EngineResult r = engine.run(nodes);
   const KernelResult& k = r.kernels.front();
   return {k.end - k.start, engine.warp_seconds(0), k.dram_read_bytes, k.dram_write_bytes, r.events - 1,

@@ -19,6 +19,7 @@
 
 #include "hw/engine_observer.h"
 #include "hw/hardware_spec.h"
+#include "hw/l2_residency.h"
 #include "hw/launch.h"
 #include "hw/occupancy.h"
 #include "sim/time.h"
@@ -83,7 +84,8 @@ class KernelOutcomeCache;
 struct SoloOutcome;
 
 // Runs the nodes (dependencies must point to earlier nodes) on an idle GPU whose L2 holds none of
-// their tensors (as after a profiler's flush). Throws ModelError for a launch the chip cannot
+// their tensors (as after a profiler's flush), with its dirty lines as `l2_start` says
+// (hw/l2_dirty_lines.h). Throws ModelError for a launch the chip cannot
 // run (a CTA that does not fit an SM, a tensor dtype without tensor cores). An observer, when
 // given, hears of every CTA group and chip-state change; it does not change the result. A cache
 // (made for this chip) replays kernels that run alone from outcomes simulated before, and
@@ -94,10 +96,11 @@ struct SoloOutcome;
 sim::Time eager_host_gap(const HardwareSpec& hw, const std::optional<sim::Time>& gap, std::int64_t index);
 
 EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode, const std::vector<KernelNode>& nodes,
-                        EngineObserver* observer = nullptr, KernelOutcomeCache* cache = nullptr);
+                        EngineObserver* observer = nullptr, KernelOutcomeCache* cache = nullptr,
+                        L2DirtyLines::Start l2_start = L2DirtyLines::Start::kDirty);
 
-// What `launch` does alone on an idle chip when `read_miss` of its input bytes miss in L2,
-// simulated CTA by CTA: the outcome a KernelOutcomeCache keeps. Throws ModelError as run_engine.
-SoloOutcome simulate_solo(const HardwareSpec& hw, const Launch& launch, double read_miss);
+// What `launch` does alone on an idle chip when it pays `charge` for the L2 (the share of its
+// input bytes that misses, the dirty lines it evicts), simulated CTA by CTA: the outcome a KernelOutcomeCache keeps. Throws ModelError as run_engine.
+SoloOutcome simulate_solo(const HardwareSpec& hw, const Launch& launch, const L2Charge& charge);
 
 }  // namespace gpusim::hw

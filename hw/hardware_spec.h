@@ -71,6 +71,8 @@ struct L2Spec {
   int partitions = 0;
   double bandwidth = 0;  // bytes/s, all partitions, for hits
   sim::Time hit_latency;
+  // Share of the L2's lines it keeps dirty at most (a write-back cache; hw/l2_dirty_lines.h).
+  double max_dirty_share = 0;
 
   bool operator==(const L2Spec&) const = default;
 };

@@ -23,7 +23,7 @@ bool same_timing(const HardwareSpec& a, const HardwareSpec& b) {
 namespace {
 
 // Every Launch field the engine's timing reads, except reads/writes, which reach it only
-// through read_miss. A new timing field of Launch or CtaWork must be added here.
+// through the L2 charge. A new timing field of Launch or CtaWork must be added here.
 void append_timing_words(const Launch& l, std::vector<std::uint64_t>& k) {
   k.insert(k.end(), {bits(l.grid.x), bits(l.grid.y), bits(l.grid.z), bits(l.block.x),
                      bits(l.block.y), bits(l.block.z), bits(std::int64_t{l.regs_per_thread}),
@@ -47,10 +47,12 @@ bool same_launch_timing(const Launch& a, const Launch& b) {
   return x == y;
 }
 
-std::uint64_t KernelOutcomeCache::make_key(const Launch& l, double read_miss) {
+std::uint64_t KernelOutcomeCache::make_key(const Launch& l, const L2Charge& charge) {
   auto& k = scratch_;
   k.clear();
-  k.push_back(bits(read_miss));
+  k.push_back(bits(charge.read_miss));
+  k.push_back(bits(charge.evicted_per_load));
+  k.push_back(bits(charge.store_cost));
   append_timing_words(l, k);
   std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the words, mixed per word
   for (const std::uint64_t word : k) {
@@ -60,8 +62,8 @@ std::uint64_t KernelOutcomeCache::make_key(const Launch& l, double read_miss) {
   return h;
 }
 
-const SoloOutcome* KernelOutcomeCache::find(const Launch& launch, double read_miss) {
-  const auto it = entries_.find(make_key(launch, read_miss));
+const SoloOutcome* KernelOutcomeCache::find(const Launch& launch, const L2Charge& charge) {
+  const auto it = entries_.find(make_key(launch, charge));
   if (it != entries_.end()) {
     for (const Entry& e : it->second) {
       if (e.key == scratch_) {
@@ -73,8 +75,8 @@ const SoloOutcome* KernelOutcomeCache::find(const Launch& launch, double read_mi
   return nullptr;
 }
 
-void KernelOutcomeCache::insert(const Launch& launch, double read_miss, const SoloOutcome& outcome) {
-  auto& bucket = entries_[make_key(launch, read_miss)];
+void KernelOutcomeCache::insert(const Launch& launch, const L2Charge& charge, const SoloOutcome& outcome) {
+  auto& bucket = entries_[make_key(launch, charge)];
   for (Entry& e : bucket) {
     if (e.key == scratch_) {
       e.outcome = outcome;

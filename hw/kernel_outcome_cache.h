@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hw/hardware_spec.h"
+#include "hw/l2_residency.h"
 #include "hw/launch.h"
 #include "sim/time.h"
 
@@ -45,8 +46,8 @@ class KernelOutcomeCache {
   bool serves(const HardwareSpec& hw) const { return same_timing(hw_, hw); }
 
   // The outcome of `launch` alone on the chip when `read_miss` of its input bytes miss in L2.
-  const SoloOutcome* find(const Launch& launch, double read_miss);
-  void insert(const Launch& launch, double read_miss, const SoloOutcome& outcome);
+  const SoloOutcome* find(const Launch& launch, const L2Charge& charge);
+  void insert(const Launch& launch, const L2Charge& charge, const SoloOutcome& outcome);
 
   std::size_t size() const { return size_; }
   std::uint64_t hits() const { return hits_; }
@@ -57,7 +58,7 @@ class KernelOutcomeCache {
     SoloOutcome outcome;
   };
   // Fills scratch_ with the key words; returns their hash.
-  std::uint64_t make_key(const Launch& launch, double read_miss);
+  std::uint64_t make_key(const Launch& launch, const L2Charge& charge);
 
   HardwareSpec hw_;
   std::unordered_map<std::uint64_t, std::vector<Entry>> entries_;  // by key hash

@@ -11,7 +11,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hw/l2_dirty_lines.h"
+
 namespace gpusim::hw {
+
+struct Launch;
 
 template <class Key>
 class BasicL2Residency {
@@ -64,13 +68,11 @@ class DenseL2Residency {
 // A kernel's pass through L2: the share of its input bytes it finds there, then what it leaves.
 // Uses are TensorUse-like (tensor, bytes, evict_first) with tensors named as the L2 names them.
 struct L2Pass {
-  double read_miss = 1;     // share of input bytes not found in L2 (1 without inputs)
+  double read_miss = 1;      // share of input bytes not found in L2 (1 without inputs)
   double read_hit_rate = 0;  // share found (0 without inputs)
 };
 template <class Residency, class Uses>
 L2Pass pass_through_l2(Residency& l2, const Uses& reads, const Uses& writes) {
-  // Writes reach DRAM (the measured elementwise kernels pay for every byte they write, however
-  // small); they also stay resident in L2 for the next kernel to read.
   double read_bytes = 0, hits = 0, write_bytes = 0;
   for (const auto& t : reads) {
     read_bytes += static_cast<double>(t.bytes);
@@ -90,5 +92,19 @@ L2Pass pass_through_l2(Residency& l2, const Uses& reads, const Uses& writes) {
   for (const auto& t : writes) l2.touch(t.tensor, t.bytes);
   return pass;
 }
+
+// What a kernel's CTAs pay for the L2 state they meet (part of the kernel outcome cache's key):
+// the share of their read bytes that goes to DRAM, the dirty bytes written back per byte they
+// load from DRAM (lines their loads evict), and the share of their stores that costs a DRAM write
+// (those past the L2's dirty limit; 1 without a limit: write-through).
+struct L2Charge {
+  double read_miss = 1;
+  double evicted_per_load = 0;
+  double store_cost = 1;
+  bool operator==(const L2Charge&) const = default;
+};
+// The charge on `launch` when `read_miss` of its reads miss, from its CTAs' DRAM reads and
+// stores; moves `dirty` on.
+L2Charge l2_charge(const Launch& launch, double read_miss, L2DirtyLines& dirty);
 
 }  // namespace gpusim::hw

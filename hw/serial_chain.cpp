@@ -5,7 +5,7 @@
 namespace gpusim::hw {
 
 SerialChain::SerialChain(const HardwareSpec& hw, LaunchMode mode, KernelOutcomeCache& cache)
-    : hw_(hw), mode_(mode), cache_(cache), l2_(hw.l2.size) {
+    : hw_(hw), mode_(mode), cache_(cache), l2_(hw.l2.size), dirty_(static_cast<double>(hw.l2.size), hw.l2.max_dirty_share) {
   if (!cache.serves(hw)) throw std::logic_error("SerialChain: the kernel outcome cache was made for another chip");
 }
 
@@ -22,12 +22,13 @@ SerialChain::Known& SerialChain::advance(const Launch& launch, std::span<const T
   ready = kernels_ == 0 ? host : std::max(end_ + hw_.launch.graph_gap, host);
   const L2Pass pass = pass_through_l2(l2_, reads, writes);
   read_hit_rate = pass.read_hit_rate;
-  const Seen key{&launch, pass.read_miss};
+  const L2Charge charge = l2_charge(launch, pass.read_miss, dirty_);
+  const Seen key{&launch, charge};
   auto it = seen_.find(key);
   if (it == seen_.end()) {
-    const SoloOutcome* cached = cache_.find(launch, pass.read_miss);
-    const SoloOutcome outcome = cached ? *cached : simulate_solo(hw_, launch, pass.read_miss);
-    if (!cached) cache_.insert(launch, pass.read_miss, outcome);
+    const SoloOutcome* cached = cache_.find(launch, charge);
+    const SoloOutcome outcome = cached ? *cached : simulate_solo(hw_, launch, charge);
+    if (!cached) cache_.insert(launch, charge, outcome);
     it = seen_.emplace(key, Known{outcome, std::nullopt}).first;
   }
   const SoloOutcome& known = it->second.outcome;

@@ -57,14 +57,17 @@ class SerialChain {
   LaunchMode mode_;
   KernelOutcomeCache& cache_;
   DenseL2Residency l2_;
+  L2DirtyLines dirty_;
   struct Seen {
     const Launch* launch;
-    double read_miss;
+    L2Charge charge;
     bool operator==(const Seen&) const = default;
   };
   struct SeenHash {
     std::size_t operator()(const Seen& s) const {
-      return std::hash<const void*>()(s.launch) ^ (std::hash<double>()(s.read_miss) * 0x9e3779b97f4a7c15ull);
+      return std::hash<const void*>()(s.launch) ^ (std::hash<double>()(s.charge.read_miss) * 0x9e3779b97f4a7c15ull) ^
+             (std::hash<double>()(s.charge.evicted_per_load) * 0xc2b2ae3d27d4eb4full) ^
+             (std::hash<double>()(s.charge.store_cost) * 0x165667b19e3779f9ull);
     }
   };
   struct Known {

@@ -104,7 +104,9 @@ NcuSuiteResult compare_ncu(const std::vector<NcuOp>& ops, const hw::HardwareSpec
     }
     std::vector<hw::KernelNode> nodes;
     for (auto& l : models.lower(*op.op.op, hw, "op")) nodes.push_back({std::move(l), op.op.label, 0, {}, std::nullopt});
-    const hw::EngineResult r = hw::run_engine(hw, hw::LaunchMode::kGraph, nodes);
+    // --cache-control all writes the L2 back and invalidates it before every replay pass.
+    const hw::EngineResult r =
+        hw::run_engine(hw, hw::LaunchMode::kGraph, nodes, nullptr, nullptr, hw::L2DirtyLines::Start::kClean);
     // Nsight Compute profiles kernels, not cudaMemsetAsync: match the simulated kernels only.
     std::vector<std::size_t> kernels;
     for (std::size_t i = 0; i < r.kernels.size(); ++i) {

@@ -2,6 +2,7 @@
 // hardware parameters by hand.
 #include "hw/gpu_engine.h"
 
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include "hw/hardware_loader.h"
@@ -75,25 +76,63 @@ TEST(GpuEngine, OccupancyLimitsResidency) {
 
 TEST(GpuEngine, ConcurrentMemoryBoundKernelsShareDram) {
   const HardwareSpec hw = h100();
+  // A clean L2: no dirty lines for the streams to write back (those are the next test's).
+  const auto clean = L2DirtyLines::Start::kClean;
   const double bytes_per_cta = 1 << 20;
   const std::int64_t ctas = 4 * hw.sm_count;
   const double alone_us = ctas * bytes_per_cta / hw.dram.achievable_bandwidth() * 1e6;
-  const auto one = run_engine(hw, LaunchMode::kGraph, {node(kernel("a", ctas, 0, bytes_per_cta))});
+  const auto one = run_engine(hw, LaunchMode::kGraph, {node(kernel("a", ctas, 0, bytes_per_cta))}, nullptr, nullptr, clean);
   // A kernel that keeps DRAM busy a share u of its time drains for 3 DRAM latencies x u.
   const double drain_us = 3 * hw.dram.latency.us();
   EXPECT_NEAR(us(one.kernels[0].duration()), hw.launch.kernel_overhead.us() + alone_us + drain_us, 1e-2);
   // Two such kernels on two streams: each gets half of DRAM while both run.
   const auto two = run_engine(hw, LaunchMode::kGraph,
                               {node(kernel("a", ctas, 0, bytes_per_cta), 0),
-                               node(kernel("b", ctas, 0, bytes_per_cta), 1)});
+                               node(kernel("b", ctas, 0, bytes_per_cta), 1)},
+                              nullptr, nullptr, clean);
   for (int i = 0; i < 2; ++i) {
     EXPECT_NEAR(us(two.kernels[i].duration()),
                 hw.launch.kernel_overhead.us() + 2 * alone_us + drain_us / 2, 1e-2);
   }
   // Less bandwidth, longer kernel: the what-if goes through the shared resource.
   const auto slow = run_engine(h100({{"dram.bandwidth", "1.5TB/s"}}), LaunchMode::kGraph,
-                               {node(kernel("a", ctas, 0, bytes_per_cta))});
+                               {node(kernel("a", ctas, 0, bytes_per_cta))}, nullptr, nullptr, clean);
   EXPECT_GT(slow.kernels[0].duration(), one.kernels[0].duration());
+}
+
+// The L2 is a write-back cache (hw/l2_dirty_lines.h): after a flush that wrote a buffer, a
+// read-only stream writes back the dirty lines its loads evict; on a clean L2 it writes nothing.
+TEST(GpuEngine, StreamsWriteBackTheDirtyLinesTheyEvict) {
+  const HardwareSpec hw = h100();
+  // On every SM, so the stream is bound by DRAM bandwidth, not by its loads in flight.
+  const double bytes_per_cta = 1 << 18;
+  const std::int64_t ctas = 4 * hw.sm_count;
+  const double read = ctas * bytes_per_cta;
+  const Launch stream = kernel("read", ctas, 0, bytes_per_cta);
+  const auto dirty = run_engine(hw, LaunchMode::kGraph, {node(stream)});
+  const auto clean =
+      run_engine(hw, LaunchMode::kGraph, {node(stream)}, nullptr, nullptr, L2DirtyLines::Start::kClean);
+  const double capacity = static_cast<double>(hw.l2.size);
+  const double held = std::round(capacity * hw.l2.max_dirty_share / L2DirtyLines::kGranule) * L2DirtyLines::kGranule;
+  EXPECT_NEAR(dirty.kernels[0].dram_write_bytes, held * (1 - std::exp(-read / capacity)), 1.0);
+  EXPECT_EQ(clean.kernels[0].dram_write_bytes, 0.0);
+  EXPECT_EQ(dirty.kernels[0].dram_read_bytes, clean.kernels[0].dram_read_bytes);
+  // The write-backs take DRAM time: about their bytes at the achievable bandwidth.
+  const double extra_us = us(dirty.kernels[0].duration()) - us(clean.kernels[0].duration());
+  EXPECT_NEAR(extra_us, dirty.kernels[0].dram_write_bytes / hw.dram.achievable_bandwidth() * 1e6, 0.25 * extra_us);
+  // Stores: on a clean L2 they stay there (below the limit); at the limit each costs a write. A
+  // limit of 0 is a write-through cache: every store costs a write, loads evict nothing dirty.
+  Launch store = kernel("store", ctas, 0, 0);
+  store.ctas[0].work.dram_write_bytes = 1 << 14;  // 8 MiB in all: below the limit
+  store.ctas[0].work.l2_bytes = 1 << 14;
+  const double stored = ctas * (1 << 14);
+  EXPECT_EQ(run_engine(hw, LaunchMode::kGraph, {node(store)}, nullptr, nullptr, L2DirtyLines::Start::kClean)
+                .kernels[0].dram_write_bytes, 0.0);
+  EXPECT_NEAR(run_engine(hw, LaunchMode::kGraph, {node(store)}).kernels[0].dram_write_bytes, stored, 1e-6);
+  const HardwareSpec through = h100({{"l2.max_dirty_share", "0"}});
+  EXPECT_NEAR(run_engine(through, LaunchMode::kGraph, {node(store)}, nullptr, nullptr, L2DirtyLines::Start::kClean)
+                  .kernels[0].dram_write_bytes, stored, 1e-6);
+  EXPECT_EQ(run_engine(through, LaunchMode::kGraph, {node(stream)}).kernels[0].dram_write_bytes, 0.0);
 }
 
 TEST(GpuEngine, BulkCopiesAreNotBoundByTheSmMissSlots) {

@@ -34,8 +34,10 @@ Launch launch(std::int64_t ctas, double tensor_flops, double dram_bytes) {
   return l;
 }
 
+// On a clean L2 (no dirty lines to write back), so a kernel's DRAM bytes are its own.
 KernelMetrics run_one(const HardwareSpec& hw, const Launch& l) {
-  const auto r = run_engine(hw, LaunchMode::kGraph, {KernelNode{l, "op", 0, {}, std::nullopt}});
+  const auto r = run_engine(hw, LaunchMode::kGraph, {KernelNode{l, "op", 0, {}, std::nullopt}}, nullptr, nullptr,
+                            L2DirtyLines::Start::kClean);
   return kernel_metrics(hw, l, r.kernels[0]);
 }
 

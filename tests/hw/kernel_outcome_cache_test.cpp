@@ -47,11 +47,14 @@ Launch launch() {
 TEST(KernelOutcomeCache, EveryTimingFieldIsInTheKey) {
   KernelOutcomeCache cache(h100());
   const SoloOutcome outcome{sim::Time::from_ps(123456), 7.5, 1e6, 2e5, 42};
-  cache.insert(launch(), 0.25, outcome);
-  ASSERT_NE(cache.find(launch(), 0.25), nullptr);
-  EXPECT_EQ(cache.find(launch(), 0.25)->duration, outcome.duration);
-  EXPECT_EQ(cache.find(launch(), 0.25)->events, 42u);
-  EXPECT_EQ(cache.find(launch(), 0.25 + 1e-16), nullptr) << "the L2 miss share, bit for bit";
+  const L2Charge charge{0.25, 0.125, 0.5};
+  cache.insert(launch(), charge, outcome);
+  ASSERT_NE(cache.find(launch(), charge), nullptr);
+  EXPECT_EQ(cache.find(launch(), charge)->duration, outcome.duration);
+  EXPECT_EQ(cache.find(launch(), charge)->events, 42u);
+  EXPECT_EQ(cache.find(launch(), L2Charge{0.25 + 1e-16, 0.125, 0.5}), nullptr) << "the L2 miss share, bit for bit";
+  EXPECT_EQ(cache.find(launch(), L2Charge{0.25, 0.125 + 1e-16, 0.5}), nullptr) << "the evictions, bit for bit";
+  EXPECT_EQ(cache.find(launch(), L2Charge{0.25, 0.125, 0.5 + 1e-16}), nullptr) << "the stores' cost, bit for bit";
 
   const std::vector<std::pair<std::string, std::function<void(Launch&)>>> changes = {
       {"grid.x", [](Launch& l) { l.grid.x = 301; l.ctas[0].count = 502; }},
@@ -81,16 +84,16 @@ TEST(KernelOutcomeCache, EveryTimingFieldIsInTheKey) {
   for (const auto& [what, change] : changes) {
     Launch l = launch();
     change(l);
-    EXPECT_EQ(cache.find(l, 0.25), nullptr) << what;
+    EXPECT_EQ(cache.find(l, charge), nullptr) << what;
   }
   // What the engine does not read while the kernel runs (names; tensors, which reach it only
-  // through the miss share) is not in the key.
+  // through the L2 charge) is not in the key.
   Launch renamed = launch();
   renamed.name = "other";
   renamed.family = "other";
   renamed.reads = {{"c", 7}};
   renamed.writes.clear();
-  EXPECT_NE(cache.find(renamed, 0.25), nullptr);
+  EXPECT_NE(cache.find(renamed, charge), nullptr);
 }
 
 TEST(KernelOutcomeCache, ServesOneChipsTimingParameters) {
@@ -132,7 +135,8 @@ void expect_same(const EngineResult& a, const EngineResult& b) {
 // Kernels on two streams overlap: those are not alone and must be simulated together; the
 // chain after the join runs alone and is replayed the second time.
 TEST(KernelOutcomeCache, OnlyKernelsThatRunAloneAreRecordedAndReplayed) {
-  const HardwareSpec hw = h100();
+  // A write-through L2 (no dirty lines to carry from kernel to kernel), so the tails' charge repeats.
+  const HardwareSpec hw = h100({{"l2.max_dirty_share", "0"}});
   Launch a = launch(), b = launch();
   a.reads = {{"x", 1 << 20}};
   a.writes = {{"y", 1 << 20}};

@@ -101,7 +101,8 @@ std::vector<hw::KernelMetrics> simulate(const models::Op& op) {
   const auto models = models::default_kernel_models();
   std::vector<hw::KernelNode> nodes;
   for (auto& l : models.lower(op, h100(), "op")) nodes.push_back({std::move(l), "op", 0, {}, std::nullopt});
-  const auto result = hw::run_engine(h100(), hw::LaunchMode::kGraph, nodes);
+  const auto result = hw::run_engine(h100(), hw::LaunchMode::kGraph, nodes, nullptr, nullptr,
+                                     hw::L2DirtyLines::Start::kClean);  // as ncu's cache control
   std::vector<hw::KernelMetrics> out;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].launch.family != "memset") out.push_back(hw::kernel_metrics(h100(), nodes[i].launch, result.kernels[i]));
