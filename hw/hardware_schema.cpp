@@ -53,6 +53,7 @@ const std::array kFields{
     FieldDef{"throughput.fp32", Quantity::kFlopsPerCycle, 1, 1e7, kAnyText, "FP32 FLOPs per SM per clock on CUDA cores", GPUSIM_REF(throughput.fp32)},
     FieldDef{"throughput.sfu", Quantity::kOpsPerCycle, 1, 1e6, kAnyText, "special-function ops per SM per clock", GPUSIM_REF(throughput.sfu)},
     FieldDef{"throughput.mma_sync_share", Quantity::kFraction, 0.01, 1, kAnyText, "share of the tensor rate warp-level mma.sync GEMM kernels reach (1 where it is the native path)", GPUSIM_REF(throughput.mma_sync_share)},
+    FieldDef{"throughput.mma_sync_cp_async_share", Quantity::kFraction, 0.01, 1, kAnyText, "share of the tensor rate multistage (cp.async) mma.sync GEMM kernels of 16-bit operands reach (1 where it is the native path)", GPUSIM_REF(throughput.mma_sync_cp_async_share)},
     FieldDef{"throughput.mma_sync_pipelined_share", Quantity::kFraction, 0.01, 1, kAnyText, "share of the tensor rate pipelined mma.sync kernels (FlashAttention-2) reach (1 where it is the native path)", GPUSIM_REF(throughput.mma_sync_pipelined_share)},
     FieldDef{"l2.size", Quantity::kBytes, 0, 64 * kGiB, kAnyText, "L2 cache capacity", GPUSIM_REF(l2.size)},
     FieldDef{"l2.partitions", Quantity::kCount, 1, 64, kAnyText, "L2 partitions", GPUSIM_REF(l2.partitions)},

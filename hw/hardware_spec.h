@@ -58,6 +58,8 @@ struct ThroughputSpec {
   // reach: 1 where mma.sync is the native path (sm_80, sm_120); below 1 on sm_90, whose full rate
   // needs warpgroup MMA (wgmma).
   double mma_sync_share = 1.0;
+  // The same for the multistage (cp.async) 16-bit kernels (cuBLAS's align2 and wider ones).
+  double mma_sync_cp_async_share = 1.0;
   // Share of the tensor rate that pipelined mma.sync kernels reach (FlashAttention-2: operands
   // staged in shared memory by cp.async, fed by ldmatrix, no register staging of global loads):
   // 1 where mma.sync is native; below 1 on sm_90.

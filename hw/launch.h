@@ -48,8 +48,9 @@ struct CtaWork {
   // Bytes of loads one CTA keeps in flight (threads x vector width x unroll, or TMA stages):
   // by Little's law it caps the CTA's bandwidth at max_inflight_bytes / latency. 0: no cap.
   double max_inflight_bytes = 0;
-  // The loads are TMA bulk copies into shared memory: they do not hold the SM's L1 miss slots
-  // (sm.max_inflight_bytes), so only the CTA's own pipeline (max_inflight_bytes) bounds them.
+  // The loads are copies into shared memory (TMA bulk copies; cuDNN decode's cp.async stages):
+  // they do not hold the SM's L1 miss slots (sm.max_inflight_bytes), so only the CTA's own
+  // pipeline (max_inflight_bytes) bounds them.
   bool bulk_copies = false;
 
   // How much of its tensor-core time and its SIMT time (FP32 and SFU, which overlap each other)

@@ -33,9 +33,12 @@ namespace {
 // K and V at D = 128). Keys are split evenly, so a 129-key split pays the fill and a sliver.
 // Calibrated on the op calibration rows and the decode steps of the calibration cases in
 // validation/data/hf_models_h100.json. It replaced 12 round trips per whole tile (same cap),
-// which charged a 129-key split as two full tiles.
+// which charged a 129-key split as two full tiles. 8 per 64 KiB since the loads stopped counting
+// against the SM's miss slots (issue 16's fifth round): 6-12 tried, sets 3-8 best at 6 (12.98%
+// against 13.32% at 12, H100), the model suites' calibration cases best at 10-12 by a tenth or
+// two; 8 takes most of the first (13.07%) at no cost to the second.
 constexpr double kDecodeFillRoundTrips = 10.0;
-constexpr double kDecodeRoundTripsPer64KiB = 12.0;
+constexpr double kDecodeRoundTripsPer64KiB = 8.0;
 constexpr double kDecodeChainCap64KiB = 3.0;
 // cuDNN leaves short caches unsplit: every measured split had at least 4 key tiles (L >= 513);
 // GPT-2 at 257 keys (3 tiles) with 48 CTAs ran one kernel (hf_models_h100.json).
@@ -264,6 +267,10 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
     w.dram_read_bytes = q / static_cast<double>(splits * d_halves) + kv;
     w.dram_write_bytes = out;
     w.max_inflight_bytes = static_cast<double>(tile_keys * D) * e * 2.0;
+    // K and V arrive by cp.async into shared memory: the CTA's two tiles in flight bound them, not
+    // the SM's miss slots (one CTA per SM streams 20 GB/s at 16,763 keys, 2.76 TB/s over 136 CTAs,
+    // where 10 KiB per SM allow about 1.7 with loaded latency; sets 3-8).
+    w.bulk_copies = true;
     w.fixed = hw.dram.latency + hw.l2.hit_latency;
     // Beyond 4 tiles' worth the chain stops growing: longer CTAs pipeline their loads (the
     // unsplit 8-tile rows: with the chain unbounded they were +52..117%, docs/engine.md).

@@ -139,10 +139,13 @@ double tensor_rate_per_sm(const hw::HardwareSpec& hw, hw::DType d) {
 // warp-level path reaches about the same FLOP rate whatever the operand type: cuBLAS's tf32
 // align1 kernels run 78-116 TFLOP/s on large shapes as the 16-bit ones run 83-118 (random sets
 // 3-5, ops{3,4,5}_h100.json: 2696x1491x6839 in 472 us, 3341x422x9010 in 300), so tf32 takes the
-// share of the 16-bit rate. Where mma.sync is native (share 1) tf32 runs at its own rate.
-double mma_sync_efficiency(const hw::HardwareSpec& hw, hw::DType d) {
+// share of the 16-bit rate. The 16-bit multistage kernels (cp.async, align2 and up) reach more
+// than the register-staged ones: 150-200 TFLOP/s on large shapes (sets 3-8, e.g. 3410x2246x5186
+// in 396 us). Where mma.sync is native (share 1) every kernel runs at its type's rate.
+double mma_sync_efficiency(const hw::HardwareSpec& hw, hw::DType d, bool register_staged) {
   const double share = hw.throughput.mma_sync_share;
-  if (share >= 1.0 || d != hw::DType::kTf32) return share;
+  if (share >= 1.0) return share;
+  if (d != hw::DType::kTf32) return register_staged ? share : hw.throughput.mma_sync_cp_async_share;
   return std::min(1.0, share * hw.tensor_flops_per_cycle(hw::DType::kBf16) /
                            hw.tensor_flops_per_cycle(hw::DType::kTf32));
 }
@@ -321,7 +324,7 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
   const double kk = static_cast<double>(k_per_split(p, c, split));
   // CTAs on an SM share its pipes; mma.sync kernels reach their share of the rate.
   const double rate = tensor_rate_per_sm(hw, p.dtype) / occ *
-                      (c.kind == GemmKind::kMmaSync ? mma_sync_efficiency(hw, p.dtype) : 1.0);
+                      (c.kind == GemmKind::kMmaSync ? mma_sync_efficiency(hw, p.dtype, c.register_staged) : 1.0);
   const double t_math = 2.0 * c.tile_m * c.tile_n * kk / rate;
   const double unit_bytes = static_cast<double>(c.tile_m + c.tile_n) * kk * e;
   // A CTA streams at most its pipeline depth per DRAM latency (Little's law) and at most its
@@ -714,7 +717,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
                            unit.dram_read_bytes + unit.dram_write_bytes);
   unit.max_inflight_bytes = static_cast<double>(c.stages * (c.tile_m + c.tile_n) * c.tile_k) * e;
   unit.bulk_copies = c.kind == GemmKind::kNvjet || c.kind == GemmKind::kSm90Tf32;  // TMA loads
-  if (c.kind == GemmKind::kMmaSync) unit.tensor_efficiency = mma_sync_efficiency(hw, p.dtype);
+  if (c.kind == GemmKind::kMmaSync) unit.tensor_efficiency = mma_sync_efficiency(hw, p.dtype, c.register_staged);
   // Chained K steps (align1 kernels, the small tf32 xmma kernel): every step waits for its loads.
   if (c.k_step_round_trips > 0) unit.critical_path = sim::Time::from_seconds(k_step_path(hw, c, kk));
   // Serial split-K: a slice reads what the slices before it added, adds its own and signals the

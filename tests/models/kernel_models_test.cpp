@@ -299,6 +299,9 @@ TEST(GemmModelTest, UnalignedOperandsRunMmaSyncKernelsOnHopper) {
   // Even dims allow 4-byte loads: the sm_80-style multistage kernels, no per-step chain.
   const auto two = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1024, 1026, 1024}), h100());
   EXPECT_TRUE(contains(two.front().name, "_align2")) << two.front().name;
+  // ... which reach more of the tensor rate than the register-staged ones (their own share).
+  EXPECT_DOUBLE_EQ(two.front().ctas.front().work.tensor_efficiency, h100().throughput.mma_sync_cp_async_share);
+  EXPECT_GT(h100().throughput.mma_sync_cp_async_share, h100().throughput.mma_sync_share);
   const auto aligned = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1024, 1024, 1024}), h100());
   EXPECT_TRUE(contains(aligned.front().name, "nvjet")) << aligned.front().name;
   // tf32: small products take the sm_80-style kernels too (ops3_h100.csv), large ones sm_90's.
