@@ -19,7 +19,7 @@
 
 #include "hw/engine_observer.h"
 #include "hw/hardware_spec.h"
-#include "hw/l2_residency.h"
+#include "hw/l2_charge.h"
 #include "hw/launch.h"
 #include "hw/occupancy.h"
 #include "sim/time.h"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "hw/hardware_spec.h"
-#include "hw/l2_residency.h"
+#include "hw/l2_charge.h"
 #include "hw/launch.h"
 #include "sim/time.h"
 

@@ -11,11 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "hw/l2_dirty_lines.h"
-
 namespace gpusim::hw {
-
-struct Launch;
 
 template <class Key>
 class BasicL2Residency {
@@ -92,19 +88,5 @@ L2Pass pass_through_l2(Residency& l2, const Uses& reads, const Uses& writes) {
   for (const auto& t : writes) l2.touch(t.tensor, t.bytes);
   return pass;
 }
-
-// What a kernel's CTAs pay for the L2 state they meet (part of the kernel outcome cache's key):
-// the share of their read bytes that goes to DRAM, the dirty bytes written back per byte they
-// load from DRAM (lines their loads evict), and the share of their stores that costs a DRAM write
-// (those past the L2's dirty limit; 1 without a limit: write-through).
-struct L2Charge {
-  double read_miss = 1;
-  double evicted_per_load = 0;
-  double store_cost = 1;
-  bool operator==(const L2Charge&) const = default;
-};
-// The charge on `launch` when `read_miss` of its reads miss, from its CTAs' DRAM reads and
-// stores; moves `dirty` on.
-L2Charge l2_charge(const Launch& launch, double read_miss, L2DirtyLines& dirty);
 
 }  // namespace gpusim::hw

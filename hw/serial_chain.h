@@ -19,6 +19,7 @@
 #include "hw/gpu_engine.h"
 #include "hw/hardware_spec.h"
 #include "hw/kernel_outcome_cache.h"
+#include "hw/l2_charge.h"
 #include "hw/l2_residency.h"
 #include "hw/launch.h"
 #include "sim/time.h"
