@@ -85,11 +85,11 @@ struct SoloOutcome;
 
 // Runs the nodes (dependencies must point to earlier nodes) on an idle GPU whose L2 holds none of
 // their tensors (as after a profiler's flush), with its dirty lines as `l2_start` says
-// (hw/l2_dirty_lines.h). Throws ModelError for a launch the chip cannot
-// run (a CTA that does not fit an SM, a tensor dtype without tensor cores). An observer, when
-// given, hears of every CTA group and chip-state change; it does not change the result. A cache
-// (made for this chip) replays kernels that run alone from outcomes simulated before, and
-// records new ones; it does not change the result either (hw/kernel_outcome_cache.h).
+// (hw/l2_dirty_lines.h). Throws ModelError for a launch the chip cannot run (a CTA that does not
+// fit an SM, a tensor dtype without tensor cores). An observer, when given, hears of every CTA
+// group and chip-state change; it does not change the result. A cache (made for this chip)
+// replays kernels that run alone from outcomes simulated before, and records new ones; it does
+// not change the result either (hw/kernel_outcome_cache.h).
 // Eager mode: the host time before launch `index` is issued (after the previous one's issue):
 // `gap` where the workload sets it (model code: workloads/host_issue.h), else launch.eager_gap
 // (none before the first launch).
@@ -100,7 +100,8 @@ EngineResult run_engine(const HardwareSpec& hw, LaunchMode mode, const std::vect
                         L2DirtyLines::Start l2_start = L2DirtyLines::Start::kDirty);
 
 // What `launch` does alone on an idle chip when it pays `charge` for the L2 (the share of its
-// input bytes that misses, the dirty lines it evicts), simulated CTA by CTA: the outcome a KernelOutcomeCache keeps. Throws ModelError as run_engine.
+// input bytes that misses, the dirty lines it writes back), simulated CTA by CTA: the outcome a
+// KernelOutcomeCache keeps. Throws ModelError as run_engine.
 SoloOutcome simulate_solo(const HardwareSpec& hw, const Launch& launch, const L2Charge& charge);
 
 }  // namespace gpusim::hw

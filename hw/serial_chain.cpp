@@ -5,7 +5,8 @@
 namespace gpusim::hw {
 
 SerialChain::SerialChain(const HardwareSpec& hw, LaunchMode mode, KernelOutcomeCache& cache)
-    : hw_(hw), mode_(mode), cache_(cache), l2_(hw.l2.size), dirty_(static_cast<double>(hw.l2.size), hw.l2.max_dirty_share) {
+    : hw_(hw), mode_(mode), cache_(cache), l2_(hw.l2.size),
+      l2_dirty_(static_cast<double>(hw.l2.size), hw.l2.max_dirty_share) {
   if (!cache.serves(hw)) throw std::logic_error("SerialChain: the kernel outcome cache was made for another chip");
 }
 
@@ -22,7 +23,7 @@ SerialChain::Known& SerialChain::advance(const Launch& launch, std::span<const T
   ready = kernels_ == 0 ? host : std::max(end_ + hw_.launch.graph_gap, host);
   const L2Pass pass = pass_through_l2(l2_, reads, writes);
   read_hit_rate = pass.read_hit_rate;
-  const L2Charge charge = l2_charge(launch, pass.read_miss, dirty_);
+  const L2Charge charge = l2_charge(launch, pass.read_miss, l2_dirty_);
   const Seen key{&launch, charge};
   auto it = seen_.find(key);
   if (it == seen_.end()) {

@@ -58,7 +58,7 @@ class SerialChain {
   LaunchMode mode_;
   KernelOutcomeCache& cache_;
   DenseL2Residency l2_;
-  L2DirtyLines dirty_;
+  L2DirtyLines l2_dirty_;
   struct Seen {
     const Launch* launch;
     L2Charge charge;
