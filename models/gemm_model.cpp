@@ -229,6 +229,18 @@ constexpr double kAlign1StepRoundTrips = 4.0;
 // 1082x11x382 in 7.1, 924x30x30 in 3.5).
 constexpr double kXmmaTf32StepRoundTrips = 2.0;
 
+// SM cycles one K step of an nvjet mainloop takes at least: the consumer waits on its stage's
+// barrier, runs its wgmma chain, and releases the stage to the TMA producer. A kernel of few CTAs
+// runs at this pace however few bytes a step moves (random sets 3-8 on the H100: 1-16 CTAs of
+// 64x8 and 64x16 tiles take 0.08-0.09 us more per 64-deep step from 1 to 35 steps, 4-10 KiB
+// each; 150-210 tried, 180 best). The SM's L2 port (126 GB/s, validation/data/sm_port_h100.json)
+// would move such a step in 0.03-0.08 us.
+constexpr double kNvjetStepCycles = 180.0;
+
+double nvjet_step_path(const hw::HardwareSpec& hw, const Config& c, double k_per_cta) {
+  return std::ceil(k_per_cta / static_cast<double>(c.tile_k)) * kNvjetStepCycles / hw.clocks.boost_hz;
+}
+
 double k_step_path(const hw::HardwareSpec& hw, const Config& c, double k_per_cta) {
   return std::ceil(k_per_cta / static_cast<double>(c.tile_k)) * c.k_step_round_trips *
          hw.dram.latency.seconds();
@@ -353,10 +365,15 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
   return std::max({t_cta, t_dram, t_l2}) + split_cost_seconds(hw, p, split);
 }
 
+// The K split cuBLAS takes for a configuration, where it follows a rule rather than the estimate.
+using SplitRule = std::int64_t (*)(const hw::HardwareSpec&, const Problem&, const Config&);
+
 // Picks the fastest candidate; within 3% of it, fewer splits, then larger tiles, then the
-// larger tile dimension along N.
+// larger tile dimension along N. Splits up to max_split are weighed, or for nvjet tiles only the
+// one `split_rule` gives.
+
 Choice choose(const hw::HardwareSpec& hw, const Problem& p, const std::vector<Config>& candidates,
-              std::int64_t max_split) {
+              std::int64_t max_split, SplitRule split_rule = nullptr) {
   struct Scored {
     Choice c;
     double t;
@@ -366,6 +383,11 @@ Choice choose(const hw::HardwareSpec& hw, const Problem& p, const std::vector<Co
     const std::int64_t tiles = units_of(p, cfg, 1);
     // cuBLAS splits K only when the tiles alone leave SMs idle.
     const std::int64_t top = tiles < hw.sm_count ? max_split : 1;
+    if (split_rule != nullptr && cfg.kind == GemmKind::kNvjet) {
+      const std::int64_t s = split_rule(hw, p, cfg);
+      all.push_back({Choice{cfg, s, 0}, estimate(hw, p, cfg, s)});
+      continue;
+    }
     for (std::int64_t s = 1; s <= top; ++s) {
       if (last_slice_empty(p, cfg, s)) continue;
       all.push_back({Choice{cfg, s, 0}, estimate(hw, p, cfg, s)});
@@ -687,6 +709,15 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   // The register-staged kernels set up no tensor maps: one DRAM round trip fewer before the
   // first loads (sets 3-7: one-step align1 kernels of one wave take 2.8-3.5 us on the H100).
   if (c.register_staged) unit.fixed = unit.fixed - hw.dram.latency;
+  if (c.kind == GemmKind::kNvjet) {
+    // The mainloop's K steps are a chain (nvjet_step_path); the first stages' loads wait in it,
+    // so the prologue holds half a DRAM latency less (0.25-1 tried on sets 3-8, 0.5 best).
+    unit.fixed = unit.fixed - sim::Time::from_ps(hw.dram.latency.ps() / 2);
+    unit.critical_path = sim::Time::from_seconds(nvjet_step_path(hw, c, kk));
+    // The bias epilogue loads the bias before its first store: one more DRAM round trip
+    // (sets 3-8: small "_bias" kernels 0.3-0.5 us slower than the same shapes without).
+    if (bias) unit.fixed = unit.fixed + hw.dram.latency;
+  }
   const double flops = 2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk;
   if (p.dtype == hw::DType::kFp32) {
     unit.fp32_flops = flops;
@@ -981,6 +1012,19 @@ Choice tf32_small_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch)
 constexpr std::int64_t kMmaSyncMaxSplit = 256;
 constexpr std::int64_t kNvjetMaxSplit = 16;
 
+// cuBLAS's split of a product of few nvjet tiles: K slices at least this deep (20 steps of 64),
+// at most kNvjetMaxSplit, and no more slices than the SMs hold (random sets 3-8 on the H100:
+// 16x16x2096 unsplit, 16x16x3568 -> 2, 16x16x6752 -> 5, 16x16x15344 -> 11, 7 tiles of
+// 16x432x7456 -> 5, 40 tiles of 160x2512x11168 -> 3, 71 tiles of 16x4528x3440 unsplit).
+constexpr std::int64_t kNvjetMinSliceK = 1280;
+
+std::int64_t nvjet_split(const hw::HardwareSpec& hw, const Problem& p, const Config& c) {
+  const std::int64_t tiles = units_of(p, c, 1);
+  std::int64_t s = std::clamp<std::int64_t>(p.K / kNvjetMinSliceK, 1, kNvjetMaxSplit);
+  while (s > 1 && (tiles * s > hw.sm_count || last_slice_empty(p, c, s))) --s;
+  return s;
+}
+
 // The tiled (nvjet or mma.sync) kernel and split for a 16-bit, fp8 or tf32 product.
 // Small tf32 products with rows that are not 16-byte multiples run sm80_xmma's 32x32x64 kernel
 // on sm_90, unsplit (sets 3-5: 5165x14x136, 253x18x443, 567x204x161, 11x12401x232, 13x64x55;
@@ -1009,7 +1053,7 @@ std::optional<Choice> xmma_tf32_small(const hw::HardwareSpec& hw, const Problem&
 }
 
 Choice choose_tiled(const hw::HardwareSpec& hw, const Problem& p) {
-  if (runs_sm90_kernels(hw, p)) return choose(hw, p, hopper_candidates(hw, p), kNvjetMaxSplit);
+  if (runs_sm90_kernels(hw, p)) return choose(hw, p, hopper_candidates(hw, p), kNvjetMaxSplit, nvjet_split);
   if (auto x = xmma_tf32_small(hw, p)) return *x;
   return tf32_small_split(hw, p, choose(hw, p, mma_sync_candidates(hw, p), kMmaSyncMaxSplit));
 }

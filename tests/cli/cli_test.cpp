@@ -83,11 +83,11 @@ TEST(Cli, HwFitHostWritesAHardwareFileWithTheFittedHost) {
   const auto file = dir.path() / "h200-myhost.yaml";
   const Result fit = run({"hw", "fit-host", sweep.string(), "--hw", "h200", "--out", file.string()});
   ASSERT_EQ(fit.status, 0) << fit.err;
-  EXPECT_NE(fit.out.find("host.model_kernel_issue 21.3 us"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("host.model_kernel_issue 22.4 us"), std::string::npos) << fit.out;
   const Result shown = run({"hw", "show", file.string(), "--format", "json"});
   ASSERT_EQ(shown.status, 0) << shown.err;
   const auto j = nlohmann::json::parse(shown.out);
-  EXPECT_EQ(j["fields"]["host.model_kernel_issue"]["value"], "21.3us");
+  EXPECT_EQ(j["fields"]["host.model_kernel_issue"]["value"], "22.4us");
   EXPECT_EQ(j["fields"]["l2.size"]["value"], nlohmann::json::parse(run({"hw", "show", "h200", "--format", "json"}).out)["fields"]["l2.size"]["value"]);
   // Bad input: exit status 2 and a message naming what is wrong.
   const Result no_hw = run({"hw", "fit-host", sweep.string()});

@@ -39,8 +39,8 @@ TEST(FunctionalGemmCounts, TilesAndSplitKMatchTheH100CostModel) {
       {200, 256, 512, 1, false},   // few tiles, short K: not split
       {2304, 2304, 8, 1, false},   // more tiles than SMs: persistent CTAs loop over tiles
       {1, 4096, 4096, 2, false},   // split-K, two whole slices of 2048
-      {8, 1024, 16384, 7, true},   // split-K, 7 slices of 2368, the last 2176
-      {5, 304, 3000, 16, true},    // split-K with a short last slice
+      {8, 1024, 16384, 8, false},  // split-K, 8 whole slices of 2048 (16 tiles x 8: 128 of 132 SMs)
+      {5, 304, 3000, 2, true},     // split-K with a short last slice: 1536, then 1464
   };
   for (const auto& s : shapes) {
     SCOPED_TRACE(::testing::Message() << s.M << "x" << s.N << "x" << s.K);
