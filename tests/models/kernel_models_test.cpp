@@ -241,6 +241,9 @@ TEST(GemmModelTest, SkinnyShapesSplitKAndAddAReduceKernel) {
     EXPECT_TRUE(contains(ls[0].name, "_splitK")) << ls[0].name;
     EXPECT_TRUE(contains(ls[1].name, "splitKreduce_kernel")) << ls[1].name;
     EXPECT_EQ(ls[1].block.count(), 512);
+    // A DRAM round trip, then its partials four to an L2 round trip (sets 3-8: 1.37 + 0.032 us
+    // per partial).
+    EXPECT_EQ(ls[1].ctas.front().work.fixed, h100().dram.latency);
     // The reduce reads every slice's fp32 partials and writes the bf16 output once.
     const auto& s = op.kind() == OpKind::kMatmul ? MatmulShape{8, 1024, 16384} : MatmulShape{1, 1536, 8960};
     EXPECT_DOUBLE_EQ(totals(ls[1]).dram_write_bytes, static_cast<double>(s.M * s.N) * 2);
