@@ -87,6 +87,8 @@ struct Config {
   double k_step_round_trips = 0;
   // cuBLAS's sm80_xmma tf32 kernel of 32x32x64 tiles that small unaligned tf32 products run.
   bool xmma_tf32_small = false;
+  // CUTLASS's wmma (m16n16k16) kernel of 32x32 tiles that small 16-bit align2 products run.
+  bool wmma = false;
 };
 
 struct Choice {
@@ -652,6 +654,11 @@ std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool l
             "aligna4_alignc4_execute_kernel__5x_cublas",
             linear ? "tn" : "nn");
       }
+      if (c.wmma) {
+        const std::string t = d == hw::DType::kBf16 ? "bf16" : "f16";
+        return fmt::format("cutlass_80_wmma_tensorop_{0}_s161616gemm_{0}_{1}x{2}_{3}x{4}_{5}_align{6}", t,
+                           c.tile_m, c.tile_n, c.tile_k, c.stages, linear ? "tn" : "nn", c.align);
+      }
       if (c.align < 8) {
         const bool sm75 = c.register_staged;
         return fmt::format("cutlass_{}_tensorop_{}gemm_{}_{}x{}_{}{}_align{}", sm75 ? 75 : 80,
@@ -1055,9 +1062,55 @@ std::optional<Choice> xmma_tf32_small(const hw::HardwareSpec& hw, const Problem&
   return Choice{*c, 1, 0};
 }
 
+// Small 16-bit products whose rows allow only 4-byte loads run CUTLASS's wmma kernel on sm_90:
+// 32x32 tiles, 128 threads, 64-deep K steps two stages deep (as most of them measured: 80-94
+// registers, 18-37 KiB), for products below 2^24 multiply-adds (random sets 3-8 on the H100:
+// 1.9M to 16M of them ran wmma, 2176x10476x10 (228M) and 864x64x822 (45M) the s16816 kernels;
+// 7 of the 100 align2 rows break the rule, 46 of them ran wmma where the s16816 kernels were
+// modeled).
+constexpr double kWmmaMaxWork = 16777216.0;  // M x N x K
+// Its K steps wait for their loads (a single stage in most): 7-12 ns per K element for one CTA
+// (sets 3-8: 15x2x1804 in 17.5 us, 53x2x806 in 8.7, 62x14x692 in 6.9, 3x2x322 in 6.0).
+constexpr double kWmmaStepRoundTrips = 1.25;  // 1-2 tried on sets 3-8
+
+std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p) {
+  if (detail::elt_bytes(p.dtype) != 2 || hw.throughput.mma_sync_share >= 1.0 || operand_align(p) != 2 ||
+      static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K) * p.batch >= kWmmaMaxWork) {
+    return std::nullopt;
+  }
+  auto c = mma_sync_config(hw, p.dtype, 32, 32);
+  if (!c) return std::nullopt;
+  c->tile_k = 64;
+  c->stages = 2;
+  c->smem = c->stages * (c->tile_n + c->tile_m) * c->tile_k * 2;
+  c->threads = 128;
+  c->regs = 88;
+  c->align = 2;
+  c->wmma = true;
+  c->k_step_round_trips = kWmmaStepRoundTrips;
+  return c;
+}
+
+// cuBLAS's split of a wmma product: none up to K = 1024, then slices of about 128 (at most 32,
+// and at most two CTAs per SM) (sets 3-8: 62x14x692 and 15x2x1804 unsplit, 130x22x3688 -> 31,
+// 108x20x4842 -> 25, 272x8x7386 -> 28, 21x394x1386 -> 12, 2069x2x1562 -> 6).
+constexpr std::int64_t kWmmaUnsplitMaxK = 1024;
+constexpr std::int64_t kWmmaSliceK = 128;
+constexpr std::int64_t kWmmaMaxSplit = 32;
+
+Choice wmma_choice(const hw::HardwareSpec& hw, const Problem& p, const Config& c) {
+  const std::int64_t tiles = units_of(p, c, 1);
+  std::int64_t s = p.K <= kWmmaUnsplitMaxK ? 1 : std::clamp<std::int64_t>(p.K / kWmmaSliceK, 2, kWmmaMaxSplit);
+  while (s > 1 && (tiles * s > 2 * hw.sm_count || last_slice_empty(p, c, s))) --s;
+  Choice ch{c, s, 0};
+  ch.reduce = s > 1;
+  return ch;
+}
+
 Choice choose_tiled(const hw::HardwareSpec& hw, const Problem& p) {
   if (runs_sm90_kernels(hw, p)) return choose(hw, p, hopper_candidates(hw, p), kNvjetMaxSplit, nvjet_split);
   if (auto x = xmma_tf32_small(hw, p)) return *x;
+  if (auto w = wmma_small(hw, p)) return wmma_choice(hw, p, *w);
   return tf32_small_split(hw, p, choose(hw, p, mma_sync_candidates(hw, p), kMmaSyncMaxSplit));
 }
 

@@ -296,6 +296,27 @@ TEST(GemmModelTest, NvjetKStepsAreAChainOfBarrierHandoffs) {
   EXPECT_EQ(biased[0].ctas.front().work.fixed - plain[0].ctas.front().work.fixed, h100().dram.latency);
 }
 
+TEST(GemmModelTest, SmallAlign2ProductsRunTheWmmaKernel) {
+  // Random sets 3-8 on the H100: 16-bit products with 4-byte rows below 2^24 multiply-adds ran
+  // cutlass_80_wmma_tensorop_..._32x32_..._align2; larger ones the s16816 kernels.
+  const auto small = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2313, 142, 8}), h100());
+  ASSERT_EQ(small.size(), 1u);
+  EXPECT_TRUE(contains(small[0].name, "cutlass_80_wmma_tensorop_bf16") && contains(small[0].name, "_align2"))
+      << small[0].name;
+  EXPECT_EQ(small[0].grid.count(), 73 * 5);  // 32x32 tiles
+  const auto large = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2176, 10476, 10}), h100());
+  EXPECT_FALSE(contains(large[0].name, "wmma")) << large[0].name;
+  // Unsplit up to K = 1024, then slices of about 128 with the reduce kernel.
+  const auto shallow = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{62, 14, 692, false}), h100());
+  ASSERT_EQ(shallow.size(), 1u);
+  const auto deep = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{130, 22, 3688}), h100());
+  ASSERT_EQ(deep.size(), 2u);
+  EXPECT_EQ(deep[0].grid.count(), 5 * 20);  // 28 slices of 132 would leave the last empty at 64-deep steps: 20 of 192
+  EXPECT_TRUE(contains(deep[1].name, "splitKreduce_kernel"));
+  // Where mma.sync is the native path (A100), the s16816 kernels as before.
+  EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2313, 142, 8}), a100())[0].name, "wmma"));
+}
+
 TEST(GemmModelTest, LargeShapesDoNotSplitK) {
   for (const auto& name : testing::preset_names()) {
     const auto ls = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{4096, 4096, 4096}), preset(name));
