@@ -25,6 +25,7 @@
 #include "validation/measured_suite.h"
 #include "src/output_files.h"
 #include "validation/error_bands.h"
+#include "validation/kernel_class.h"
 #include "validation/ranking.h"
 #include "validation/model_suite.h"
 #include "validation/ncu_suite.h"
@@ -83,6 +84,41 @@ std::optional<std::string> ranking_line(const std::vector<validation::Comparison
                        100.0 * a.pairs_ordered, 100.0 * a.within_10pct);
   };
   return fmt::format("ranking: calibration {}; held-out {}", part(0), part(1));
+}
+
+// Whether gpusim picks the kernel the library ran: the class (validation/kernel_class.h) of each
+// op's primary simulated kernel against its primary measured one, over all ops and the GEMMs;
+// nullopt where the reference has no per-kernel times.
+// A kernel's name up to its parameter list, at most 100 characters.
+std::string name_without_parameters(const std::string& name) {
+  std::string s = name.substr(0, name.find(">("));
+  if (s.size() < name.size()) s += ">";
+  return s.size() > 100 ? s.substr(0, 97) + "..." : s;
+}
+
+bool same_main_kernel(const validation::Comparison& r) {
+  return validation::kernel_class(r.reference.primary_kernel) == validation::kernel_class(r.primary_kernel);
+}
+
+std::optional<std::string> kernel_choice_line(const std::vector<validation::Comparison>& rows) {
+  int compared = 0, agreed = 0, gemms = 0, gemms_agreed = 0;
+  for (const auto& r : rows) {
+    if (r.reference.primary_kernel.empty() || r.primary_kernel.empty()) continue;
+    const bool same = same_main_kernel(r);
+    ++compared;
+    agreed += same ? 1 : 0;
+    if (r.reference.family == "matmul" || r.reference.family == "linear") {
+      ++gemms;
+      gemms_agreed += same ? 1 : 0;
+    }
+  }
+  if (compared == 0) return std::nullopt;
+  std::string text = fmt::format("kernel as measured (the primary kernel's class, tiles aside): {} of {} ops ({:.1f}%)",
+                                 agreed, compared, 100.0 * agreed / compared);
+  if (gemms > 0) {
+    text += fmt::format("; GEMMs {} of {} ({:.1f}%)", gemms_agreed, gemms, 100.0 * gemms_agreed / gemms);
+  }
+  return text;
 }
 
 const std::vector<SuiteSpec>& suites() {
@@ -586,17 +622,20 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
   po::options_description options("validate options");
   std::vector<std::string> chosen;
   std::string doc_path, bands_path;
+  bool show_kernels = false;
   options.add_options()("help,h", "this text")(
       "suite", po::value(&chosen)->composing(), "a suite to run (default: all)")(
       "doc", po::value(&doc_path),
       "Markdown report to write (default: docs/validation.md, when every suite runs)")(
       "write-bands", po::value(&bands_path),
-      "write the prediction bands (configs/error_bands.yaml, validation/error_bands.h) and exit");
+      "write the prediction bands (configs/error_bands.yaml, validation/error_bands.h) and exit")(
+      "kernels", po::bool_switch(&show_kernels),
+      "under each op whose primary simulated kernel is not of the measured one's class, print both");
   const auto vm = parse_options(args, options);
   if (vm.count("help")) {
     std::string list;
     for (const auto& s : suites()) list += "\n  " + s.name + ": " + s.description;
-    print_help(out, "gpusim validate [--suite NAME]... [--doc FILE] [--write-bands FILE]",
+    print_help(out, "gpusim validate [--suite NAME]... [--doc FILE] [--write-bands FILE] [--kernels]",
                "Compares simulation with reference data, per row and per op family. Suites:" + list,
                options);
     return 0;
@@ -703,6 +742,11 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
                                     : fmt::format("{:>7.1f}%", r.error_pct);
       out << fmt::format("  {:<58} {:<11} {:>11.2f} {:>11.2f} {:>8}\n", r.reference.label,
                          split_name(r), r.reference.measured_us, r.simulated_us, error);
+      if (show_kernels && !r.reference.primary_kernel.empty() && !same_main_kernel(r)) {
+        out << fmt::format("      kernel measured {}: {}\n      kernel simulated {}: {}\n",
+                           validation::kernel_class(r.reference.primary_kernel), name_without_parameters(r.reference.primary_kernel),
+                           validation::kernel_class(r.primary_kernel), name_without_parameters(r.primary_kernel));
+      }
       const std::string kernels =
           s.ncu ? fmt::format("{}", fmt::join(r.simulated_kernels, ", "))
                 : fmt::format("{} / {}", r.reference.measured_kernels.size(), r.simulated_kernels.size());
@@ -748,6 +792,10 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
     if (const auto ranking = ranking_line(rows)) {
       out << "  " << *ranking << "\n";
       md << "\n" << *ranking << "\n";
+    }
+    if (const auto choice = kernel_choice_line(rows)) {
+      out << "  " << *choice << "\n";
+      md << "\n" << *choice << "\n";
     }
     md << notes(s.name);
     if (const auto t = thresholds.find(s.name); t != thresholds.end()) {

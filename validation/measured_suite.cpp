@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "hw/gpu_engine.h"
 #include "sim/error.h"
 #include "validation/csv.h"
+#include "validation/kernel_class.h"
 
 namespace gpusim::validation {
 namespace {
@@ -77,6 +79,8 @@ std::vector<MeasuredOp> read_measured_ops(const std::filesystem::path& csv) {
   const CsvTable t = CsvTable::read(csv);
   std::vector<MeasuredOp> ops;
   std::map<std::string, std::size_t> index;  // label -> position in ops
+  const bool per_kernel_times = std::ranges::find(t.header(), "duration_us_median") != t.header().end();
+  std::map<std::size_t, double> main_us;  // op -> its longest kernel's median duration
   for (std::size_t row = 0; row < t.rows(); ++row) {
     const std::string label = t.at(row, "op") + " " + t.at(row, "dtype") + " " + t.at(row, "shape");
     auto [it, fresh] = index.emplace(label, ops.size());
@@ -97,7 +101,15 @@ std::vector<MeasuredOp> read_measured_ops(const std::filesystem::path& csv) {
       }
       ops.push_back(std::move(m));
     }
-    ops[it->second].measured_kernels.push_back(t.at(row, "kernel_name"));
+    MeasuredOp& m = ops[it->second];
+    m.measured_kernels.push_back(t.at(row, "kernel_name"));
+    if (per_kernel_times && !is_helper_kernel(m.measured_kernels.back())) {
+      const double us = t.number(row, "duration_us_median");
+      if (m.primary_kernel.empty() || us > main_us[it->second]) {
+        m.primary_kernel = m.measured_kernels.back();
+        main_us[it->second] = us;
+      }
+    }
   }
   return ops;
 }
@@ -113,9 +125,14 @@ std::vector<Comparison> compare_measured(const std::vector<MeasuredOp>& ops,
     const hw::EngineResult r = hw::run_engine(hw, hw::LaunchMode::kGraph, nodes);
     Comparison c;
     c.reference = m;
+    double primary_us = -1;
     for (const auto& k : r.kernels) {
       c.simulated_us += k.duration().us();
       c.simulated_kernels.push_back(k.name);
+      if (!is_helper_kernel(k.name) && k.duration().us() > primary_us) {
+        primary_us = k.duration().us();
+        c.primary_kernel = k.name;
+      }
       if (k.duration().us() > c.main_kernel_us) {
         c.main_kernel_us = k.duration().us();
         c.main_family = k.family;

@@ -20,6 +20,9 @@ struct MeasuredOp {
   bool held_out = false;
   double measured_us = 0;  // median over repetitions of the op's summed kernel durations
   std::vector<std::string> measured_kernels;
+  // The longest of them (median duration) that is not a helper (validation/kernel_class.h), where
+  // the file gives each kernel's duration.
+  std::string primary_kernel;
   std::optional<models::Op> op;  // empty: a variant gpusim does not model (see skip_reason)
   std::string skip_reason;
 };
@@ -40,6 +43,9 @@ struct Comparison {
   // The family and duration of the op's longest simulated kernel (validation/error_bands.h).
   std::string main_family, main_kernel;
   double main_kernel_us = 0;
+  // The longest simulated kernel that is not a helper (validation/kernel_class.h), for the
+  // kernel-choice comparison with MeasuredOp::primary_kernel.
+  std::string primary_kernel;
   double error_pct = 0;  // (simulated - measured) / measured x 100; see error_kind
   ErrorKind error_kind = ErrorKind::kRelative;
 };
