@@ -176,6 +176,11 @@ const std::vector<SuiteSpec>& suites() {
        "issue 16's sixth fresh random set on the H100: 403 instances drawn the same way (seed "
        "22), all held out, measured before the fifth round's changes (the L2 as a write-back "
        "cache, the cp.async shares) and compared once after them; no H200 half (none was lent)"},
+      {"measured10-h100", "h100", "ops10_h100.csv",
+       "issue 16's seventh fresh random set on the H100: 401 instances drawn the same way (seed "
+       "23), all held out, measured before the sixth round's changes (nvjet's K-step chain and "
+       "split rule, the split-K reduce, the wmma kernel) and compared once after them; no H200 "
+       "half (none was lent)"},
       {"measured-models-h100", "h100", "hf_models_h100.json",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
