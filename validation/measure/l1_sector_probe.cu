@@ -14,19 +14,10 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <ctime>
-#include <vector>
 
-#define CHECK(x)                                                                       \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      return 1;                                                                        \
-    }                                                                                  \
-  } while (0)
+#include "probe_timing.h"
 
 constexpr int kElems = 8192;  // 16 KiB of 2-byte elements: stays in L1
 
@@ -51,17 +42,14 @@ __global__ void __launch_bounds__(1024) sector_loads(const unsigned short* __res
 
 int main() {
   cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  PROBE_CHECK(cudaGetDeviceProperties(&prop, 0));
   int clock_khz = 0;
-  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  PROBE_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
   unsigned short* buf = nullptr;
   unsigned* out = nullptr;
-  CHECK(cudaMalloc(&buf, kElems * sizeof(unsigned short)));
-  CHECK(cudaMemset(buf, 1, kElems * sizeof(unsigned short)));
-  CHECK(cudaMalloc(&out, 4096 * sizeof(unsigned)));
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
+  PROBE_CHECK(cudaMalloc(&buf, kElems * sizeof(unsigned short)));
+  PROBE_CHECK(cudaMemset(buf, 1, kElems * sizeof(unsigned short)));
+  PROBE_CHECK(cudaMalloc(&out, 4096 * sizeof(unsigned)));
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
@@ -75,26 +63,14 @@ int main() {
   for (const int thr : threads) {
     for (const int g : groups) {
       const int sms = prop.multiProcessorCount;
-      sector_loads<<<sms, thr>>>(buf, g, iters, out);
-      CHECK(cudaDeviceSynchronize());
-      std::vector<float> ms;
-      for (int rep = 0; rep < 7; ++rep) {
-        CHECK(cudaEventRecord(a));
-        sector_loads<<<sms, thr>>>(buf, g, iters, out);
-        CHECK(cudaEventRecord(b));
-        CHECK(cudaEventSynchronize(b));
-        float t = 0;
-        CHECK(cudaEventElapsedTime(&t, a, b));
-        ms.push_back(t);
-      }
-      std::sort(ms.begin(), ms.end());
-      const double sec = ms[ms.size() / 2] * 1e-3;
+      const float median = median_ms([&] { sector_loads<<<sms, thr>>>(buf, g, iters, out); });
+      const double sec = median * 1e-3;
       const double elems = double(thr) * iters * 8;  // per SM
       const double clocks = sec * clock_khz * 1e3;
       const double sectors = elems / g;  // each instruction: 32 / g sectors for 32 elements
       std::printf("%s    {\"threads\": %d, \"sectors_per_instruction\": %d, \"median_ms\": %.4f, "
                   "\"elements_per_clk_per_sm\": %.3f, \"sectors_per_clk_per_sm\": %.3f}",
-                  first ? "" : ",\n", thr, 32 / g, ms[ms.size() / 2], elems / clocks, sectors / clocks);
+                  first ? "" : ",\n", thr, 32 / g, median, elems / clocks, sectors / clocks);
       first = false;
     }
   }

@@ -12,19 +12,10 @@
 //   /tmp/sm_port_probe > $OUT/sm_port_<gpu>.json
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <ctime>
-#include <vector>
 
-#define CHECK(x)                                                                  \
-  do {                                                                            \
-    cudaError_t e_ = (x);                                                         \
-    if (e_ != cudaSuccess) {                                                      \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      return 1;                                                                   \
-    }                                                                             \
-  } while (0)
+#include "probe_timing.h"
 
 // Each CTA reads its own `per_cta` int4 words of the buffer's cyclic index space, 8 loads in
 // flight per thread; consecutive threads read consecutive 16-byte words.
@@ -52,18 +43,15 @@ __global__ void __launch_bounds__(1024) port_read(const int4* __restrict__ buf, 
 
 int main() {
   cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  PROBE_CHECK(cudaGetDeviceProperties(&prop, 0));
   int clock_khz = 0;
-  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  PROBE_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
   const size_t big_bytes = size_t(4) << 30, small_bytes = size_t(4) << 20;
   int4* buf = nullptr;
   int4* out = nullptr;
-  CHECK(cudaMalloc(&buf, big_bytes));
-  CHECK(cudaMemset(buf, 1, big_bytes));
-  CHECK(cudaMalloc(&out, size_t(132) * 1024 * sizeof(int4) * 4));
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
+  PROBE_CHECK(cudaMalloc(&buf, big_bytes));
+  PROBE_CHECK(cudaMemset(buf, 1, big_bytes));
+  PROBE_CHECK(cudaMalloc(&out, size_t(132) * 1024 * sizeof(int4) * 4));
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
@@ -81,24 +69,13 @@ int main() {
         // Each CTA reads 32 MiB from L2 or 16 MiB from DRAM (distinct lines: the 4 GiB buffer
         // holds 128 such slices apart), so a run lasts tens of microseconds or more.
         const size_t per_cta = (source == 0 ? size_t(32) << 20 : size_t(16) << 20) / sizeof(int4);
-        port_read<<<n, thr>>>(buf, mask, per_cta, out);  // warm up (and load the small buffer)
-        CHECK(cudaDeviceSynchronize());
-        std::vector<float> ms;
-        for (int rep = 0; rep < 7; ++rep) {
-          CHECK(cudaEventRecord(a));
-          port_read<<<n, thr>>>(buf, mask, per_cta, out);
-          CHECK(cudaEventRecord(b));
-          CHECK(cudaEventSynchronize(b));
-          float t = 0;
-          CHECK(cudaEventElapsedTime(&t, a, b));
-          ms.push_back(t);
-        }
-        std::sort(ms.begin(), ms.end());
-        const double sec = ms[ms.size() / 2] * 1e-3;
+        // The untimed first launch also loads the small buffer into L2.
+        const float median = median_ms([&] { port_read<<<n, thr>>>(buf, mask, per_cta, out); });
+        const double sec = median * 1e-3;
         const double per_sm = double(per_cta) * sizeof(int4) / sec;
         std::printf("%s    {\"source\": \"%s\", \"threads\": %d, \"sms\": %d, \"median_ms\": %.4f, "
                     "\"GBps_per_sm\": %.2f, \"GBps_total\": %.1f, \"bytes_per_clk_per_sm\": %.2f}",
-                    first ? "" : ",\n", source == 0 ? "l2" : "dram", thr, n, ms[ms.size() / 2],
+                    first ? "" : ",\n", source == 0 ? "l2" : "dram", thr, n, median,
                     per_sm / 1e9, per_sm * n / 1e9, per_sm / (clock_khz * 1e3));
         first = false;
       }
