@@ -373,7 +373,6 @@ using SplitRule = std::int64_t (*)(const hw::HardwareSpec&, const Problem&, cons
 // Picks the fastest candidate; within 3% of it, fewer splits, then larger tiles, then the
 // larger tile dimension along N. Splits up to max_split are weighed, or for nvjet tiles only the
 // one `split_rule` gives.
-
 Choice choose(const hw::HardwareSpec& hw, const Problem& p, const std::vector<Config>& candidates,
               std::int64_t max_split, SplitRule split_rule = nullptr) {
   struct Scored {
