@@ -854,6 +854,8 @@ void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t
 
 // cuBLAS's gemvx kernel for one-row products on sm_80 / sm_120 (not measured here): 128
 // threads, one warp per output element, 4 outputs per CTA, each warp streaming a row of W.
+constexpr double kGemvExtraRoundTrips = 1.5;
+
 hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear,
                        const Names& names, const std::string& tag) {
   const double e = detail::elt_bytes(p.dtype);
@@ -869,6 +871,10 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
   l.smem_per_cta = 0;
   // 16-byte loads, two in flight per thread.
   fill_streaming_gemm(l, hw, p.batch, p.N, p.K, p.batch, bias, e, 128.0 * 16.0 * 2.0, names, tag);
+  // Beyond the streaming GEMMs' start, the warps' reduction and the stores behind it: one and a
+  // half DRAM round trips more (sets 3-8 on the H100: one-row products of K = 2..30 take 2.3-2.8
+  // us against 1.85 simulated without; 1-2 tried, the GEMV rows 28 -> 16% (bf16), 20 -> 12% (tf32)).
+  for (auto& cls : l.ctas) cls.work.fixed += sim::Time::from_seconds(kGemvExtraRoundTrips * hw.dram.latency.seconds());
   return l;
 }
 

@@ -425,6 +425,11 @@ TEST(GemmModelTest, OneRowOrColumnProductsOnHopperRunGemvOrDotKernels) {
   ASSERT_EQ(column.size(), 1u);
   EXPECT_TRUE(contains(column[0].name, "gemvx")) << column[0].name;
   EXPECT_EQ(testing::dims(column[0].grid), "1711x1x1");  // 4 of A's rows per CTA
+  // The GEMV waits one and a half DRAM round trips longer than gemmSN before its stores (its
+  // warps' reduction): 3.5 round trips and an L2 hit in all.
+  const auto& h = h100();
+  EXPECT_NEAR(column[0].ctas.front().work.fixed.seconds(),
+              3.5 * h.dram.latency.seconds() + h.l2.hit_latency.seconds(), 1e-12);
   EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{1, 8283, 1943}), h100())[0].name, "gemvx"));
   EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, 4096, 4096}), h100())[0].name, "nvjet"));
   // Narrow fp32 products of short K run gemmSN (7x5x8), longer K the SIMT kernels (16x16x112).
