@@ -175,12 +175,17 @@ const std::vector<SuiteSpec>& suites() {
       {"measured9-h100", "h100", "ops9_h100.csv",
        "issue 16's sixth fresh random set on the H100: 403 instances drawn the same way (seed "
        "22), all held out, measured before the fifth round's changes (the L2 as a write-back "
-       "cache, the cp.async shares) and compared once after them; no H200 half (none was lent)"},
+       "cache, the cp.async shares) and compared once after them"},
+      {"measured9-h200", "h200", "ops9_h200.csv",
+       "the sixth fresh set on an H200 SXM (all held out), measured at the end of issue 16's sixth "
+       "round, after every change of the fifth and sixth, and compared once"},
       {"measured10-h100", "h100", "ops10_h100.csv",
        "issue 16's seventh fresh random set on the H100: 401 instances drawn the same way (seed "
        "23), all held out, measured before the sixth round's changes (nvjet's K-step chain and "
-       "split rule, the split-K reduce, the wmma kernel) and compared once after them; no H200 "
-       "half (none was lent)"},
+       "split rule, the split-K reduce, the wmma kernel) and compared once after them"},
+      {"measured10-h200", "h200", "ops10_h200.csv",
+       "the seventh fresh set on an H200 SXM (all held out), measured at the end of issue 16's "
+       "sixth round, after its last change, and compared once"},
       {"measured-models-h100", "h100", "hf_models_h100.json",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
