@@ -827,12 +827,18 @@ hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int6
 // the weights they index), fitted on the small gemmSN calibration rows of ops3_h100.csv.
 constexpr std::int64_t kStreamingFixedRoundTrips = 2;
 
+// The GEMV (gemvx) waits one and a half DRAM round trips more than gemmSN: its warps' reduction
+// and the stores behind it (sets 3-8 on the H100: one-row products of K = 2..30 take 2.3-2.8 us
+// against 1.85 simulated with two; 3-4 tried, the GEMV rows 28 -> 16% (bf16), 20 -> 12% (tf32)).
+constexpr double kGemvFixedRoundTrips = 3.5;
+
 // The CTAs of a kernel that streams the weights once (GEMV, gemmSN): `mats` weight matrices of
 // N x K, `rows` input rows of K per matrix, spread evenly over the launch's grid, each CTA
-// keeping `inflight` bytes of loads outstanding; it ends with a reduction and the store.
+// keeping `inflight` bytes of loads outstanding and waiting `fixed_round_trips` DRAM round trips
+// (and an L2 hit) beyond its streaming; it ends with a reduction and the store.
 void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t mats, std::int64_t N,
                          std::int64_t K, std::int64_t rows, bool bias, double e, double inflight,
-                         const Names& names, const std::string& tag) {
+                         double fixed_round_trips, const Names& names, const std::string& tag) {
   const double ctas = static_cast<double>(l.grid.count());
   const double w_bytes = static_cast<double>(mats * N * K) * e;
   const double x_bytes = static_cast<double>(rows * K) * e;
@@ -845,7 +851,7 @@ void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t
   w.dram_write_bytes = out / ctas;
   w.max_inflight_bytes = inflight;
   // The first loads, then the final reduction and the store behind them.
-  w.fixed = sim::Time::from_ps(kStreamingFixedRoundTrips * hw.dram.latency.ps()) + hw.l2.hit_latency;
+  w.fixed = sim::Time::from_seconds(fixed_round_trips * hw.dram.latency.seconds()) + hw.l2.hit_latency;
   detail::add_class(l, l.grid.count(), w);
   l.reads = {detail::tensor(tag, names.a, x_bytes), detail::tensor(tag, names.b, w_bytes)};
   if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
@@ -854,8 +860,6 @@ void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t
 
 // cuBLAS's gemvx kernel for one-row products on sm_80 / sm_120 (not measured here): 128
 // threads, one warp per output element, 4 outputs per CTA, each warp streaming a row of W.
-constexpr double kGemvExtraRoundTrips = 1.5;
-
 hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear,
                        const Names& names, const std::string& tag) {
   const double e = detail::elt_bytes(p.dtype);
@@ -870,11 +874,8 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
   l.regs_per_thread = 40;
   l.smem_per_cta = 0;
   // 16-byte loads, two in flight per thread.
-  fill_streaming_gemm(l, hw, p.batch, p.N, p.K, p.batch, bias, e, 128.0 * 16.0 * 2.0, names, tag);
-  // Beyond the streaming GEMMs' start, the warps' reduction and the stores behind it: one and a
-  // half DRAM round trips more (sets 3-8 on the H100: one-row products of K = 2..30 take 2.3-2.8
-  // us against 1.85 simulated without; 1-2 tried, the GEMV rows 28 -> 16% (bf16), 20 -> 12% (tf32)).
-  for (auto& cls : l.ctas) cls.work.fixed += sim::Time::from_seconds(kGemvExtraRoundTrips * hw.dram.latency.seconds());
+  fill_streaming_gemm(l, hw, p.batch, p.N, p.K, p.batch, bias, e, 128.0 * 16.0 * 2.0, kGemvFixedRoundTrips,
+                      names, tag);
   return l;
 }
 
@@ -989,7 +990,7 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
   l.regs_per_thread = linear ? (p.M > 8 ? 90 : 75) : 64;
   l.smem_per_cta = linear ? (p.M <= 2 ? 3072 : p.M <= 4 ? 6144 : 10752) : 12288;
   fill_streaming_gemm(l, hw, 1, p.N, p.K, p.M, bias, e, static_cast<double>(threads) * (linear ? 8.0 : 4.0),
-                      names, tag);
+                      kStreamingFixedRoundTrips, names, tag);
   return l;
 }
 
@@ -1033,11 +1034,18 @@ constexpr std::int64_t kNvjetMaxSplit = 16;
 // 16x432x7456 -> 5, 40 tiles of 160x2512x11168 -> 3, 71 tiles of 16x4528x3440 unsplit).
 constexpr std::int64_t kNvjetMinSliceK = 1280;
 
-std::int64_t nvjet_split(const hw::HardwareSpec& hw, const Problem& p, const Config& c) {
+// K cut into slices at least `slice_k` deep, at most `max_split` of them, and no more slices than
+// `max_ctas` CTAs hold, none left empty: the form of cuBLAS's split rules below.
+std::int64_t split_by_slices(const Problem& p, const Config& c, std::int64_t slice_k, std::int64_t max_split,
+                             std::int64_t max_ctas) {
   const std::int64_t tiles = units_of(p, c, 1);
-  std::int64_t s = std::clamp<std::int64_t>(p.K / kNvjetMinSliceK, 1, kNvjetMaxSplit);
-  while (s > 1 && (tiles * s > hw.sm_count || last_slice_empty(p, c, s))) --s;
+  std::int64_t s = std::clamp<std::int64_t>(p.K / slice_k, 1, max_split);
+  while (s > 1 && (tiles * s > max_ctas || last_slice_empty(p, c, s))) --s;
   return s;
+}
+
+std::int64_t nvjet_split(const hw::HardwareSpec& hw, const Problem& p, const Config& c) {
+  return split_by_slices(p, c, kNvjetMinSliceK, kNvjetMaxSplit, hw.sm_count);
 }
 
 // The tiled (nvjet or mma.sync) kernel and split for a 16-bit, fp8 or tf32 product.
@@ -1104,9 +1112,8 @@ constexpr std::int64_t kWmmaSliceK = 128;
 constexpr std::int64_t kWmmaMaxSplit = 32;
 
 Choice wmma_choice(const hw::HardwareSpec& hw, const Problem& p, const Config& c) {
-  const std::int64_t tiles = units_of(p, c, 1);
-  std::int64_t s = p.K <= kWmmaUnsplitMaxK ? 1 : std::clamp<std::int64_t>(p.K / kWmmaSliceK, 2, kWmmaMaxSplit);
-  while (s > 1 && (tiles * s > 2 * hw.sm_count || last_slice_empty(p, c, s))) --s;
+  const std::int64_t s =
+      p.K <= kWmmaUnsplitMaxK ? 1 : split_by_slices(p, c, kWmmaSliceK, kWmmaMaxSplit, 2 * hw.sm_count);
   Choice ch{c, s, 0};
   ch.reduce = s > 1;
   return ch;

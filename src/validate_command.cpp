@@ -86,9 +86,6 @@ std::optional<std::string> ranking_line(const std::vector<validation::Comparison
   return fmt::format("ranking: calibration {}; held-out {}", part(0), part(1));
 }
 
-// Whether gpusim picks the kernel the library ran: the class (validation/kernel_class.h) of each
-// op's primary simulated kernel against its primary measured one, over all ops and the GEMMs;
-// nullopt where the reference has no per-kernel times.
 // A kernel's name up to its parameter list, at most 100 characters.
 std::string name_without_parameters(const std::string& name) {
   std::string s = name.substr(0, name.find(">("));
@@ -100,6 +97,9 @@ bool same_main_kernel(const validation::Comparison& r) {
   return validation::kernel_class(r.reference.primary_kernel) == validation::kernel_class(r.primary_kernel);
 }
 
+// Whether gpusim picks the kernel the library ran: the class (validation/kernel_class.h) of each
+// op's primary simulated kernel against its primary measured one, over all ops and the GEMMs;
+// nullopt where the reference has no per-kernel times.
 std::optional<std::string> kernel_choice_line(const std::vector<validation::Comparison>& rows) {
   int compared = 0, agreed = 0, gemms = 0, gemms_agreed = 0;
   for (const auto& r : rows) {

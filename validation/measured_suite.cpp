@@ -80,7 +80,7 @@ std::vector<MeasuredOp> read_measured_ops(const std::filesystem::path& csv) {
   std::vector<MeasuredOp> ops;
   std::map<std::string, std::size_t> index;  // label -> position in ops
   const bool per_kernel_times = std::ranges::find(t.header(), "duration_us_median") != t.header().end();
-  std::map<std::size_t, double> main_us;  // op -> its longest kernel's median duration
+  std::vector<double> primary_us;  // per op: its primary kernel's median duration
   for (std::size_t row = 0; row < t.rows(); ++row) {
     const std::string label = t.at(row, "op") + " " + t.at(row, "dtype") + " " + t.at(row, "shape");
     auto [it, fresh] = index.emplace(label, ops.size());
@@ -100,14 +100,15 @@ std::vector<MeasuredOp> read_measured_ops(const std::filesystem::path& csv) {
         throw ConfigError(csv.string(), t.line_of(row), "params_json", e.what());
       }
       ops.push_back(std::move(m));
+      primary_us.push_back(0.0);
     }
     MeasuredOp& m = ops[it->second];
     m.measured_kernels.push_back(t.at(row, "kernel_name"));
     if (per_kernel_times && !is_helper_kernel(m.measured_kernels.back())) {
       const double us = t.number(row, "duration_us_median");
-      if (m.primary_kernel.empty() || us > main_us[it->second]) {
+      if (m.primary_kernel.empty() || us > primary_us[it->second]) {
         m.primary_kernel = m.measured_kernels.back();
-        main_us[it->second] = us;
+        primary_us[it->second] = us;
       }
     }
   }

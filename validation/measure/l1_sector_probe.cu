@@ -15,7 +15,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
-#include <ctime>
 
 #include "probe_timing.h"
 
@@ -41,21 +40,13 @@ __global__ void __launch_bounds__(1024) sector_loads(const unsigned short* __res
 }
 
 int main() {
-  cudaDeviceProp prop;
-  PROBE_CHECK(cudaGetDeviceProperties(&prop, 0));
   int clock_khz = 0;
-  PROBE_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  const cudaDeviceProp prop = open_report("validation/measure/l1_sector_probe.cu", &clock_khz);
   unsigned short* buf = nullptr;
   unsigned* out = nullptr;
   PROBE_CHECK(cudaMalloc(&buf, kElems * sizeof(unsigned short)));
   PROBE_CHECK(cudaMemset(buf, 1, kElems * sizeof(unsigned short)));
   PROBE_CHECK(cudaMalloc(&out, 4096 * sizeof(unsigned)));
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  std::printf("{\n  \"tool\": \"validation/measure/l1_sector_probe.cu\",\n  \"device\": \"%s\",\n", prop.name);
-  std::printf("  \"date_utc\": \"%s\",\n  \"sm_count\": %d,\n  \"clock_khz\": %d,\n  \"rows\": [\n", date,
-              prop.multiProcessorCount, clock_khz);
   const int groups[] = {32, 16, 8, 4, 2, 1};  // lanes sharing a sector: 1 .. 32 sectors per instruction
   const int threads[] = {256, 1024};
   const int iters = 4096;

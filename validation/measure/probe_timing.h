@@ -1,5 +1,5 @@
 // probe_timing.h: what the small CUDA probes (sm_port_probe.cu, l1_sector_probe.cu) share: a
-// check that names the failing call, and the median time of a kernel launch.
+// check that names the failing call, the report's opening, and the median time of a launch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <vector>
 
 // Exits with the file, line and CUDA's message when a CUDA call fails.
@@ -18,6 +19,21 @@
       std::exit(1);                                                                    \
     }                                                                                  \
   } while (0)
+
+// The device's properties and SM clock (kHz), having printed the start of the probe's JSON report
+// (tool, device, date, SMs, clock) up to its "rows" array.
+inline cudaDeviceProp open_report(const char* tool, int* clock_khz) {
+  cudaDeviceProp prop;
+  PROBE_CHECK(cudaGetDeviceProperties(&prop, 0));
+  PROBE_CHECK(cudaDeviceGetAttribute(clock_khz, cudaDevAttrClockRate, 0));
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::printf("{\n  \"tool\": \"%s\",\n  \"device\": \"%s\",\n", tool, prop.name);
+  std::printf("  \"date_utc\": \"%s\",\n  \"sm_count\": %d,\n  \"clock_khz\": %d,\n  \"rows\": [\n", date,
+              prop.multiProcessorCount, *clock_khz);
+  return prop;
+}
 
 // The median over `reps` launches of `launch` (CUDA events around each), after one untimed
 // launch that warms caches up, in milliseconds.

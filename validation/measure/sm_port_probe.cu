@@ -13,7 +13,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
-#include <ctime>
 
 #include "probe_timing.h"
 
@@ -42,22 +41,14 @@ __global__ void __launch_bounds__(1024) port_read(const int4* __restrict__ buf, 
 }
 
 int main() {
-  cudaDeviceProp prop;
-  PROBE_CHECK(cudaGetDeviceProperties(&prop, 0));
   int clock_khz = 0;
-  PROBE_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  const cudaDeviceProp prop = open_report("validation/measure/sm_port_probe.cu", &clock_khz);
   const size_t big_bytes = size_t(4) << 30, small_bytes = size_t(4) << 20;
   int4* buf = nullptr;
   int4* out = nullptr;
   PROBE_CHECK(cudaMalloc(&buf, big_bytes));
   PROBE_CHECK(cudaMemset(buf, 1, big_bytes));
   PROBE_CHECK(cudaMalloc(&out, size_t(132) * 1024 * sizeof(int4) * 4));
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  std::printf("{\n  \"tool\": \"validation/measure/sm_port_probe.cu\",\n  \"device\": \"%s\",\n", prop.name);
-  std::printf("  \"date_utc\": \"%s\",\n  \"sm_count\": %d,\n  \"clock_khz\": %d,\n  \"rows\": [\n", date,
-              prop.multiProcessorCount, clock_khz);
   const int sms[] = {1, 2, 4, 8, 16, 33, 66, 132};
   const int threads[] = {256, 1024};
   bool first = true;
