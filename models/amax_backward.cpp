@@ -3,7 +3,7 @@
 // the input compared with its broadcast row maxima into a bool mask, the mask cast to int64
 // (a sum over bool accumulates in int64, and the reduction reads its input in that type), the
 // count of each row's maxima, the row gradient divided by it, and the quotient broadcast times
-// the mask. Five launches, the kernels validation/data/cs336_train_h100.json lists for the
+// the mask. Five launches, the kernels validation/data/cs336_train_h100.json.gz lists for the
 // hand-written softmax's and loss's amax; each is lowered by its family's model. Hand-written
 // softmaxes save the input for this (torch.max over a dim saves its argmax instead).
 #include <string>

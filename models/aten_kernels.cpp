@@ -3,7 +3,7 @@
 // reductions (RMSNorm's mean, the MoE top-k sum), the causal mask SDPA's math backend builds
 // (tril) and the MoE routing bookkeeping (top-k, sort, histogram, cumsum, gathers). Launch
 // shapes follow ATen (PyTorch 2.11) and match the kernel lists of
-// validation/data/hf_models_h100.json (the tril: hf_train4_h100.json's fp32 cases); most of
+// validation/data/hf_models_h100.json.gz (the tril: hf_train4_h100.json.gz's fp32 cases); most of
 // these kernels are latency-bound, so each states the dependent memory round trips on a thread's
 // critical path (calibrated on the calibration cases of that file, see docs/engine.md).
 #include <fmt/format.h>
@@ -184,7 +184,7 @@ std::vector<Launch> lower_topk(std::int64_t rows, std::int64_t cols, std::int64_
   select.family = "topk";
   select.ctas = rows;
   // A thread per element of the row, in whole warps (8 experts: 32; 64: 64; 128: 128; 256: 256;
-  // hf_models_h100.json and hf_models3_h100.json).
+  // hf_models_h100.json.gz and hf_models3_h100.json.gz).
   select.threads = std::clamp<std::int64_t>(32 * ceil_div(cols, 32), 32, 1024);
   select.read_bytes = static_cast<double>(rows * cols) * 4;
   select.write_bytes = static_cast<double>(rows * k) * 12;

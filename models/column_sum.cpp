@@ -1,6 +1,6 @@
 // x.sum(0) over the rows of a tensor (weight and bias gradients): ATen's reduce_kernel for a
 // reduction over the outer dimension (Reduce.cuh's setReduceConfig), checked against the
-// gradient sums of validation/data/hf_train_h100.json.
+// gradient sums of validation/data/hf_train_h100.json.gz.
 #include "models/training_kernels.h"
 
 #include <fmt/format.h>

@@ -32,7 +32,7 @@ namespace {
 // after that it streams at kDecodeRoundTripsPer64KiB per further 64 KiB (one 128-key tile of
 // K and V at D = 128). Keys are split evenly, so a 129-key split pays the fill and a sliver.
 // Calibrated on the op calibration rows and the decode steps of the calibration cases in
-// validation/data/hf_models_h100.json. It replaced 12 round trips per whole tile (same cap),
+// validation/data/hf_models_h100.json.gz. It replaced 12 round trips per whole tile (same cap),
 // which charged a 129-key split as two full tiles. 8 per 64 KiB since the loads stopped counting
 // against the SM's miss slots (issue 16's fifth round): 6-12 tried, sets 3-8 best at 6 (12.98%
 // against 13.32% at 12, H100), the model suites' calibration cases best at 10-12 by a tenth or
@@ -41,7 +41,7 @@ constexpr double kDecodeFillRoundTrips = 10.0;
 constexpr double kDecodeRoundTripsPer64KiB = 8.0;
 constexpr double kDecodeChainCap64KiB = 3.0;
 // cuDNN leaves short caches unsplit: every measured split had at least 4 key tiles (L >= 513);
-// GPT-2 at 257 keys (3 tiles) with 48 CTAs ran one kernel (hf_models_h100.json).
+// GPT-2 at 257 keys (3 tiles) with 48 CTAs ran one kernel (hf_models_h100.json.gz).
 constexpr std::int64_t kDecodeMinTilesToSplit = 4;
 // A persistent prefill CTA's own prologue and epilogue (descriptor and barrier setup, the Q tile
 // and first K/V stage, the last O tile out), in DRAM round trips: short prefills of 1-2 key tiles
@@ -52,7 +52,7 @@ constexpr double kPrefillCtaFixedRoundTrips = 10.0;
 // With an explicit mask the same prefill kernel runs each score tile this many times slower
 // than its tensor-core time alone (loading and adding the mask tile sits between QK^T and the
 // softmax). Calibrated on the masked layers of the calibration cases in
-// validation/data/hf_models3_h100.json (Gemma 3's windowed layers, Mistral with a window).
+// validation/data/hf_models3_h100.json.gz (Gemma 3's windowed layers, Mistral with a window).
 constexpr double kMaskedTileSlowdown = 2.0;
 // The split-KV combine kernel: dependent DRAM loads before the merge, and splits merged per L2
 // round trip (calibration rows of ops3_h100.csv).
@@ -75,7 +75,7 @@ std::int64_t prefill_d_tile(std::int64_t D) {
 
 bool cudnn_sdpa_applies(const hw::HardwareSpec& hw, std::int64_t D) {
   const int v = detail::sm_version(hw);
-  // Measured on H100 at head dimensions 64, 96, 128, 192 and 256 (hf_models3_h100.json: Phi-3,
+  // Measured on H100 at head dimensions 64, 96, 128, 192 and 256 (hf_models3_h100.json.gz: Phi-3,
   // DeepSeek's 192-wide MLA heads, Gemma's 256): cuDNN runs them all.
   return (v == 90 || v == 100) && D <= 256 && D % 8 == 0;
 }
@@ -203,7 +203,7 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
   const std::int64_t head_tiles = Hkv * ceil_div(g, kRows);
   const std::int64_t base = B * head_tiles;
   // Head dimensions above 128 run the "16x128x256" kernel in the same shared memory, so its key
-  // tiles are half as long (Gemma 2 at 1,024 keys split 16 ways, hf_models3_h100.json).
+  // tiles are half as long (Gemma 2 at 1,024 keys split 16 ways, hf_models3_h100.json.gz).
   const std::int64_t d_tile = D <= 64 ? 64 : (D <= 128 ? 128 : 256);
   const std::int64_t tile_keys = D <= 128 ? kTileN : kTileN / 2;
   const std::int64_t kv_tiles = ceil_div(L, tile_keys);

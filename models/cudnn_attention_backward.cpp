@@ -1,7 +1,7 @@
 // cuDNN 9.19's fused attention backward on sm_90 as F.scaled_dot_product_attention's backward
 // runs it: dot(dO, O), the KV-stationary flash backward, dQ's conversion to 16 bits and, with
 // grouped-query attention, the per-group dK/dV reductions. Launch shapes by their measured
-// grids (validation/data/hf_train_h100.json).
+// grids (validation/data/hf_train_h100.json.gz).
 #include "models/training_kernels.h"
 
 #include <fmt/format.h>
@@ -39,7 +39,7 @@ constexpr double kReduceHeadRoundTripsPerHead = 1.0;
 // With an explicit mask (a compiled model hands sdpa its causal mask as a tensor) each tile pair
 // loads and applies the mask's tile before the softmax's recomputation: the pair takes about this
 // many times its tensor-core time, as the forward's masked tiles do (models/cudnn_attention.cpp).
-// Fitted on the compiled calibration cases of validation/data/hf_train4_h100.json (Qwen3 0.6B at
+// Fitted on the compiled calibration cases of validation/data/hf_train4_h100.json.gz (Qwen3 0.6B at
 // 4 x 1024: 312 us; Llama 3.2 1B at 4 x 512: 98 us).
 constexpr double kMaskedPairSlowdown = 2.0;
 
@@ -51,7 +51,7 @@ namespace {
 constexpr std::int64_t kBpropTile = 64;  // "64x64xD": 64 queries x 64 keys per step
 
 // The head dimension the backward kernels are built for (D padded up).
-// (192: DeepSeek's MLA query/key heads, "64x64x192" in hf_train3_h100.json.)
+// (192: DeepSeek's MLA query/key heads, "64x64x192" in hf_train3_h100.json.gz.)
 std::int64_t bprop_d_tile(std::int64_t D) { return D <= 64 ? 64 : (D <= 128 ? 128 : (D <= 192 ? 192 : 256)); }
 
 // cuDNN's small row kernels (128 threads): dot(dO, O) and the per-head reductions take

@@ -6,7 +6,7 @@
 // vectors. Its backward (masked_scale_kernel, grad * mask / (1 - p)) is an elementwise kernel
 // (EwFunc::kMaskedScale). cuDNN's attention with dropout first unpacks the Philox seed and
 // offset on the GPU (at::cuda::philox::unpack_cudnn, one thread). Checked against the GPT-2
-// calibration cases of validation/data/hf_train_h100.json and hf_train2_h100.json.
+// calibration cases of validation/data/hf_train_h100.json.gz and hf_train2_h100.json.gz.
 #include "models/training_kernels.h"
 
 #include <fmt/format.h>

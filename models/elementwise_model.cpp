@@ -246,7 +246,7 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
     } else if (path == Path::kLegacy && (p.func != EwFunc::kMaskedFill || p.strided)) {
       // The legacy loop computes each element's offsets and loads it inside the loop, so a
       // thread has one element per operand in flight and its vt elements are a dependent
-      // chain (the strided RoPE and MoE kernels of validation/data/hf_models_h100.json).
+      // chain (the strided RoPE and MoE kernels of validation/data/hf_models_h100.json.gz).
       w.max_inflight_bytes = static_cast<double>(kThreads) * in_bytes;
       w.critical_path = sim::Time::from_seconds(mine * hw.dram.latency.seconds());
     }

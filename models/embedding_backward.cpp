@@ -1,7 +1,7 @@
 // nn.Embedding's backward (Embedding.cu, EmbeddingBackwardKernel.cu): the zeroed gradient
 // table, then either the per-feature accumulation kernel or the sort path (cub's radix sort of
 // the indices, unique_by_key, segment scans, the per-segment sums and scatter), checked against
-// validation/data/hf_train_h100.json.
+// validation/data/hf_train_h100.json.gz.
 #include "models/training_kernels.h"
 
 #include <fmt/format.h>
@@ -122,7 +122,7 @@ std::vector<Launch> lower_embedding_backward(std::int64_t T, std::int64_t V, std
   // Onesweep: the histogram of all 8 digit passes over every key, their exclusive sums, then
   // per pass a zeroed look-back array and the scatter of tiles of keys. A tile holds 384
   // threads' keys, one CTA for 4,096 keys (measured) and two for 6,144 (Moonlight's MoE sort,
-  // hf_models_h100.json): 12 keys a thread is taken.
+  // hf_models_h100.json.gz): 12 keys a thread is taken.
   constexpr std::int64_t kTile = 384 * 12;
   const std::int64_t tiles = ceil_div(T, kTile);
   out.push_back(detail::memset_launch(sorted.tensor, "radix_sort_temp", 8 * 256 * 8));

@@ -36,7 +36,7 @@ std::string fmt_flash_name(const char* kernel, const FlashTraits& t, bool causal
 // xors, for four numbers), the threshold compare, the select and the 1 / (1 - p) scale, charged
 // to the FP32 pipe in its FLOP units (2 a lane-cycle) a score, forward and again in the backward
 // (which regenerates the mask). Fitted on cuDNN's forward in GPT-2's calibration case
-// (hf_train_h100.json, b8 s512: 37.8 us with dropout against 15.8 us modeled without).
+// (hf_train_h100.json.gz, b8 s512: 37.8 us with dropout against 15.8 us modeled without).
 constexpr double kDropoutOpsPerScore = 75.0;
 
 // One flash_fwd_kernel launch: B batches, H query heads over Hk KV heads, Sq queries against

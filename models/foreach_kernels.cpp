@@ -1,7 +1,7 @@
 // The optimizers' kernels: torch._foreach_* ops as multi_tensor_apply launches them
 // (MultiTensorApply.cuh: chunks of 65,536 elements, 320 CTAs and a depth-dependent number of
 // tensors a launch) and torch._fused_adamw_, checked against the optimizer phases of
-// validation/data/hf_train_h100.json.
+// validation/data/hf_train_h100.json.gz.
 #include "models/training_kernels.h"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 // GELU's backward with the tanh approximation (F.gelu(x, approximate="tanh")'s derivative:
 // ATen's GeluBackwardCUDAKernelImpl, one elementwise launch), as Gemma's GeGLU
-// (gelu_pytorch_tanh on the gate) runs it in a training step (validation/data/hf_train3_h100.json,
+// (gelu_pytorch_tanh on the gate) runs it in a training step (validation/data/hf_train3_h100.json.gz,
 // gemma3-1b-6l_b8_s256: vectorized_elementwise_kernel<8, GeluBackward...>). It is a two-input
 // elementwise kernel: the elementwise model's launch for one (TensorIterator's vectorized,
 // unrolled or legacy path, its grid, bytes and memory-level parallelism), with the derivative's

@@ -942,7 +942,7 @@ std::vector<hw::Launch> dot_launches(const hw::HardwareSpec& hw, const Problem& 
 
 // cuBLAS's small-M kernel (gemmSN) on sm_90, for 2..16 rows: fp32 products at least 256
 // columns wide, and 16-bit products whose rows allow only single-element loads (ops3_h100.csv;
-// GPT-2's 50257-wide lm_head in hf_models_h100.json). Each thread keeps one load in flight
+// GPT-2's 50257-wide lm_head in hf_models_h100.json.gz). Each thread keeps one load in flight
 // (4 bytes for the NN kernel's 256 threads, 8 for the TN kernel's 128): the kernels stream
 // 0.5-1.4 TB/s. NN: 64 columns per CTA, K split 4 ways for fp32 above 8 rows, else 2 (16-bit:
 // 1 below K = 64, else 2); TN (F.linear): 8 columns per CTA, K split 2 ways above 8 rows.

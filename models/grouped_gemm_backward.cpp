@@ -3,7 +3,7 @@
 // ragged along the token dimension (2d x 2d with offsets: K is each group's row count). GroupMM.cu
 // then takes M and N from the operands (the weight's two dimensions) and K as the mean rows a
 // group, so expert weights wider than 128 on both sides run the Cooperative 128x256 kernel (seen
-// in every calibration case of validation/data/hf_train3_h100.json, ahead of the input
+// in every calibration case of validation/data/hf_train3_h100.json.gz, ahead of the input
 // gradient's Pingpong product). Every group owns ceil(M / tile) x ceil(N / tile) output tiles,
 // each looping over that group's rows: the FLOPs are the forward's, the operands stream once
 // from DRAM (re-reads of the same group's slabs hit L2) and dW is written once.

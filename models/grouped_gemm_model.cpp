@@ -7,9 +7,9 @@
 // tiles for few rows, the Cooperative kernel with 128x256x64 tiles (MMA 64x256x16) for many.
 // The choice is GroupMM.cu's (PyTorch 2.11): Pingpong when M <= 128 or N <= 128, M being the
 // mean rows a group for the forward's 2d x 3d product (the Mixtral rows of
-// validation/data/hf_models_h100.json: 32 to 512 rows over 8 experts ran the pingpong kernel,
+// validation/data/hf_models_h100.json.gz: 32 to 512 rows over 8 experts ran the pingpong kernel,
 // 4096 rows the cooperative one; Qwen3-MoE's 16,384 rows over 128 experts in
-// hf_train3_h100.json the pingpong one). The weight gradient (grouped_gemm_backward.cpp) uses
+// hf_train3_h100.json.gz the pingpong one). The weight gradient (grouped_gemm_backward.cpp) uses
 // the same kernels.
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@
 // in registers (triton_per_*) or loop over it (triton_red_*), and the split column sums Inductor
 // makes of weight-gradient reductions. Each kernel is described by its iteration space and the
 // tensors it reads and writes (bytes as touched); the launch configuration is Inductor's
-// heuristic's. Checked against the compiled cases of validation/data/hf_train4_h100.json
+// heuristic's. Checked against the compiled cases of validation/data/hf_train4_h100.json.gz
 // (PyTorch 2.11, Triton 3.6).
 #pragma once
 

@@ -1,5 +1,5 @@
 // LayerNorm's backward (aten/src/ATen/native/cuda/layer_norm_kernel.cu, PyTorch 2.11), checked
-// against the GPT-2 calibration cases of validation/data/hf_train_h100.json and hf_train2_h100.json:
+// against the GPT-2 calibration cases of validation/data/hf_train_h100.json.gz and hf_train2_h100.json.gz:
 //  * layer_norm_grad_input_kernel_vectorized<T, float, false> (C divisible by the vector width):
 //    one CTA of 128 threads per row loads dY, X and gamma, reduces two sums over the row across
 //    the block (warp shuffles, shared memory, barriers), then writes dX;

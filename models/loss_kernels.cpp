@@ -1,6 +1,6 @@
 // The loss of a causal LM and its backward: log_softmax over the vocabulary (SoftMax.cu's
 // kernels with the log epilogue) and nll_loss (Loss.cu), checked against
-// validation/data/hf_train_h100.json; softmax's backward shares log_softmax's kernels.
+// validation/data/hf_train_h100.json.gz; softmax's backward shares log_softmax's kernels.
 #include "models/training_kernels.h"
 
 #include <fmt/format.h>

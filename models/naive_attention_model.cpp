@@ -13,7 +13,7 @@
 // attention benchmark): torch.amax over the keys, the subtraction, exp, the row sums and the
 // division, each a pass over the B*H x S x S scores. `pass: backward` lowers autograd's backward
 // from the output's gradient instead (written from PyTorch's derivative formulas; the manual
-// chain's kernels as validation/data/cs336_train_h100.json lists them in the cs336 attention):
+// chain's kernels as validation/data/cs336_train_h100.json.gz lists them in the cs336 attention):
 // the second matmul's two gradients (v's first), the softmax's backward (torch.softmax's one
 // kernel, or the written-out ops' chain: the division's two gradients with the divisor's summed
 // over each row, the sum's expanded gradient added, exp's product, the subtraction's negated row

@@ -2,7 +2,7 @@
 // validation/measure/tp_steps.py's rope): x*cos + cat(-x[..., D/2:], x[..., :D/2])*sin, five
 // ATen kernels. x is q or k viewed [B, H, S, D] over a projection's [B, S, H, D] memory; cos and
 // sin are [S, D] tables broadcast over batch and heads. The same decomposition as the hf-eager
-// lowering's RoPE (workloads/hf_eager_lowering.cpp), whose kernels hf_models_h100.json checked.
+// lowering's RoPE (workloads/hf_eager_lowering.cpp), whose kernels hf_models_h100.json.gz checked.
 #include <fmt/format.h>
 
 #include "models/common.h"

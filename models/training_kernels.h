@@ -1,12 +1,12 @@
 // The kernels a PyTorch training step launches beyond the forward's: the loss (log_softmax and
 // nll_loss over the vocabulary) and its backward, weight-gradient sums over rows, the
 // embedding's backward, cuDNN's fused attention backward, and the optimizers' foreach
-// (multi_tensor_apply) and fused kernels. Checked against validation/data/hf_train_h100.json
+// (multi_tensor_apply) and fused kernels. Checked against validation/data/hf_train_h100.json.gz
 // (PyTorch 2.11, cuDNN 9.19). One file a family: loss_kernels.cpp, column_sum.cpp,
 // embedding_backward.cpp, cudnn_attention_backward.cpp, foreach_kernels.cpp,
 // layer_norm_backward.cpp and dropout.cpp (GPT-2); and, for
 // hand-written model code (cs336_basics, written from ATen's source and checked against
-// validation/data/cs336_train_h100.json), amax_backward.cpp and scatter_gather.cpp. Tensor uses
+// validation/data/cs336_train_h100.json.gz), amax_backward.cpp and scatter_gather.cpp. Tensor uses
 // come in already named (the caller owns the names).
 #pragma once
 

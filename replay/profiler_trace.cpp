@@ -6,13 +6,13 @@
 
 #include <fmt/format.h>
 #include <simdjson.h>
-#include <libdeflate.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <unordered_map>
 
+#include "replay/gzip_text.h"
 #include "sim/error.h"
 #include "sim/input_file.h"
 
@@ -23,24 +23,7 @@ using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-// The whole file, gunzipped when it is gzip'd, with simdjson's padding after it. A gzip member's
-// last four bytes give its size (mod 2^32): the text is inflated into one buffer of that size,
-// by libdeflate (about twice zlib's speed on whole buffers).
-struct TraceText {
-  std::unique_ptr<char[]> bytes;  // the text, then at least simdjson::SIMDJSON_PADDING spare bytes
-  std::size_t size = 0, capacity = 0;
-  simdjson::padded_string_view view() const { return simdjson::padded_string_view(bytes.get(), size, capacity); }
-  std::size_t room() const { return capacity - size - simdjson::SIMDJSON_PADDING; }
-  // Room for `n` bytes in all (not zeroed: the reader writes them), the text so far kept.
-  void reserve(std::size_t n) {
-    auto more = std::make_unique_for_overwrite<char[]>(n + simdjson::SIMDJSON_PADDING);
-    std::copy_n(bytes.get(), size, more.get());
-    bytes = std::move(more);
-    capacity = n + simdjson::SIMDJSON_PADDING;
-  }
-};
-
-// Reads `n` bytes of `file` into `out` at `at`.
+// Reads `n` bytes of `file` into `out`.
 void read_bytes(const std::filesystem::path& file, char* out, std::size_t n) {
   std::FILE* f = std::fopen(file.string().c_str(), "rb");
   if (f == nullptr) throw ConfigError(file.string(), 0, "", "cannot open the trace (no such file, or not readable)");
@@ -49,45 +32,21 @@ void read_bytes(const std::filesystem::path& file, char* out, std::size_t n) {
   if (got != n) throw ConfigError(file.string(), 0, "", "cannot read the trace (it changed while it was read?)");
 }
 
-TraceText read_text(const std::filesystem::path& file) {
+// The whole file, gunzipped when it is gzip'd (replay/gzip_text.h), with simdjson's padding after it.
+PaddedText read_text(const std::filesystem::path& file) {
   check_input_file(file);
   std::error_code ec;
   const auto file_size = static_cast<std::size_t>(std::filesystem::file_size(file, ec));
   if (ec) throw ConfigError(file.string(), 0, "", "cannot open the trace (no such file, or not readable)");
-  TraceText raw;
-  raw.reserve(file_size);
+  PaddedText raw;
+  raw.bytes = std::make_unique_for_overwrite<char[]>(file_size + simdjson::SIMDJSON_PADDING);
+  raw.capacity = file_size + simdjson::SIMDJSON_PADDING;
   read_bytes(file, raw.bytes.get(), file_size);
   raw.size = file_size;
   const auto* in = reinterpret_cast<const unsigned char*>(raw.bytes.get());
-  const auto gzip_at = [&](std::size_t at) { return file_size >= at + 18 && in[at] == 0x1f && in[at + 1] == 0x8b; };
-  if (!gzip_at(0)) {
-    std::fill_n(raw.bytes.get() + raw.size, simdjson::SIMDJSON_PADDING, '\0');
-    return raw;
-  }
-  const auto last4 = in + file_size - 4;
-  TraceText text;
-  // One byte more than the trailer says, so that a short hint (a multi-member file) shows.
-  text.reserve((std::size_t{last4[0]} | std::size_t{last4[1]} << 8 | std::size_t{last4[2]} << 16 |
-                std::size_t{last4[3]} << 24) + 1);
-  const std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> inflater(
-      libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
-  if (!inflater) throw std::bad_alloc();
-  for (std::size_t at = 0; gzip_at(at);) {
-    std::size_t used_in = 0, used_out = 0;
-    const auto r = libdeflate_gzip_decompress_ex(inflater.get(), in + at, file_size - at, text.bytes.get() + text.size,
-                                                 text.room(), &used_in, &used_out);
-    if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
-      text.reserve(2 * (text.capacity + file_size));
-      continue;
-    }
-    if (r != LIBDEFLATE_SUCCESS) {
-      throw ConfigError(file.string(), 0, "", "cannot read the trace: corrupt gzip data (a truncated gzip file?)");
-    }
-    at += used_in;
-    text.size += used_out;
-  }
-  std::fill(text.bytes.get() + text.size, text.bytes.get() + text.capacity, '\0');
-  return text;
+  if (is_gzip(in, file_size)) return gunzip(in, file_size, simdjson::SIMDJSON_PADDING, file.string());
+  std::fill_n(raw.bytes.get() + raw.size, simdjson::SIMDJSON_PADDING, '\0');
+  return raw;
 }
 
 namespace od = simdjson::ondemand;
@@ -398,8 +357,8 @@ RecordedTrace parse_profiler_trace(const std::string& text, const std::string& f
 }
 
 RecordedTrace read_profiler_trace(const std::filesystem::path& file) {
-  const TraceText text = read_text(file);
-  return parse_profiler_trace(text.view(), file.string());
+  const PaddedText text = read_text(file);
+  return parse_profiler_trace(simdjson::padded_string_view(text.bytes.get(), text.size, text.capacity), file.string());
 }
 
 }  // namespace gpusim::replay

@@ -7,7 +7,7 @@ For each case: simulated vs measured kernel count and kernel_time_us, and per ke
 (what the kernel does, from its name) the time on both sides. Development aid for calibration;
 by default it only reads calibration cases, so held-out results stay unseen.
 """
-import argparse, json, os, re, subprocess, sys, tempfile
+import argparse, gzip, json, os, re, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -42,13 +42,14 @@ def simulate(case, hw):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default=os.path.join(ROOT, "validation/data/hf_models_h100.json"))
+    ap.add_argument("--data", default=os.path.join(ROOT, "validation/data/hf_models_h100.json.gz"))
     ap.add_argument("--hw", default="h100")
     ap.add_argument("--split", default="calibration")
     ap.add_argument("--case", default=None)
     ap.add_argument("--detail", action="store_true")
     a = ap.parse_args()
-    data = json.load(open(a.data))
+    with (gzip.open if a.data.endswith(".gz") else open)(a.data, "rt") as r:  # stored gzip'd
+        data = json.load(r)
     for c in data["cases"]:
         if c["split"] != a.split or (a.case and not re.search(a.case, c["id"])):
             continue

@@ -65,6 +65,8 @@ struct SuiteSpec {
   // csv lists the files, ", "-separated), 2 published serving figures (validation/tp_published_suite.h;
   // hw: the H100 system; the H200's is hgx-h200).
   int tensor_parallel = 0;
+  // Collective and TP-step files no constant was fitted to: every row held out.
+  bool never_fitted = false;
 };
 
 // Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
@@ -186,38 +188,38 @@ const std::vector<SuiteSpec>& suites() {
       {"measured10-h200", "h200", "ops10_h200.csv",
        "the seventh fresh set on an H200 SXM (all held out), measured at the end of issue 16's "
        "sixth round, after its last change, and compared once"},
-      {"measured-models-h100", "h100", "hf_models_h100.json",
+      {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
        "held-out 8.9% at the first look, one fix made after it (grouped GEMM kernel choice, "
        "docs/workloads.md)",
        true},
-      {"measured-models2-h100", "h100", "hf_models2_h100.json",
+      {"measured-models2-h100", "h100", "hf_models2_h100.json.gz",
        "a fresh set of 15 HF model cases (Llama-3.2 1B/3B, Qwen2-7B, GPT-2 XL, more Mistral, "
        "Llama-3-8B and Mixtral shapes), measured after the hf-eager lowering was final and "
        "evaluated once",
        true},
-      {"measured-models2-h200", "h200", "hf_models2_h200.json",
+      {"measured-models2-h200", "h200", "hf_models2_h200.json.gz",
        "the fresh set on an H200, evaluated once",
        true},
-      {"measured-models-h200", "h200", "hf_models_h200.json",
+      {"measured-models-h200", "h200", "hf_models_h200.json.gz",
        "the same 24 cases measured on an H200 SXM (nothing on the H200 was used to fit anything; "
        "the split column repeats the H100's)",
        true},
-      {"measured-models3-h100", "h100", "hf_models3_h100.json",
+      {"measured-models3-h100", "h100", "hf_models3_h100.json.gz",
        "issue 13's families on an H100 SXM5: Qwen3, Qwen3-MoE, Gemma 2 and 3, Phi-3 and Phi-4-mini, "
        "DeepSeek-V2-Lite, DeepSeek-V3 and Moonlight (MLA), Mistral with a sliding window; 18 "
        "calibration and 18 held-out cases (validation/data/README-hf-models.md)",
        true},
-      {"measured-models3-h200", "h200", "hf_models3_h200.json",
+      {"measured-models3-h200", "h200", "hf_models3_h200.json.gz",
        "the same 36 cases on an H200 SXM (nothing on the H200 was used to fit anything)",
        true},
-      {"measured-models4-h100", "h100", "hf_models4_h100.json",
+      {"measured-models4-h100", "h100", "hf_models4_h100.json.gz",
        "issue 13's families, second set on an H100 SXM5: new sizes (Qwen3-4B, Gemma-2-9B, "
        "Gemma-3-4B, Phi-3-medium) and shapes; 4 calibration and 19 held-out cases, measured "
        "before the second round of changes and compared once after it",
        true},
-      {"measured-models4-h200", "h200", "hf_models4_h200.json",
+      {"measured-models4-h200", "h200", "hf_models4_h200.json.gz",
        "the second set on an H200 SXM (nothing on the H200 was used to fit anything)",
        true},
       {"seed001", "h100", "seed001_sdpa_h100.csv, ops_h100.csv",
@@ -245,49 +247,49 @@ const std::vector<SuiteSpec>& suites() {
        "the same forwards on an H200 SXM, measured after the H100 comparison (the lowering unchanged since, "
        "nothing fitted)",
        false, 0, false, false, true},
-      {"cs336-train-h100", "h100", "cs336_train_h100.json",
+      {"cs336-train-h100", "h100", "cs336_train_h100.json.gz",
        "fp32 forward+backward steps of the cs336_basics model structure (small, medium, large at batch 4; "
        "no optimizer step) on an H100 SXM5, 2026-11-25 (validation/measure/cs336_train.py): kernel time of "
        "the forward with the loss, the backward and the step, memory above the weights at the peak and "
        "before the backward; the cs336-basics training lowering was written from the source and autograd's "
        "formulas, with the calibration cases' kernel lists looked at for the loss's and amax's kernels",
        false, 0, false, false, false, false, true},
-      {"cs336-train-h200", "h200", "cs336_train_h200.json",
+      {"cs336-train-h200", "h200", "cs336_train_h200.json.gz",
        "the same training steps on an H200 SXM",
        false, 0, false, false, false, false, true},
-      {"train-h100", "h100", "hf_train_h100.json",
+      {"train-h100", "h100", "hf_train_h100.json.gz",
        "Hugging Face training steps (transformers 5.17, PyTorch 2.11, bf16, sdpa; AdamW foreach, fused "
        "AdamW, SGD) on an H100 SXM5, 2026-11-25: kernel time of the forward with the loss, the backward, "
        "the optimizer and the whole step, and the step's memory peak above weights and optimizer state; "
        "the train lowering was written from the calibration cases' kernel lists, the held-out cases "
        "compared once",
        false, 0, false, false, false, true},
-      {"train-h200", "h200", "hf_train_h200.json",
+      {"train-h200", "h200", "hf_train_h200.json.gz",
        "the same training steps on an H200 SXM (nothing on the H200 used to write the lowering)",
        false, 0, false, false, false, true},
-      {"train2-h100", "h100", "hf_train2_h100.json",
+      {"train2-h100", "h100", "hf_train2_h100.json.gz",
        "training steps, set 2, on an H100 SXM5, 2026-11-25 05:47 UTC: activation checkpointing, gradient "
        "accumulation, forward and backward only, fresh plain shapes (and autocast and GPT-2 cases, not "
        "modeled); measured after checkpointing and accumulation were lowered, compared once",
        false, 0, false, false, false, true},
-      {"train2-h200", "h200", "hf_train2_h200.json", "the same set 2 on an H200 SXM",
+      {"train2-h200", "h200", "hf_train2_h200.json.gz", "the same set 2 on an H200 SXM",
        false, 0, false, false, false, true},
-      {"train3-h100", "h100", "hf_train3_h100.json",
+      {"train3-h100", "h100", "hf_train3_h100.json.gz",
        "training steps, set 3, on an H100 SXM5, 2026-11-25 20:31 UTC: mixture of experts (Qwen3-MoE, "
        "Mixtral, DeepSeek-V2-Lite with MLA), Phi-3-mini and Gemma 3, bf16, AdamW; measured before these "
        "families were lowered for training, each family's held-out cases compared once",
        false, 0, false, false, false, true},
-      {"train4-h100", "h100", "hf_train4_h100.json",
+      {"train4-h100", "h100", "hf_train4_h100.json.gz",
        "training steps, set 4, on an H100 SXM5, 2026-11-25 22:54 UTC: a tuned trainer's step (the model "
        "compiled by TorchInductor, fused AdamW) against the fused lowering's training step, and fp32 eager "
        "steps (no autocast, no TF32) against hf-eager; Llama, Qwen2 and Qwen3 shapes; measured before either "
        "was lowered, each kind's held-out cases compared once",
        false, 0, false, false, false, true},
-      {"train3-h200", "h200", "hf_train3_h200.json",
+      {"train3-h200", "h200", "hf_train3_h200.json.gz",
        "training steps, set 3, on an H200 SXM, 2026-11-25 23:45 UTC (nothing on the H200 used to write the "
        "lowering: each case compared once)",
        false, 0, false, false, false, true},
-      {"train4-h200", "h200", "hf_train4_h200.json",
+      {"train4-h200", "h200", "hf_train4_h200.json.gz",
        "training steps, set 4, on an H200 SXM, 2026-11-25 23:42 UTC: the tuned trainer's compiled steps and the "
        "fp32 eager steps (nothing on the H200 used to write the lowerings: each case compared once)",
        false, 0, false, false, false, true},
@@ -302,18 +304,18 @@ const std::vector<SuiteSpec>& suites() {
        "the same traces replayed on the H200 preset: the H200 trace (same-chip) and the H100 trace --from h100 "
        "(cross-chip), against the H200's recorded kernel time",
        false, 0, false, false, false, false, false, false, true},
-      {"serve-steps-h100", "h100", "serve_steps_h100.json",
+      {"serve-steps-h100", "h100", "serve_steps_h100.json.gz",
        "continuous-batching steps (ragged batches of prefill chunks and decodes) of Llama-3.2-1B- and Llama-3-8B-"
        "shaped models on an H100, 2026-11-26 02:44 UTC (validation/measure/serve_steps.py: a PyTorch stand-in "
        "engine with Inductor-fused norms, RoPE and activation, cuBLAS GEMMs, FlashAttention-2's varlen forward), "
        "against gpusim serve's ragged steps with that engine's kernels (configs/engines/pytorch-fa2-varlen.yaml); "
        "set 1: its held-out half was compared once (23.9%), then the lowering changed: all calibration",
        false, 0, false, false, false, false, false, false, false, true},
-      {"serve-steps2-h100", "h100", "serve_steps2_h100.json",
+      {"serve-steps2-h100", "h100", "serve_steps2_h100.json.gz",
        "set 2: 24 fresh steps (seed 15) on the H100, 2026-11-26 03:25 UTC, measured after the last change, all "
        "held out, compared once",
        false, 0, false, false, false, false, false, false, false, true},
-      {"serve-steps2-h200", "h200", "serve_steps2_h200.json",
+      {"serve-steps2-h200", "h200", "serve_steps2_h200.json.gz",
        "set 2 on an H200 SXM, 2026-11-26 03:27 UTC (nothing measured on the H200 was used to fit anything), "
        "compared once",
        false, 0, false, false, false, false, false, false, false, true},
@@ -351,6 +353,18 @@ const std::vector<SuiteSpec>& suites() {
        "256 KiB calibrated system.interconnect.call_latency (5-8 us tried, 7 us best); 8, 32, 128 and 512 KiB "
        "(13:54 UTC) and 12, 48, 192 and 768 KiB (14:32 UTC) held out",
        false, 0, false, false, false, false, false, false, false, false, false, 4},
+      {"nccl-graph-h200", "hgx-h200",
+       "nccl_h200x2_graph.json, nccl_h200x4_graph.json, nccl_h200x2_graph_half.json, nccl_h200x4_graph_half.json, "
+       "nccl_h200x2_graph_third.json, nccl_h200x4_graph_third.json",
+       "the same three size grids timed from CUDA graphs on 2 and 4 H200 SXM of one NVSwitch machine "
+       "(2026-11-26 21:29-21:32 UTC), against hgx-h200, messages of 1 MiB and more; its link efficiency and "
+       "per-call latency are the H100's: nothing fitted to these files, every row held out",
+       false, 0, false, false, false, false, false, false, false, false, false, 3, 0, true},
+      {"nccl-graph-small-h200", "hgx-h200",
+       "nccl_h200x2_graph.json, nccl_h200x4_graph.json, nccl_h200x2_graph_half.json, nccl_h200x4_graph_half.json, "
+       "nccl_h200x2_graph_third.json, nccl_h200x4_graph_third.json",
+       "the same H200 calls below 1 MiB; every row held out",
+       false, 0, false, false, false, false, false, false, false, false, false, 4, 0, true},
       {"nccl-published", "dgx-h100", "published_multi_gpu.json",
        "published nccl-tests bus bandwidths of 8-GPU HGX H100 and H200 machines (Azure ND H100/H200 v5 tables, "
        "NCCL 2.18-2.20, NVLS on; Bekman's ml-engineering H200 figures with NVLS on and off), 16 MiB and more, "
@@ -369,6 +383,10 @@ const std::vector<SuiteSpec>& suites() {
        "calibration, TP 4 held out; a repeat run on a fresh 4-H100 machine (13:10 UTC) held out whole; nothing was "
        "fitted to these files",
        false, 0, false, false, false, false, false, false, false, false, false, 0, 1},
+      {"tp-steps-h200", "hgx-h200", "tp_steps_h200_tp1.json, tp_steps_h200_tp2.json, tp_steps_h200_tp4.json",
+       "the same layers and cases on 1, 2 and 4 H200 SXM of one NVSwitch machine (2026-11-26 21:28 UTC), against "
+       "hgx-h200: nothing fitted to these files, every row held out",
+       false, 0, false, false, false, false, false, false, false, false, false, 0, 1, true},
       {"tp-published", "dgx-h100", "published_multi_gpu.json",
        "published tensor-parallel serving figures of 70B Llama models (the file's tp_decode entries: vLLM on Lambda's "
        "H100s, NVIDIA NIM, TensorRT-LLM's docs, Azure ND H100/H200 v5, vLLM CI; each row names its source) against "
@@ -384,13 +402,13 @@ const std::vector<SuiteSpec>& suites() {
       {"host-h200", "h200", "host_walls_h200.json",
        "the same on the lent H200 machine's host (its own session and fit)",
        false, 0, false, true},
-      {"train-host-h100", "h100", "hf_train_h100.json, hf_train2_h100.json, hf_train3_h100.json",
+      {"train-host-h100", "h100", "hf_train_h100.json.gz, hf_train2_h100.json.gz, hf_train3_h100.json.gz",
        "eager wall time of the Hugging Face training steps of sets 1-3 on the lent H100 machine (CUDA events "
        "around an unprofiled step, host included; sessions of 2026-11-25 02:37, 05:47 and 20:31 UTC) "
        "against --mode eager: host.backward_kernel_issue fitted on sets 1 and 2's calibration cases "
        "(validation/measure/fit_train_host.py), the forward's host costs from the forwards' own sweep",
        false, 0, false, false, false, false, false, true},
-      {"train-host-h200", "h200", "hf_train_h200.json, hf_train2_h200.json",
+      {"train-host-h200", "h200", "hf_train_h200.json.gz, hf_train2_h200.json.gz",
        "the same on the lent H200 machine (sets 1 and 2; its own fit)",
        false, 0, false, false, false, false, false, true},
       {"ncu-h100", "h100", "ncu_h100.csv",
@@ -704,11 +722,11 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       // 3: 1 MiB and more (issue 20's target); 4: the latency-bound calls below 1 MiB.
       const double mib = 1024.0 * 1024.0;
       rows = validation::compare_graph_collectives(listed_files(data, s.csv), spec, s.collectives == 3 ? mib : 0.0,
-                                                   s.collectives == 3 ? 1e300 : mib);
+                                                   s.collectives == 3 ? 1e300 : mib, s.never_fitted);
     } else if (s.collectives == 2) {
       rows = validation::compare_published_collectives(data / s.csv, spec, hw::load_hardware("hgx-h200", catalog));
     } else if (s.tensor_parallel == 1) {
-      rows = validation::compare_tp_steps(listed_files(data, s.csv), spec, models);
+      rows = validation::compare_tp_steps(listed_files(data, s.csv), spec, models, s.never_fitted);
     } else if (s.tensor_parallel == 2) {
       auto result = validation::compare_published_tp(data / s.csv, env.config_dir / "models", spec,
                                                      hw::load_hardware("hgx-h200", catalog), models);

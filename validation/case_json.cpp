@@ -1,16 +1,18 @@
 #include "validation/case_json.h"
 
-#include <fstream>
-
+#include "replay/gzip_text.h"
 #include "sim/error.h"
+#include "sim/input_file.h"
 
 namespace gpusim::validation {
 
 nlohmann::json read_json_file(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw ConfigError(file.string(), 0, "", "cannot read this file");
+  const std::string raw = read_input_file(file);
+  const auto* in = reinterpret_cast<const unsigned char*>(raw.data());
   try {
-    return nlohmann::json::parse(in);
+    if (!replay::is_gzip(in, raw.size())) return nlohmann::json::parse(raw);
+    const replay::PaddedText text = replay::gunzip(in, raw.size(), 1, file.string());
+    return nlohmann::json::parse(text.bytes.get(), text.bytes.get() + text.size);
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(file.string(), 0, "", std::string("not valid JSON: ") + e.what());
   }

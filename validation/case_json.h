@@ -12,7 +12,7 @@
 
 namespace gpusim::validation {
 
-// The parsed document; ConfigError when the file cannot be read or is not JSON.
+// The parsed document, plain or gzip'd; ConfigError when the file cannot be read or is not JSON.
 nlohmann::json read_json_file(const std::filesystem::path& file);
 
 // "prefill", "decode" or "generate" (a case's `phase`); ConfigError naming the file otherwise.

@@ -71,7 +71,8 @@ std::vector<Comparison> compare_measured_collectives(const std::vector<std::file
 }
 
 std::vector<Comparison> compare_graph_collectives(const std::vector<std::filesystem::path>& files,
-                                                  const hw::HardwareSpec& hw, double min_bytes, double max_bytes) {
+                                                  const hw::HardwareSpec& hw, double min_bytes, double max_bytes,
+                                                  bool never_fitted) {
   std::vector<Comparison> out;
   for (const auto& file : files) {
     const nlohmann::json j = read_json_file(file);
@@ -85,7 +86,8 @@ std::vector<Comparison> compare_graph_collectives(const std::vector<std::filesys
       // on their rows below 1 MiB); the other size grids (..._half.json, ..._third.json), measured
       // after, are held out.
       const std::string name = file.filename().string();
-      const bool held_out = name.find("_half") != std::string::npos || name.find("_third") != std::string::npos;
+      const bool held_out =
+          never_fitted || name.find("_half") != std::string::npos || name.find("_third") != std::string::npos;
       out.push_back(compare_one(hw, *kind, bytes, ranks, hw::DType::kBf16, row.at("graph_us").get<double>(), held_out,
                                 fmt::format("{} {} GPUs {} bf16, graph ({})", models::name(*kind), ranks,
                                             bytes >= 1024.0 * 1024.0 ? fmt::format("{:.0f} MiB", bytes / (1024.0 * 1024.0))

@@ -22,9 +22,11 @@ std::vector<Comparison> compare_measured_collectives(const std::vector<std::file
 
 // Our CUDA-graph-timed files (nccl_collectives.py --graph: `graph_us`, the GPU's time a call
 // without Python's launches), messages in [min_bytes, max_bytes). The first files calibrated the
-// per-call latency; the other size grids' files (`_half`, `_third`) are held out.
+// per-call latency; the other size grids' files (`_half`, `_third`) are held out. With
+// `never_fitted` (files no constant was fitted to, such as the H200's) every row is held out.
 std::vector<Comparison> compare_graph_collectives(const std::vector<std::filesystem::path>& files,
-                                                  const hw::HardwareSpec& hw, double min_bytes, double max_bytes);
+                                                  const hw::HardwareSpec& hw, double min_bytes, double max_bytes,
+                                                  bool never_fitted = false);
 
 // Published nccl-tests rows of single-node NVSwitch systems (dgx-h100/hgx-h100 on `h100`'s
 // system, hgx-h200 on `h200`'s), NVLink SHARP on or off as the source ran.

@@ -72,7 +72,7 @@ workloads::OpWorkload tp_layer_workload(const std::string& model, const std::str
 }
 
 std::vector<Comparison> compare_tp_steps(const std::vector<std::filesystem::path>& files, const hw::HardwareSpec& hw,
-                                         const models::KernelModelRegistry& models) {
+                                         const models::KernelModelRegistry& models, bool never_fitted) {
   std::vector<Comparison> out;
   for (const auto& file : files) {
     const nlohmann::json doc = read_json_file(file);
@@ -94,9 +94,10 @@ std::vector<Comparison> compare_tp_steps(const std::vector<std::filesystem::path
           if (!k.at("name").get<std::string>().starts_with("ncclDevKernel")) measured_compute += k.at("us").get<double>();
         }
         // TP 4 is held out; so is every row of a repeat run (measured after the model was written).
-        const bool held_out = tp == 4 || file.filename().string().find("repeat") != std::string::npos;
+        const bool repeat = file.filename().string().find("repeat") != std::string::npos;
+        const bool held_out = never_fitted || tp == 4 || repeat;
         const std::string label = fmt::format("{} {} b={} len={} TP {} ({} layers){}", model, phase, batch, length, tp,
-                                              layers, held_out && tp != 4 ? " repeat" : "");
+                                              layers, repeat ? " repeat" : "");
         out.push_back(figure_row(label + " graph step", fmt::format("TP{} {} graph step", tp, phase), held_out,
                                  row.at("graph_step_us").get<double>(), r.end.us()));
         out.push_back(figure_row(label + " compute kernels", fmt::format("TP{} {} kernels", tp, phase), held_out,

@@ -26,8 +26,9 @@ namespace gpusim::validation {
 workloads::OpWorkload tp_layer_workload(const std::string& model, const std::string& phase, std::int64_t batch,
                                         std::int64_t length, int tp, int layers);
 
-// One graph-step row and one compute-kernel row per measured case of `files`.
+// One graph-step row and one compute-kernel row per measured case of `files`. With
+// `never_fitted` (files no constant was fitted to, such as the H200's) every row is held out.
 std::vector<Comparison> compare_tp_steps(const std::vector<std::filesystem::path>& files, const hw::HardwareSpec& hw,
-                                         const models::KernelModelRegistry& models);
+                                         const models::KernelModelRegistry& models, bool never_fitted = false);
 
 }  // namespace gpusim::validation

@@ -23,7 +23,7 @@
 // writes it (amax and torch.logsumexp; the course's nn_utils takes torch.max(...)[0] and
 // log(sum(exp)): a few kernels over the T x V logits either way). Where the derivative formulas
 // leave the order of independent kernels open, it follows that script's measurement
-// (validation/data/cs336_train_h100.json, its calibration cases).
+// (validation/data/cs336_train_h100.json.gz, its calibration cases).
 #include <fmt/format.h>
 
 #include <map>

@@ -28,7 +28,7 @@ bool inductor(const StepEmitter& e) {
 // Inductor's pointwise kernels compiled for dynamic shapes (one graph for every step size): 512
 // elements a block of 256 threads, and an element's offsets computed from runtime sizes with
 // 64-bit divisions and remainders, FP32-pipe work an element (in FLOP units: 2 a lane-cycle).
-// Fitted on the calibration steps of validation/data/serve_steps_h100.json (Llama-3.2-1B mix 0:
+// Fitted on the calibration steps of validation/data/serve_steps_h100.json.gz (Llama-3.2-1B mix 0:
 // SiLU-and-mul 4.1 ps an element, q's RoPE 10.4, k's RoPE and cache write 13.3 on the H100; the
 // 8B model's mix 4 gives 4.4, 11.2 and 13.6).
 constexpr std::int64_t kDynamicBlock = 512;

@@ -1,7 +1,7 @@
 // The fused lowering's training step: one optimizer step as a tuned trainer runs it, the model
 // compiled by TorchInductor (torch.compile's defaults: the forward with its loss and the backward
 // each one graph of Triton kernels around extern cuBLAS GEMMs and cuDNN's attention) and fused
-// AdamW, kernel by kernel as the calibration cases of validation/data/hf_train4_h100.json record
+// AdamW, kernel by kernel as the calibration cases of validation/data/hf_train4_h100.json.gz record
 // it (PyTorch 2.11, Triton 3.6, transformers 5.17):
 //   forward: the embedding gather fused into the first RMSNorm; per layer the q, k and v
 //     projections, one RoPE kernel for q and one for k (the cos/sin table computed in them), the

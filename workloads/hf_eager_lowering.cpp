@@ -10,7 +10,7 @@
 //   the final norm and lm_head on the last position only (logits_to_keep=1, as generate does).
 // GPT-2 differs: learned positions, LayerNorm kernels, a fused QKV Conv1D (addmm with bias)
 // whose K/V views make the cache cat strided, and gelu_new written out as 8 pointwise kernels.
-// Checked against the calibration cases of validation/data/hf_models_h100.json.
+// Checked against the calibration cases of validation/data/hf_models_h100.json.gz.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -232,7 +232,7 @@ TensorUse rope(StepEmitter& e, const std::string& label, const TensorUse& x, std
     parts.push_back(0);
   }
   // Only a dense rotated part alone takes the vectorized kernel (a strided sum, as in prefill,
-  // takes the strided one: hf_models3_h100.json, Phi-3 prefill).
+  // takes the strided one: hf_models3_h100.json.gz, Phi-3 prefill).
   e.emit(label + ".pass_cat", {models::lower_cat(parts, a, pass == 0 && !strided_sum, inputs, joined, e.hw(),
                                                  {!strided_sum, false})});
   return joined;
@@ -599,7 +599,7 @@ TensorUse moe_loop(StepEmitter& e, const std::string& label, const TensorUse& h,
 }
 
 // MixtralSparseMoeBlock / DeepseekV2Moe with transformers' grouped_mm experts path. With a
-// `tape` (a training step), as hf_train3_h100.json shows it under autograd: the top-k values
+// `tape` (a training step), as hf_train3_h100.json.gz shows it under autograd: the top-k values
 // are normalized in place (a clone first), and Qwen3-MoE's router casts its weights to the
 // hidden states' type, so the experts' weighting, the scatter back and the sum over the k slots
 // stay in it; the tape gets what the backward reads.

@@ -3,7 +3,7 @@
 // holds the normalized latent (kv_lora_rank per token) and the rotated shared key
 // (qk_rope_head_dim), one "head" each, and every step expands the whole cache through kv_b_proj
 // into per-head keys and values before F.scaled_dot_product_attention. Checked against the
-// DeepSeek-V2-Lite and DeepSeek-V3 calibration cases of validation/data/hf_models3_h100.json.
+// DeepSeek-V2-Lite and DeepSeek-V3 calibration cases of validation/data/hf_models3_h100.json.gz.
 #include <fmt/format.h>
 
 #include "models/common.h"

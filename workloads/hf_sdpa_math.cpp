@@ -21,7 +21,7 @@
 // then V's) and the query scale's. Every kernel is lowered by its own family's model; the
 // B*H x S x S scores, probabilities and their gradients are activations, so the memory model
 // holds the saved probabilities to the backward. Kernel order and launch shapes as
-// validation/data/hf_train4_h100.json lists them for the fp32 calibration cases (cuBLAS's tiles
+// validation/data/hf_train4_h100.json.gz lists them for the fp32 calibration cases (cuBLAS's tiles
 // aside, the GEMM model's choice; V's group sum there is ATen's reduce_kernel<512, 1> with 4
 // threads along the group, modeled as the same strided reduction as K's).
 #include <fmt/format.h>

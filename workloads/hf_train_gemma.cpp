@@ -1,5 +1,5 @@
 // Gemma 3's decoder layer backward in a training step (Gemma3DecoderLayer, transformers 5.17;
-// eager PyTorch 2.11), kernel by kernel as validation/data/hf_train3_h100.json's calibration case
+// eager PyTorch 2.11), kernel by kernel as validation/data/hf_train3_h100.json.gz's calibration case
 // (gemma3-1b-6l_b8_s256) records it:
 //   Gemma3RMSNorm's backward (output = normed * (1 + weight.float()), cast last): the gradient
 //     cast to fp32, the scale's gradient (a product and a column sum, cast back to the weight's

@@ -1,6 +1,6 @@
 // GPT-2's backward in a training step (GPT2LMHeadModel, transformers 5.17, eager PyTorch 2.11),
-// kernel by kernel as the GPT-2 calibration cases of validation/data/hf_train_h100.json and
-// hf_train2_h100.json record it, after the loss's and the tied head's (hf_train_lowering.cpp):
+// kernel by kernel as the GPT-2 calibration cases of validation/data/hf_train_h100.json.gz and
+// hf_train2_h100.json.gz record it, after the loss's and the tied head's (hf_train_lowering.cpp):
 //   ln_f's backward (native_layer_norm_backward: the input's gradient, then gamma's and beta's);
 //   per GPT2Block, in reverse: resid_dropout's backward (masked_scale), mlp.c_proj's Conv1D
 //     (addmm: the weight's gradient, the input's, the bias's as a column sum), gelu_new's chain

@@ -1,6 +1,6 @@
 // One optimizer step of a Hugging Face causal LM in eager PyTorch, as a training loop runs it
 // (zero_grad(set_to_none=True); loss = model(input_ids, labels=input_ids).loss; loss.backward();
-// optimizer.step()), kernel by kernel as validation/data/hf_train_h100.json records it:
+// optimizer.step()), kernel by kernel as validation/data/hf_train_h100.json.gz records it:
 //   forward: the hf-eager forward (no attention mask, the head over every position), then
 //     ForCausalLMLoss: the logits upcast to fp32, the shifted labels (pad and copies),
 //     log_softmax and nll_loss;
@@ -447,7 +447,7 @@ void forward_backward(StepEmitter& e, detail::ForwardTape& tape, Grads& g) {
     // The head's weight gradient dlogits^T h: cuBLAS sees the row-major [V, d] result as the
     // column-major d x V product h^T dlogits, whose rows of dlogits are V long. An odd vocabulary
     // (GPT-2's 50257) leaves them unaligned: the product is described as cuBLAS runs it, so the
-    // GEMM model's alignment rule sees V (hf_train_h100.json: cutlass_75 ..._align1 kernels).
+    // GEMM model's alignment rule sees V (hf_train_h100.json.gz: cutlass_75 ..._align1 kernels).
     if (m.vocab % 8 == 0) {
       std::tie(dhead, dh) = gemm_backward(e, "lm_head", T, m.vocab, d, dlogits, tape.hidden, tape.head);
     } else {

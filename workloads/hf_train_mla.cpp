@@ -1,5 +1,5 @@
 // The backward of DeepseekV2Attention (multi-head latent attention, transformers 5.17 in eager
-// PyTorch 2.11), autograd's kernels in the order validation/data/hf_train3_h100.json's
+// PyTorch 2.11), autograd's kernels in the order validation/data/hf_train3_h100.json.gz's
 // DeepSeek-V2-Lite calibration case records them on the H100:
 //   o_proj's two GEMMs; cuDNN's attention backward at the query/key head dim (192; the values'
 //   128 ride in the same kernel); the key's backward: its rotated part's gradient copied out of

@@ -1,6 +1,6 @@
 // The backward of a mixture-of-experts block in a training step (transformers 5.17's grouped_mm
 // experts path: Qwen3MoeSparseMoeBlock, MixtralSparseMoeBlock), autograd's kernels in the order
-// validation/data/hf_train3_h100.json records them on the H100 (PyTorch 2.11):
+// validation/data/hf_train3_h100.json.gz records them on the H100 (PyTorch 2.11):
 //   the sum over the k slots (the gradient expanded and made contiguous; Mixtral's cast of the
 //     fp32 sum first), the scatter back (index's backward: index_put_ with accumulate), the
 //     weighting's two gradients (the routing weights' summed over the hidden size), the down

@@ -1,5 +1,5 @@
 // Phi-3's decoder layer backward in a training step (Phi3DecoderLayer, transformers 5.17; eager
-// PyTorch 2.11), kernel by kernel as validation/data/hf_train3_h100.json's calibration case
+// PyTorch 2.11), kernel by kernel as validation/data/hf_train3_h100.json.gz's calibration case
 // (phi3-mini-2l_b4_s512) records it:
 //   MLP: down_proj's two GEMMs; the gated product's backward on the two halves of gate_up_proj's
 //     output (up is a strided view: its product is strided, act(gate)'s dense), silu_backward on

@@ -57,7 +57,7 @@ inline LayerKind layer_kind(const ModelConfig& m, std::int64_t i) { return {m.mo
 
 // Hugging Face transformers 5.x in eager mode (sdpa attention, DynamicCache): every small
 // kernel it launches (dtype casts of RMSNorm, RoPE's rotate_half, the KV-cache torch.cat, the
-// grouped_mm MoE dispatch), as measured in validation/data/hf_models_h100.json.
+// grouped_mm MoE dispatch), as measured in validation/data/hf_models_h100.json.gz.
 void lower_hf_eager_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
 
 // An idealized serving engine: fused QKV and gate/up projections, fused norms (with the

@@ -180,7 +180,7 @@ void check_cs336_training(hw::MappingReader& root, const ModelWorkload& w) {
 }
 
 // The fused lowering's training step is a tuned trainer's (a TorchInductor-compiled model, as
-// validation/data/hf_train4_h100.json measures it): dense llama-style decoders in 16-bit weights.
+// validation/data/hf_train4_h100.json.gz measures it): dense llama-style decoders in 16-bit weights.
 void check_fused_training(hw::MappingReader& root, const ModelWorkload& w) {
   const ModelConfig& m = w.model;
   if (w.autocast) root.fail("autocast", "lowering fused trains in 16-bit weights (bf16 or fp16) only so far; remove autocast");

@@ -1,5 +1,5 @@
 // TorchInductor's Triton kernels (models/inductor_kernels.cpp): launch configurations as
-// validation/data/hf_train4_h100.json records them, and the latency structure (a looped
+// validation/data/hf_train4_h100.json.gz records them, and the latency structure (a looped
 // reduction's iterations, the store of its last pass) against the chip.
 #include "models/inductor_kernels.h"
 

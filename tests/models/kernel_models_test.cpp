@@ -766,7 +766,7 @@ TEST(FlashAttentionModelTest, CudnnOnHopperIsPersistent) {
 }
 
 TEST(FlashAttentionModelTest, CudnnRunsHeadDimsUpTo256WithTheMeasuredGrids) {
-  // hf_models3_h100.json: Gemma 2 (B 1, 8 heads, 1,024 tokens, D 256) ran 64 CTAs of the
+  // hf_models3_h100.json.gz: Gemma 2 (B 1, 8 heads, 1,024 tokens, D 256) ran 64 CTAs of the
   // "64x128x256" kernel; Phi-3 (D 96) the "x128" kernel on all 132 SMs (256 units).
   const auto g = lower(Op(OpKind::kSdpa, DType::kBf16, SdpaShape{1, 8, 1024, 256, true}), h100());
   ASSERT_EQ(g.size(), 2u);

@@ -1,5 +1,5 @@
 // The training step's kernels (models/training_kernels.h): launch geometry and names as measured
-// in validation/data/hf_train_h100.json (llama3.2-1b-4l_b4_s512 and other calibration cases),
+// in validation/data/hf_train_h100.json.gz (llama3.2-1b-4l_b4_s512 and other calibration cases),
 // reduce_kernel's row-split rule, multi_tensor_apply's chunking and launch limits, and the work
 // each launch is charged.
 #include "models/training_kernels.h"

@@ -2,7 +2,6 @@
 // mapping rules on small hand-written traces, carried-over kernels, and the command end to end
 // on a trace recorded on an H100 (validation/data/traces/).
 #include <gtest/gtest.h>
-#include <libdeflate.h>
 
 #include <filesystem>
 #include <fstream>
@@ -17,11 +16,13 @@
 #include "replay/replay_run.h"
 #include "sim/error.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/gzip.h"
 #include "tests/support/model_workloads.h"
 
 namespace gpusim::replay {
 namespace {
 
+using gpusim::testing::gzipped;
 using nlohmann::json;
 
 // A trace of one op and its kernel: `op` with its recorded inputs, launching `kernel`.
@@ -87,20 +88,6 @@ TEST(ReplayTrace, BadInputIsAClearConfigError) {
   no_shapes["traceEvents"][0]["args"].erase("Input Dims");
   EXPECT_EQ(key(no_shapes.dump()), "Input Dims");
   EXPECT_THROW(read_profiler_trace("/nonexistent/trace.json"), ConfigError);
-}
-
-// `text` gzip'd as one member, or as two (its halves compressed apart, as `cat a.gz b.gz` makes).
-std::string gzipped(const std::string& text, bool two_members = false) {
-  const auto member = [](std::string_view part) {
-    libdeflate_compressor* c = libdeflate_alloc_compressor(6);
-    std::string out(libdeflate_gzip_compress_bound(c, part.size()), '\0');
-    out.resize(libdeflate_gzip_compress(c, part.data(), part.size(), out.data(), out.size()));
-    libdeflate_free_compressor(c);
-    return out;
-  };
-  if (!two_members) return member(text);
-  const std::string_view t = text;
-  return member(t.substr(0, t.size() / 2)) + member(t.substr(t.size() / 2));
 }
 
 std::filesystem::path write_temp(const std::string& name, const std::string& bytes) {

@@ -1,5 +1,5 @@
 // The fused lowering's training step (workloads/fused_train_lowering.cpp): a tuned trainer's
-// compiled step, as validation/data/hf_train4_h100.json records it: Triton kernels in place of
+// compiled step, as validation/data/hf_train4_h100.json.gz records it: Triton kernels in place of
 // eager's elementwise chains, the loss without an fp32 copy of the logits, cuDNN's attention over
 // a materialized mask, and what it refuses.
 #include <gtest/gtest.h>

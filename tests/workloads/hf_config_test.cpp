@@ -15,6 +15,7 @@
 
 #include "tests/support/temp_files.h"
 #include "tests/workloads/config_error_matchers.h"
+#include "validation/case_json.h"
 #include "workloads/parameter_count.h"
 #include "workloads/workload.h"
 
@@ -188,16 +189,16 @@ TEST(HfConfigTest, MeasuredConfigsGiveThePyTorchParameterCounts) {
   std::map<std::string, std::int64_t> n_params;
   // Sets 1, 2 and 3 (set 3: its calibration and holdout cases in one file). Only ids and
   // parameter counts are read.
-  for (const char* file : {"hf_models_h100.json", "hf_models2_h100.json", "hf_models3_h100.json", "hf_models4_h100.json"}) {
-    const auto measured = nlohmann::json::parse(read_text(kMeasured / file));
+  for (const char* file : {"hf_models_h100.json.gz", "hf_models2_h100.json.gz", "hf_models3_h100.json.gz", "hf_models4_h100.json.gz"}) {
+    const auto measured = validation::read_json_file(kMeasured / file);
     for (const auto& c : measured.at("cases")) {
       n_params[c.at("id").get<std::string>()] = c.at("n_params").get<std::int64_t>();
     }
   }
-  // The training cases (hf_train_h100.json to hf_train4_h100.json), whose configs are saved as
+  // The training cases (hf_train_h100.json.gz to hf_train4_h100.json.gz), whose configs are saved as
   // train_<id>.json.
-  for (const char* file : {"hf_train_h100.json", "hf_train2_h100.json", "hf_train3_h100.json", "hf_train4_h100.json"}) {
-    const auto train = nlohmann::json::parse(read_text(kMeasured / file));
+  for (const char* file : {"hf_train_h100.json.gz", "hf_train2_h100.json.gz", "hf_train3_h100.json.gz", "hf_train4_h100.json.gz"}) {
+    const auto train = validation::read_json_file(kMeasured / file);
     for (const auto& c : train.at("cases")) {
       n_params["train_" + c.at("id").get<std::string>()] = c.at("n_params").get<std::int64_t>();
     }

@@ -135,7 +135,7 @@ TEST(ModelParameterCountTest, MatchesHuggingFace) {
       {"gpt2-large", 774030080},
       {"gpt2-xl", 1557611200},
       // This year's families: the measured cases of the same shape
-      // (validation/data/hf_models3_h100.json) and published counts.
+      // (validation/data/hf_models3_h100.json.gz) and published counts.
       {"qwen3-1.7b", 1720574976},
       {"gemma2-2b", 2614341888},
       {"gemma3-1b", 999885952},

@@ -17,6 +17,7 @@
 #include "workloads/model_run.h"
 #include "workloads/transformer_phases.h"
 #include "sim/error.h"
+#include "validation/case_json.h"
 #include "workloads/workload.h"
 
 namespace gpusim::workloads {
@@ -112,7 +113,7 @@ TEST(NewFamilies, FusedProjectionsAreOneGemmEach) {
 }
 
 // Phi-3's pass cat: vectorized in decode (the RoPE sum is dense), the strided kernel in prefill
-// (the sum keeps the projection's [B, S, H, D] layout; hf_models3_h100.json, Phi-3 prefill).
+// (the sum keeps the projection's [B, S, H, D] layout; hf_models3_h100.json.gz, Phi-3 prefill).
 TEST(NewFamilies, PassCatFollowsTheLayoutOfTheRotatedSum) {
   const auto hw = h100();
   for (const Phase phase : {Phase::kDecode, Phase::kPrefill}) {
@@ -303,8 +304,7 @@ TEST(NewFamilies, ExtendedStepsStayExact) {
 // +15.7%, cuBLAS tile choices for its projections), and the program has the measured kernels:
 // kernel counts within 10%.
 TEST(NewFamilies, CalibrationCasesOfSet3) {
-  std::ifstream in(repo_dir() / "validation" / "data" / "hf_models3_h100.json");
-  const auto data = nlohmann::json::parse(in);
+  const auto data = validation::read_json_file(repo_dir() / "validation" / "data" / "hf_models3_h100.json.gz");
   const auto hw = h100();
   const auto models = models::default_kernel_models();
   int checked = 0;

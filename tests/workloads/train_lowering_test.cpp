@@ -68,7 +68,7 @@ TEST(TrainLowering, PhasesInAutogradOrder) {
   EXPECT_LT(at("layers[0].attn.sdpa_backward"), at("layers[0].attn.q_proj.grad_input"));
   EXPECT_EQ(bwd.back(), "embed_tokens.grad_accumulate");  // the tied head's gradient joins the embedding's
   // Every norm's backward: the weight's gradient and the fp32 chain (RMSNorm's 17 kernels in
-  // hf_train_h100.json; 16 here: 512 rows are summed without splitting them over CTAs, so the
+  // hf_train_h100.json.gz; 16 here: 512 rows are summed without splitting them over CTAs, so the
   // column sum needs no memset of semaphores).
   std::size_t norm_kernels = 0;
   for (std::size_t v = step.phase_starts[1].second; v < step.phase_starts[2].second; ++v) {
@@ -226,7 +226,7 @@ std::size_t count_suffix(const KernelDag& dag, std::size_t from, std::size_t to,
 
 // Autocast casts each fp32 weight to bf16 once per forward (its cache), the fp32 inputs of the
 // linear layers (the norms' outputs) each time, and the backward casts the weights' gradients
-// back to fp32 and the cast inputs' gradients too (hf_train_h100.json, the calibration amp case).
+// back to fp32 and the cast inputs' gradients too (hf_train_h100.json.gz, the calibration amp case).
 TEST(TrainLowering, AutocastCastsWeightsOnceAndGradientsBackToFp32) {
   const auto models = models::default_kernel_models();
   const auto hw = h100();

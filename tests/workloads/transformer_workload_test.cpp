@@ -11,6 +11,7 @@
 #include "sim/error.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/temp_files.h"
+#include "validation/case_json.h"
 #include "workloads/hf_config.h"
 #include "workloads/memory_footprint.h"
 #include "workloads/model_run.h"
@@ -30,8 +31,7 @@ ModelWorkload model_workload(const std::string& yaml) {
 }
 
 nlohmann::json measured() {
-  std::ifstream in(repo_dir() / "validation" / "data" / "hf_models_h100.json");
-  return nlohmann::json::parse(in);
+  return validation::read_json_file(repo_dir() / "validation" / "data" / "hf_models_h100.json.gz");
 }
 
 // What a kernel does, from its name (the measured and simulated names differ in template

@@ -14,9 +14,10 @@ to 30 us on both lent machines). Held-out cases are not read.
 
 Usage (repository root):
   python3 validation/measure/fit_train_host.py --hw h100 \
-      validation/data/hf_train_h100.json validation/data/hf_train2_h100.json
+      validation/data/hf_train_h100.json.gz validation/data/hf_train2_h100.json.gz
 """
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -59,7 +60,8 @@ def main():
     tmp = tempfile.mkdtemp()
     cases = []
     for f in a.files:
-        doc = json.load(open(f))
+        with (gzip.open if f.endswith(".gz") else open)(f, "rt") as r:  # stored gzip'd
+            doc = json.load(r)
         for c in doc["cases"]:
             if c["split"] != "calibration":
                 continue
