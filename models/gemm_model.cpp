@@ -655,8 +655,9 @@ std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool l
       }
       if (c.wmma) {
         const std::string t = d == hw::DType::kBf16 ? "bf16" : "f16";
-        return fmt::format("cutlass_80_wmma_tensorop_{0}_s161616gemm_{0}_{1}x{2}_{3}x{4}_{5}_align{6}", t,
-                           c.tile_m, c.tile_n, c.tile_k, c.stages, linear ? "tn" : "nn", c.align);
+        return fmt::format("cutlass_{0}_wmma_tensorop_{1}_s161616gemm_{1}_{2}x{3}_{4}x{5}_{6}_align{7}",
+                           c.align == 1 ? 75 : 80, t, c.tile_m, c.tile_n, c.tile_k, c.stages, linear ? "tn" : "nn",
+                           c.align);
       }
       if (c.align < 8) {
         const bool sm75 = c.register_staged;
@@ -961,6 +962,7 @@ std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear
 // at the first evaluation of that set).
 constexpr std::int64_t kGemmsnAnyGridMaxK = 128;
 constexpr std::int64_t kGemmsnNarrowFp32MaxK = 64;
+constexpr std::int64_t kGemmsnDeepFp32MinN = 4096;
 
 bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // Not tf32: its few-row products ran sm80_xmma's 32x32x64 kernel or split-K (sets 3-5:
@@ -969,6 +971,12 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // fp32: wide products, or narrow ones of short K (sets 3-5: 7x5x8, 8x3x7, 16x16x16 and 16x16x64
   // ran gemmSN; 16x16x112 and 16x64x112 the SIMT kernels).
   if (p.dtype == hw::DType::kFp32 ? p.N < 256 && p.K > kGemmsnNarrowFp32MaxK : operand_align(p) != 1) return false;
+  // Deeper fp32 products stay on gemmSN only when wide and at least as wide as deep (sets 3-10:
+  // 8x4732x364, 16x8128x256, 16x7968x2608, 16x10624x2528 ran it; 16x1664x576, 16x2960x1760,
+  // 16x5120x9552, 16x3072x12576 the SIMT kernels, 5x5189x3859 sgemm_largek).
+  if (p.dtype == hw::DType::kFp32 && p.K > kGemmsnAnyGridMaxK && (p.N < kGemmsnDeepFp32MinN || p.N < p.K)) {
+    return false;
+  }
   const auto [cols, ksplit] = gemmsn_split(p, linear);
   // The rule is the NN kernel's; F.linear's TN kernel also ran with one CTA (11x7x754 in
   // ops4_h100.csv), which this sends to the tiled kernels: a known miss.
@@ -1048,6 +1056,7 @@ std::int64_t nvjet_split(const hw::HardwareSpec& hw, const Problem& p, const Con
   return split_by_slices(p, c, kNvjetMinSliceK, kNvjetMaxSplit, hw.sm_count);
 }
 
+
 // The tiled (nvjet or mma.sync) kernel and split for a 16-bit, fp8 or tf32 product.
 // Small tf32 products with rows that are not 16-byte multiples run sm80_xmma's 32x32x64 kernel
 // on sm_90, unsplit (sets 3-5: 5165x14x136, 253x18x443, 567x204x161, 11x12401x232, 13x64x55;
@@ -1086,11 +1095,26 @@ constexpr double kWmmaMaxWork = 16777216.0;  // M x N x K
 // (sets 3-8: 15x2x1804 in 17.5 us, 53x2x806 in 8.7, 62x14x692 in 6.9, 3x2x322 in 6.0).
 constexpr double kWmmaStepRoundTrips = 1.25;  // 1-2 tried on sets 3-8
 
+// fp16 products whose rows allow only 2-byte loads run the sm_75 build of that kernel, up to far
+// larger products: every fp16 align1 product of sets 3-10 (H100) with K >= 2, fewer than 2^20
+// outputs and fewer than 4e8 multiply-adds ran it (31 of them, up to 2382x163x9, 3x13473x6818 and
+// 4101x7x12203); 177x469x6243 (5.2e8) and those of 1.6M outputs or more ran the s1688 kernels.
+// bf16's align1 products never ran it.
+constexpr double kWmma75MaxWork = 4e8;
+constexpr double kWmma75MaxOutputs = 1048576.0;
+
+bool runs_wmma(const hw::HardwareSpec& hw, const Problem& p) {
+  if (detail::elt_bytes(p.dtype) != 2 || hw.throughput.mma_sync_share >= 1.0) return false;
+  const double outputs = static_cast<double>(p.M) * static_cast<double>(p.N) * p.batch;
+  const double work = outputs * static_cast<double>(p.K);
+  const std::int64_t align = operand_align(p);
+  if (align == 2) return work < kWmmaMaxWork;
+  return align == 1 && p.dtype == hw::DType::kFp16 && p.K >= 2 && outputs < kWmma75MaxOutputs &&
+         work < kWmma75MaxWork;
+}
+
 std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p) {
-  if (detail::elt_bytes(p.dtype) != 2 || hw.throughput.mma_sync_share >= 1.0 || operand_align(p) != 2 ||
-      static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K) * p.batch >= kWmmaMaxWork) {
-    return std::nullopt;
-  }
+  if (!runs_wmma(hw, p)) return std::nullopt;
   auto c = mma_sync_config(hw, p.dtype, 32, 32);
   if (!c) return std::nullopt;
   c->tile_k = 64;
@@ -1098,7 +1122,7 @@ std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p) {
   c->smem = c->stages * (c->tile_n + c->tile_m) * c->tile_k * 2;
   c->threads = 128;
   c->regs = 88;
-  c->align = 2;
+  c->align = operand_align(p);
   c->wmma = true;
   c->k_step_round_trips = kWmmaStepRoundTrips;
   return c;
@@ -1132,6 +1156,14 @@ Choice choose_tiled(const hw::HardwareSpec& hw, const Problem& p) {
 // 149x21x11486 -> 15); a single tile keeps the parallel split (3x2x857 -> 27 and the reduce).
 constexpr std::int64_t kSerialSplitK = 768;
 constexpr std::int64_t kSerialSplitMax = 16;
+// Fewer tiles keep the parallel split and its reduce kernel (which adds the bias), unless the
+// output is a single column of tiles over a deep K: then slices of about 256 run serially (sets
+// 3-10, 27 bias rows split on the align1 kernels: 5x83x6104 -> 64 ways and the reduce, 259x179x3186
+// (20 tiles) -> 8 and the reduce, 376x58x185 -> 3 and the reduce; 6607x88x15022 (26 tiles),
+// 769x2x975 -> 3 serial, 157x2x735 -> 3, 149x21x11486 -> 15).
+constexpr std::int64_t kSerialMinTiles = 24;
+constexpr std::int64_t kSerialColumnMinK = 256;
+constexpr std::int64_t kSerialColumnSplitK = 256;
 
 // Shallow products on the register-staged (align1) kernels: cuBLAS takes its split-K variant,
 // which writes fp32 partials that cublasLt::splitKreduce_kernel sums and converts, with K cut
@@ -1164,8 +1196,12 @@ Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice c
 }
 
 Choice with_bias_epilogue(const Problem& p, Choice ch, bool bias) {
-  if (!bias || !ch.cfg.register_staged || ch.split <= 1 || units_of(p, ch.cfg, 1) < 2) return ch;
-  ch.split = std::clamp<std::int64_t>(ceil_div(p.K, kSerialSplitK), 2, kSerialSplitMax);
+  const std::int64_t tiles = units_of(p, ch.cfg, 1);
+  if (!bias || !ch.cfg.register_staged || ch.split <= 1 || tiles < 2) return ch;
+  const bool one_column = ceil_div(p.N, ch.cfg.tile_n) == 1 && p.K > kSerialColumnMinK;
+  if (tiles < kSerialMinTiles && !one_column) return ch;
+  const std::int64_t slice_k = tiles < kSerialMinTiles ? kSerialColumnSplitK : kSerialSplitK;
+  ch.split = std::clamp<std::int64_t>(ceil_div(p.K, slice_k), 2, kSerialSplitMax);
   while (last_slice_empty(p, ch.cfg, ch.split)) --ch.split;
   ch.reduce = false;
   ch.serial = ch.split > 1;

@@ -188,6 +188,14 @@ const std::vector<SuiteSpec>& suites() {
       {"measured10-h200", "h200", "ops10_h200.csv",
        "the seventh fresh set on an H200 SXM (all held out), measured at the end of issue 16's "
        "sixth round, after its last change, and compared once"},
+      {"measured11-h100", "h100", "ops11_h100.csv",
+       "issue 16's eighth fresh random set on the H100: 402 instances drawn the same way (seed "
+       "24), all held out, measured before the seventh round's changes (the sm75 wmma kernel of "
+       "fp16 align1 products, deep fp32 products off gemmSN, the bias split rule) and compared once "
+       "after them"},
+      {"measured11-h200", "h200", "ops11_h200.csv",
+       "the eighth fresh set on an H200 SXM (all held out), measured with the H100's and compared "
+       "once after the seventh round"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "

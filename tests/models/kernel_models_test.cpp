@@ -317,6 +317,25 @@ TEST(GemmModelTest, SmallAlign2ProductsRunTheWmmaKernel) {
   EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2313, 142, 8}), a100())[0].name, "wmma"));
 }
 
+TEST(GemmModelTest, Fp16Align1ProductsRunTheSm75WmmaKernel) {
+  // Random sets 3-10 on the H100: fp16 products of single-element rows, K >= 2, fewer than 2^20
+  // outputs and 4e8 multiply-adds ran cutlass_75_wmma_tensorop_..._align1 (2382x163x9,
+  // 4101x7x12203); larger ones the s1688 kernels (8268x390x5), bf16's never the wmma kernel.
+  const auto small = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{2382, 163, 9}), h100());
+  ASSERT_EQ(small.size(), 1u);
+  EXPECT_TRUE(contains(small[0].name, "cutlass_75_wmma_tensorop_f16") && contains(small[0].name, "_align1"))
+      << small[0].name;
+  EXPECT_EQ(small[0].grid.count(), 75 * 6);  // 32x32 tiles
+  const auto deep = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{4101, 7, 12203}), h100());
+  EXPECT_TRUE(contains(deep[0].name, "cutlass_75_wmma")) << deep[0].name;
+  const auto wide = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{8268, 390, 5}), h100());
+  EXPECT_TRUE(contains(wide[0].name, "cutlass_75_tensorop_s1688gemm_f16")) << wide[0].name;
+  const auto bf16 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2382, 163, 9}), h100());
+  EXPECT_FALSE(contains(bf16[0].name, "wmma")) << bf16[0].name;
+  const auto one_deep = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{2382, 163, 1}), h100());
+  EXPECT_FALSE(contains(one_deep[0].name, "wmma")) << one_deep[0].name;
+}
+
 TEST(GemmModelTest, LargeShapesDoNotSplitK) {
   for (const auto& name : testing::preset_names()) {
     const auto ls = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{4096, 4096, 4096}), preset(name));
@@ -435,6 +454,11 @@ TEST(GemmModelTest, OneRowOrColumnProductsOnHopperRunGemvOrDotKernels) {
   // Narrow fp32 products of short K run gemmSN (7x5x8), longer K the SIMT kernels (16x16x112).
   EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{7, 5, 8}), h100())[0].name, "gemmSN"));
   EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{16, 16, 112}), h100())[0].name, "gemmSN"));
+  // Deeper fp32 products keep gemmSN only when wide and at least as wide as deep (16x7968x2608);
+  // 16x5120x9552 and 16x1664x576 ran the SIMT kernels.
+  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{16, 7968, 2608}), h100())[0].name, "gemmSN"));
+  EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{16, 5120, 9552}), h100())[0].name, "gemmSN"));
+  EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{16, 1664, 576}), h100())[0].name, "gemmSN"));
 }
 
 TEST(GemmModelTest, Fp32SkinnyShapesSplitLongKManyWays) {
@@ -519,11 +543,23 @@ TEST(GemmModelTest, BiasOnSingleElementRowsSplitsSeriallyInTheKernel) {
   ASSERT_EQ(bias.size(), 2u);
   EXPECT_EQ(bias[0].name, "Memset (Device)");
   EXPECT_TRUE(contains(bias[1].name, "_align1")) << bias[1].name;
-  EXPECT_EQ(bias[1].grid.count(), 13 * 2);  // 64x64 tiles, ceil(975 / 768) = 2 slices
+  // 64x64 tiles, one column of them: slices of about 256, ceil(975 / 256) = 4, as measured 3.
+  EXPECT_EQ(bias[1].grid.count(), 13 * 4);
   EXPECT_EQ(bias[1].reads.back().tensor, "op0.bias");
   EXPECT_EQ(bias[1].writes.front().tensor, "op0.y");  // the slices add into the output
   const auto plain = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{769, 2, 975, false}), h100());
   EXPECT_TRUE(contains(plain.back().name, "splitKreduce_kernel")) << plain.back().name;
+  // Few tiles in more than one column keep the parallel split, and its reduce adds the bias
+  // (ops6_h100.csv: 5x83x6104 ran 64 slices and splitKreduce_kernel).
+  const auto few = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{5, 83, 6104, true}), h100());
+  EXPECT_NE(few.front().name, "Memset (Device)");
+  EXPECT_TRUE(contains(few.back().name, "splitKreduce_kernel")) << few.back().name;
+  EXPECT_EQ(few.back().reads.back().tensor, "op0.bias");
+  // Many tiles split serially, slices of about 768 (ops3_h100.csv: 1917x71x547, 60 tiles, 2 ways).
+  const auto many = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{1917, 71, 547, true}), h100());
+  ASSERT_EQ(many.size(), 2u);
+  EXPECT_EQ(many[0].name, "Memset (Device)");
+  EXPECT_EQ(many[1].grid.count(), 30 * 2 * 2);
   // The align1 kernel's K steps are a chain: the same tile, twice the depth, twice the path.
   const auto k1 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{6160, 153, 96}), h100());
   const auto k2 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{6160, 153, 192}), h100());
