@@ -196,6 +196,12 @@ const std::vector<SuiteSpec>& suites() {
       {"measured11-h200", "h200", "ops11_h200.csv",
        "the eighth fresh set on an H200 SXM (all held out), measured with the H100's and compared "
        "once after the seventh round"},
+      {"measured12-h100", "h100", "ops12_h100.csv",
+       "issue 16's ninth fresh random set on the H100: 404 instances drawn the same way (seed "
+       "25), all held out, measured after the seventh round's changes and before the cuDNN decode "
+       "refit, and compared once after it"},
+      {"measured12-h200", "h200", "ops12_h200.csv",
+       "the ninth fresh set on an H200 SXM (all held out), compared once with the H100's"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
