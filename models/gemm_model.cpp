@@ -1016,13 +1016,20 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
 // 1696x16x96, 16x1744x32, 7504x80x16) or split long K as the estimate does (704x16x544 -> 6,
 // 2544x16x992 -> 6); 1872x16x16 (30 tiles, split 4) stays a miss.
 constexpr std::int64_t kTf32SmallSplitMaxTiles = 8;
+// Products of more than one column of tiles split up to 24 tiles when K is at most 32 (sets 3-12:
+// 16x752x16, 64x624x16, 32x1120x16, 16x1168x16, 32x1280x16, 336x224x16 split 4 ways; one column
+// of 10-21 tiles ran unsplit: 592x16x16, 1168x16x16, 1344x16x16; as did 32 tiles, 16x2032x16).
+constexpr std::int64_t kTf32WideSplitMaxTiles = 24;
+constexpr std::int64_t kTf32WideSplitMaxK = 32;
 // At most this many slices (16x16x1936 -> 24, 32x160x3152 -> 24, 304x16x13216 -> 26).
 constexpr std::int64_t kTf32MaxSmallSplit = 24;
 
 Choice tf32_small_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch) {
   const std::int64_t tiles = units_of(p, ch.cfg, 1);
   // Narrower rows mostly ran sm80_xmma's unsplit 32x32x64 kernel instead (43x930x20, 583x240x19).
-  if (p.dtype != hw::DType::kTf32 || tiles > kTf32SmallSplitMaxTiles || operand_align(p) != 4) return ch;
+  if (p.dtype != hw::DType::kTf32 || operand_align(p) != 4) return ch;
+  const bool wide = ceil_div(p.N, ch.cfg.tile_n) > 1 && p.K <= kTf32WideSplitMaxK;
+  if (tiles > (wide ? kTf32WideSplitMaxTiles : kTf32SmallSplitMaxTiles)) return ch;
   ch.split = std::max<std::int64_t>(
       1, std::min({hw.sm_count / tiles, ceil_div(p.K, 4), kTf32MaxSmallSplit}));
   while (last_slice_empty(p, ch.cfg, ch.split)) --ch.split;

@@ -424,6 +424,12 @@ TEST(GemmModelTest, Tf32OnHopperFollowsItsMeasuredKernels) {
   const auto one = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{16, 16, 48}), h100());
   ASSERT_EQ(one.size(), 2u);
   EXPECT_TRUE(contains(one[1].name, "splitKreduce_kernel"));
+  // Up to 24 tiles in more than one column of them, shallow K, split too (32x1120x16 -> 24 tiles
+  // x 4 and the reduce); as many tiles in one column do not (1344x16x16 ran 21 tiles alone).
+  const auto wide = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{32, 1120, 16}), h100());
+  ASSERT_EQ(wide.size(), 2u);
+  EXPECT_TRUE(contains(wide[1].name, "splitKreduce_kernel"));
+  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{1344, 16, 16}), h100()).size(), 1u);
   // Where mma.sync is native (A100) tf32 keeps its own rate.
   const auto a = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{2696, 1491, 6839}), preset("a100"));
   EXPECT_DOUBLE_EQ(a.front().ctas.front().work.tensor_efficiency, 1.0);
