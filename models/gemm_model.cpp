@@ -963,6 +963,8 @@ std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear
 constexpr std::int64_t kGemmsnAnyGridMaxK = 128;
 constexpr std::int64_t kGemmsnNarrowFp32MaxK = 64;
 constexpr std::int64_t kGemmsnDeepFp32MinN = 4096;
+constexpr std::int64_t kGemmsn16BitAnyGridMaxK = 512;
+constexpr std::int64_t kGemmsn16BitDeepMinRows = 8;
 
 bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // Not tf32: its few-row products ran sm80_xmma's 32x32x64 kernel or split-K (sets 3-5:
@@ -978,6 +980,13 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
     return false;
   }
   const auto [cols, ksplit] = gemmsn_split(p, linear);
+  // 16-bit NN products: gemmSN however few CTAs up to K = 512, deeper ones only above 8 rows
+  // (sets 3-12: 8x1160x185, 14x2x359, 5x256x405 ran gemmSN; 13x5340x1137 and 12x5831x2533 too,
+  // 8x2190x2539, 5x3857x2512 and 3x3096x5393 the tiled kernels).
+  if (p.dtype != hw::DType::kFp32 && !linear) {
+    if (p.K <= kGemmsn16BitAnyGridMaxK) return true;
+    if (p.M <= kGemmsn16BitDeepMinRows) return false;
+  }
   // The rule is the NN kernel's; F.linear's TN kernel also ran with one CTA (11x7x754 in
   // ops4_h100.csv), which this sends to the tiled kernels: a known miss.
   return p.K <= kGemmsnAnyGridMaxK || 2 * ceil_div(p.N, cols) * ksplit >= hw.sm_count;
