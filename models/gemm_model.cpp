@@ -1230,6 +1230,18 @@ namespace {
 
 enum class GemmPath { kGemmsn, kGemv, kDot, kTiled };
 
+// tf32 products of rows that allow no 16-byte loads run cuBLAS's fp32 SIMT kernels when they are
+// one deep, or shallow with many outputs (sets 3-12, H100: all 11 of K = 1, 2 x 642 to
+// 10573 x 4222, ran cutlass_80_simt_sgemm_128x32; 192x9463x14, 12849x422x21, 462x16278x3 too,
+// 869x1295x25 an fp32 xmma kernel; fewer outputs the tf32 kernels, 5017x269x3 a miss).
+constexpr std::int64_t kTf32SimtMaxK = 32;
+constexpr double kTf32SimtMinOutputs = 1048576.0;
+
+bool tf32_runs_simt(const hw::HardwareSpec& hw, const Problem& p) {
+  if (p.dtype != hw::DType::kTf32 || !detail::is_hopper(hw) || p.batch != 1 || operand_align(p) >= 4) return false;
+  return p.K == 1 || (p.K <= kTf32SimtMaxK && static_cast<double>(p.M) * static_cast<double>(p.N) >= kTf32SimtMinOutputs);
+}
+
 // What cuBLAS runs for a product: gemmSN, the GEMV, or a tiled kernel (SIMT, mma.sync or nvjet)
 // with its tile and split. One place for the lowering and gemm_tiling.
 struct GemmPlan {
@@ -1251,7 +1263,7 @@ GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool
     return {dot ? GemmPath::kDot : GemmPath::kGemv, {}};
   }
   if (uses_gemmsn(hw, p, linear)) return {GemmPath::kGemmsn, {}};
-  if (p.dtype == hw::DType::kFp32) {
+  if (p.dtype == hw::DType::kFp32 || tf32_runs_simt(hw, p)) {
     return {GemmPath::kTiled,
             p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0}};
   }

@@ -430,6 +430,12 @@ TEST(GemmModelTest, Tf32OnHopperFollowsItsMeasuredKernels) {
   ASSERT_EQ(wide.size(), 2u);
   EXPECT_TRUE(contains(wide[1].name, "splitKreduce_kernel"));
   EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{1344, 16, 16}), h100()).size(), 1u);
+  // Rows that allow no 16-byte loads, one deep or shallow with many outputs: cuBLAS's fp32 SIMT
+  // kernels (10573x4222x1, 462x16278x3); few outputs keep the small xmma kernel (2x1423x3).
+  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{10573, 4222, 1}), h100()).front().name, "simt"));
+  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{462, 16278, 3}), h100()).front().name, "simt"));
+  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{2, 1423, 3}), h100()).front().name,
+                       "tf32f32_f32_nn_n_tilesize32x32x64"));
   // Where mma.sync is native (A100) tf32 keeps its own rate.
   const auto a = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{2696, 1491, 6839}), preset("a100"));
   EXPECT_DOUBLE_EQ(a.front().ctas.front().work.tensor_efficiency, 1.0);
