@@ -1257,8 +1257,10 @@ Problem checked_problem(const GemmProblem& gp) {
 }
 
 GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear) {
+  // fp32 has no sm_90 tensor-core kernels: its one-row products take the GEMV however aligned
+  // (sets 3-12: 1x4x8 and 1x4x20 ran gemvx).
   if (detail::is_hopper(hw) && p.batch == 1 && std::min(p.M, p.N) == 1 && p.K > 1 &&
-      !runs_sm90_kernels(hw, p)) {
+      (p.dtype == hw::DType::kFp32 || !runs_sm90_kernels(hw, p))) {
     const bool dot = std::max(p.M, p.N) <= kDotMaxProducts && p.K >= kDotMinK;
     return {dot ? GemmPath::kDot : GemmPath::kGemv, {}};
   }

@@ -462,6 +462,8 @@ TEST(GemmModelTest, OneRowOrColumnProductsOnHopperRunGemvOrDotKernels) {
   EXPECT_NEAR(column[0].ctas.front().work.fixed.seconds(),
               3.5 * h.dram.latency.seconds() + h.l2.hit_latency.seconds(), 1e-12);
   EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{1, 8283, 1943}), h100())[0].name, "gemvx"));
+  // fp32 has no sm_90 tensor-core path: aligned one-row products take the GEMV too (1x4x20).
+  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{1, 4, 20}), h100())[0].name, "gemvx"));
   EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, 4096, 4096}), h100())[0].name, "nvjet"));
   // Narrow fp32 products of short K run gemmSN (7x5x8), longer K the SIMT kernels (16x16x112).
   EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{7, 5, 8}), h100())[0].name, "gemmSN"));
