@@ -202,6 +202,12 @@ const std::vector<SuiteSpec>& suites() {
        "refit, and compared once after it"},
       {"measured12-h200", "h200", "ops12_h200.csv",
        "the ninth fresh set on an H200 SXM (all held out), compared once with the H100's"},
+      {"measured13-h100", "h100", "ops13_h100.csv",
+       "issue 16's tenth fresh random set on the H100: 403 instances drawn the same way (seed "
+       "26), all held out, measured after the session's last change of issue 16's seventh and "
+       "eighth rounds and compared once with that model"},
+      {"measured13-h200", "h200", "ops13_h200.csv",
+       "the tenth fresh set on an H200 SXM (all held out), compared once with the same model"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
