@@ -39,7 +39,9 @@ workloads::OpWorkload tp_layer_workload(const std::string& model, const std::str
   workloads::OpWorkload w;
   w.name = fmt::format("tp_steps {} {} b={} len={} tp={}", model, phase, batch, length, tp);
   w.default_dtype = bf16;
-  const auto add = [&w, bf16](OpKind kind, models::OpShape shape) { w.ops.push_back({Op(kind, bf16, std::move(shape)), 0}); };
+  const auto add = [&w](OpKind kind, models::OpShape shape) {
+    w.ops.push_back({Op(kind, hw::DType::kBf16, std::move(shape)), 0});
+  };
   const auto all_reduce = [&] {
     if (tp > 1) add(OpKind::kAllReduce, models::CollectiveShape{T * m.d * 2, tp});
   };
