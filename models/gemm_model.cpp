@@ -272,9 +272,10 @@ bool tma_aligned(const Problem& p) {
 
 // Whether cuBLAS takes its sm_90 (TMA, wgmma) kernels: 16-byte rows, and for tf32 a problem of
 // some size (ops3_h100.csv: every tf32 product below 256 rows or columns or 64 deep ran an
-// sm_80-style mma.sync kernel; 2032x1088x512 the sm_90 one).
+// sm_80-style mma.sync kernel; 2032x1088x512 the sm_90 one). Never fp32, which has no
+// tensor-core path (its aligned one-row products ran gemvx too: 1x4x8, 1x4x20 in sets 3-12).
 bool runs_sm90_kernels(const hw::HardwareSpec& hw, const Problem& p) {
-  if (!detail::is_hopper(hw) || !tma_aligned(p)) return false;
+  if (!detail::is_hopper(hw) || p.dtype == hw::DType::kFp32 || !tma_aligned(p)) return false;
   if (p.dtype == hw::DType::kTf32) return std::min(p.M, p.N) >= 256 && p.K >= 64;
   return true;
 }
@@ -987,8 +988,9 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
     if (p.K <= kGemmsn16BitAnyGridMaxK) return true;
     if (p.M <= kGemmsn16BitDeepMinRows) return false;
   }
-  // The rule is the NN kernel's; F.linear's TN kernel also ran with one CTA (11x7x754 in
-  // ops4_h100.csv), which this sends to the tiled kernels: a known miss.
+  // fp32, and 16-bit F.linear (TN): K up to 128, or a grid that fills half the SMs. The TN kernel
+  // also ran with one CTA (11x7x754 in ops4_h100.csv), which this sends to the tiled kernels: a
+  // known miss.
   return p.K <= kGemmsnAnyGridMaxK || 2 * ceil_div(p.N, cols) * ksplit >= hw.sm_count;
 }
 
@@ -1257,10 +1259,8 @@ Problem checked_problem(const GemmProblem& gp) {
 }
 
 GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear) {
-  // fp32 has no sm_90 tensor-core kernels: its one-row products take the GEMV however aligned
-  // (sets 3-12: 1x4x8 and 1x4x20 ran gemvx).
   if (detail::is_hopper(hw) && p.batch == 1 && std::min(p.M, p.N) == 1 && p.K > 1 &&
-      (p.dtype == hw::DType::kFp32 || !runs_sm90_kernels(hw, p))) {
+      !runs_sm90_kernels(hw, p)) {
     const bool dot = std::max(p.M, p.N) <= kDotMaxProducts && p.K >= kDotMinK;
     return {dot ? GemmPath::kDot : GemmPath::kGemv, {}};
   }

@@ -11,7 +11,7 @@ nlohmann::json read_json_file(const std::filesystem::path& file) {
   const auto* in = reinterpret_cast<const unsigned char*>(raw.data());
   try {
     if (!replay::is_gzip(in, raw.size())) return nlohmann::json::parse(raw);
-    const replay::PaddedText text = replay::gunzip(in, raw.size(), 1, file.string());
+    const replay::PaddedText text = replay::gunzip(in, raw.size(), 0, file.string());
     return nlohmann::json::parse(text.bytes.get(), text.bytes.get() + text.size);
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(file.string(), 0, "", std::string("not valid JSON: ") + e.what());

@@ -2,7 +2,6 @@
 // footprint, and model runs through `gpusim run` on every hardware preset.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
