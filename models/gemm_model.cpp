@@ -966,11 +966,15 @@ constexpr std::int64_t kGemmsnNarrowFp32MaxK = 64;
 constexpr std::int64_t kGemmsnDeepFp32MinN = 4096;
 constexpr std::int64_t kGemmsn16BitAnyGridMaxK = 512;
 constexpr std::int64_t kGemmsn16BitDeepMinRows = 8;
+constexpr std::int64_t kGemmsnTnShallowMaxN = 16;
 
 bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // Not tf32: its few-row products ran sm80_xmma's 32x32x64 kernel or split-K (sets 3-5:
   // 13x64x55, 10x909x38, 6x2327x17; 5x9x10154 split 58).
   if (!detail::is_hopper(hw) || p.batch != 1 || p.M < 2 || p.M > 16 || p.dtype == hw::DType::kTf32) return false;
+  // Not outer products (K = 1): every dtype ran the tiled kernels (sets 3-13: 5x3x1, 3x13698x1,
+  // 16x7378x1 bf16, 2x4449x1 fp16 on cutlass_75 64x64; 5x473x1 fp32 on the SIMT kernel).
+  if (p.K == 1) return false;
   // fp32: wide products, or narrow ones of short K (sets 3-5: 7x5x8, 8x3x7, 16x16x16 and 16x16x64
   // ran gemmSN; 16x16x112 and 16x64x112 the SIMT kernels).
   if (p.dtype == hw::DType::kFp32 ? p.N < 256 && p.K > kGemmsnNarrowFp32MaxK : operand_align(p) != 1) return false;
@@ -988,6 +992,10 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
     if (p.K <= kGemmsn16BitAnyGridMaxK) return true;
     if (p.M <= kGemmsn16BitDeepMinRows) return false;
   }
+  // 16-bit F.linear (TN) of short K takes gemmSN only when at most 16 columns wide; wider ones ran
+  // the tiled kernels (sets 3-13: 6x15x6, 7x14x7, 11x5x13 and 6x11x124 ran gemmSN; 2x285x14,
+  // 7x460x5, 10x119x34, 15x1909x81 and 2x7529x68 cutlass_75, 2x9908x20 and 6x1070x66 wmma).
+  if (p.dtype != hw::DType::kFp32 && linear && p.K <= kGemmsnAnyGridMaxK) return p.N <= kGemmsnTnShallowMaxN;
   // fp32, and 16-bit F.linear (TN): K up to 128, or a grid that fills half the SMs. The TN kernel
   // also ran with one CTA (11x7x754 in ops4_h100.csv), which this sends to the tiled kernels: a
   // known miss.
@@ -1192,14 +1200,17 @@ constexpr std::int64_t kSerialColumnSplitK = 256;
 //    launches: 29x93x14 -> 2, 1029x6x17 -> 3, 712x12x29 -> 4, 57x14x47 -> 6, 23x36x75 -> 10);
 //    with more tiles, one slice and bf16 out (1901x63x23, 753x384x11, 1373x247x60).
 // K = 1 and deeper products keep the choice above. bf16 only: fp16's shallow products ran other
-// kernels (cutlass wmma, sm80 align2) without the split-K variant.
+// kernels (cutlass wmma, sm80 align2) without the split-K variant. Nor products of 5 rows or
+// fewer (sets 3-13: 3x138x3, 5x206x3, 2x285x14, 2x1115x14, 2x66x37 and 2x19x65 unsplit with
+// bf16 out; 7x460x5 and 10x119x34 took the variant).
 constexpr std::int64_t kShallowSliceK = 8;
 constexpr std::int64_t kShallowMaxK = 80;
 constexpr std::int64_t kShallowSplitSmsPerTile = 5;
+constexpr std::int64_t kShallowSplitMinRows = 6;
 
 Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch, bool bias) {
   if (bias || p.dtype != hw::DType::kBf16 || !ch.cfg.register_staged || ch.split != 1 || p.K < 2 ||
-      p.K > kShallowMaxK) {
+      p.K > kShallowMaxK || p.M < kShallowSplitMinRows) {
     return ch;
   }
   const std::int64_t tiles = units_of(p, ch.cfg, 1);

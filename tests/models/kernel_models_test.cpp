@@ -516,6 +516,17 @@ TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   EXPECT_TRUE(contains(nn16(5, 256, 405), "gemmSN_NN")) << nn16(5, 256, 405);
   EXPECT_TRUE(contains(nn16(13, 5340, 1137), "gemmSN_NN")) << nn16(13, 5340, 1137);
   EXPECT_FALSE(contains(nn16(8, 2190, 2539), "gemmSN")) << nn16(8, 2190, 2539);
+  // Outer products (K = 1) run the tiled kernels whatever the dtype (3x13698x1 bf16, 5x473x1 fp32).
+  EXPECT_TRUE(contains(nn16(3, 13698, 1), "cutlass_75_tensorop")) << nn16(3, 13698, 1);
+  EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{5, 473, 1}), h100())[0].name, "gemmSN"));
+  // 16-bit F.linear of short K: gemmSN up to 16 columns (6x15x6), the tiled kernels wider
+  // (10x119x34, 2x285x14).
+  const auto tn16 = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{m, n, k, false}), h100()).front().name;
+  };
+  EXPECT_TRUE(contains(tn16(6, 15, 6), "gemmSN_TN")) << tn16(6, 15, 6);
+  EXPECT_TRUE(contains(tn16(10, 119, 34), "cutlass_75_tensorop")) << tn16(10, 119, 34);
+  EXPECT_TRUE(contains(tn16(2, 285, 14), "cutlass_75_tensorop")) << tn16(2, 285, 14);
 }
 
 TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
@@ -549,6 +560,10 @@ TEST(GemmModelTest, ShallowAlign1ProductsTakeTheSplitKVariant) {
   EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1901, 63, 23}), h100()).size(), 1u);
   EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{9083, 10, 1}), h100()).size(), 1u);
   EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{1029, 6, 17, true}), h100()).size(), 1u);
+  // Nor products of 5 rows or fewer: 2x285x14 and 3x138x3 ran one bf16 kernel, 7x460x5 the variant.
+  EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{2, 285, 14, false}), h100()).size(), 1u);
+  EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{3, 138, 3, false}), h100()).size(), 1u);
+  EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{7, 460, 5, false}), h100()).size(), 2u);
   // The register-staged kernel sets up no tensor maps: one DRAM round trip less before its
   // first loads than the TMA kernels (one-step align1 kernels: 2.8-3.5 us measured), whose
   // first loads wait in their K-step chain instead (half a round trip).
