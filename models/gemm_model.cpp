@@ -89,6 +89,8 @@ struct Config {
   bool xmma_tf32_small = false;
   // CUTLASS's wmma (m16n16k16) kernel of 32x32 tiles that small 16-bit align2 products run.
   bool wmma = false;
+  // SIMT kernels: the share of time the FP32 pipe issues FFMAs (simt_ffma_share).
+  double ffma_share = 0;
 };
 
 struct Choice {
@@ -489,26 +491,49 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
   return out;
 }
 
-// cutlass_80_simt_sgemm_256x128_8x4: 256 threads, 202 registers, 48 KiB (2048^3 fp32).
-Config cutlass_simt_256x128() {
+// SIMT GEMMs issue shared-memory loads and address arithmetic beside their FFMAs: the FP32 pipe
+// runs FFMAs about 77% of the time in CUTLASS's kernels (the 256x128 tile, calibrated on the
+// 2048^3 fp32 calibration row; its smaller tiles keep that share, as the split-K slices of
+// ops3_h100.csv follow). In the sm80_xmma kernels the share follows the outputs a thread holds
+// per shared-memory load: 56% at 32 (the 64x64 tile, calibrated on naive attention's two
+// calibration GEMMs), 77% at 128 (the 128x128 tile: 4320x336x4240 and 1856x1312x5248 run at
+// 66-68% of the FP32 peak in sets 3-13), log-linear between.
+constexpr double kFfmaShareCutlass = 0.77;
+constexpr double kFfmaShareAt32Outputs = 0.56;
+constexpr double kFfmaShareAt128Outputs = 0.77;
+
+// CUTLASS's SIMT kernels as cuBLAS names them, cutlass_80_simt_sgemm_<N tile>x<M tile>_8x<stages>:
+// the N tile runs along the output's columns (4144x1904x832 fp32: 264 CTAs of 256x128 = 33 x 8
+// tiles of 128 rows and 256 columns). Threads, registers and shared memory as measured (ops_h100.csv,
+// ops3-6_h100.csv).
+Config cutlass_simt(std::int64_t tile_n, std::int64_t tile_m, std::int64_t stages, int threads, int regs,
+                    std::int64_t smem) {
   Config c;
   c.kind = GemmKind::kSimtSingle;
   c.tile_k = 8;
   c.persistent = false;
-  c.tile_n = 128;
-  c.tile_m = 256;
-  c.stages = 4;
-  c.threads = 256;
-  c.regs = 202;
-  c.smem = 49152;
+  c.tile_n = tile_n;
+  c.tile_m = tile_m;
+  c.stages = stages;
+  c.threads = threads;
+  c.regs = regs;
+  c.smem = smem;
+  c.ffma_share = kFfmaShareCutlass;
   return c;
 }
 
-// SIMT GEMMs issue shared-memory loads and address arithmetic beside their FFMAs: the FP32 pipe
-// runs FFMAs about 77% of the time in CUTLASS's 256x128 tile (calibrated on the 2048^3 fp32
-// calibration row) and 56% in the sm80_xmma tiles, whose threads hold fewer outputs per
-// shared-memory load (calibrated on naive attention's two calibration GEMMs).
-double simt_ffma_share(GemmKind kind) { return kind == GemmKind::kSimtSingle ? 0.77 : 0.56; }
+Config cutlass_simt_256x128() { return cutlass_simt(256, 128, 4, 256, 202, 49152); }
+
+
+double ffma_share_of(std::int64_t tile_m, std::int64_t tile_n, int threads) {
+  const double outputs = static_cast<double>(tile_m * tile_n) / threads;
+  const double t = std::clamp(std::log2(outputs / 32.0) / 2.0, 0.0, 1.0);
+  return kFfmaShareAt32Outputs + t * (kFfmaShareAt128Outputs - kFfmaShareAt32Outputs);
+}
+
+double simt_ffma_share(const Config& c) {
+  return c.ffma_share > 0 ? c.ffma_share : ffma_share_of(c.tile_m, c.tile_n, c.threads);
+}
 
 // A SIMT CTA's K steps (8 deep) each wait about one DRAM latency for their operands, however
 // few FLOPs they hold (ops3_h100.csv: the split-K slices of 16x144x4512, 21x144x10169 and
@@ -538,6 +563,7 @@ Config simt_config(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   c.kind = GemmKind::kSimtBatched;
   c.stages = 3;
   c.threads = 128;
+  c.ffma_share = kFfmaShareAt32Outputs;  // as naive attention's calibration GEMMs ran, either tile
   for (const auto& t : b_transposed ? tn : nn) {
     c.tile_m = t.m;
     c.tile_n = t.n;
@@ -565,7 +591,37 @@ hw::CtaWork base_work(const hw::HardwareSpec& hw, hw::DType d) {
 // with each tile's occupancy and FFMA share (see tile_launch); it reproduces the calibration
 // set's choices (512^3: 64x64 split 4, 1536^3: 64x64 split 3, 2048^3 and 4096x1024x1024:
 // 256x128, 3072^3: 256x128 split 4; validation/data/ops_h100.csv, ops2_h100.csv).
+// Shallow products of few tiles run CUTLASS's 64x64 SIMT kernel in its split-K variant: fp32
+// partials in slices of about 4 (at most 4 of them) and splitKreduce_kernel, even unsplit (sets
+// 3-13, H100: 35 of the 47 products of K < 64 and fewer than 64 such tiles; 80x16x16 ran 2 x 4
+// CTAs and the reduce in 4.1 us, 19x398x2 one slice and the reduce). The others ran the 128x64
+// and 128x32 variants the same way, or sm80_xmma's 32x32 tile.
+// sm80_xmma's 128x128 tile ran only deep products (sets 3-13: K of 3296 to 15885); 512^3 ran
+// 64x64 split 4.
+constexpr std::int64_t kSimtSquareTileMinK = 2048;
+// Shallower products never ran the 256x128 tile, however large (sets 3-13: 3969x10157x43,
+// 5469x12672x39, 3744x5664x16 on sm80_xmma's 64x64; 992x3776x48 the one exception).
+constexpr std::int64_t kSimtWideTileMinK = 64;
+constexpr std::int64_t kSimtSplitVariantMaxK = 63;
+constexpr std::int64_t kSimtSplitVariantMaxTiles = 63;
+constexpr std::int64_t kSimtSplitVariantSliceK = 4;
+constexpr std::int64_t kSimtSplitVariantMaxSplit = 4;
+
+std::optional<Choice> simt_split_variant(const Problem& p) {
+  const Config c64 = cutlass_simt(64, 64, 5, 128, 76, 20480);
+  if (p.K < 2 || p.K > kSimtSplitVariantMaxK || units_of(p, c64, 1) > kSimtSplitVariantMaxTiles) return std::nullopt;
+  Choice ch{c64, std::min(kSimtSplitVariantMaxSplit, ceil_div(p.K, kSimtSplitVariantSliceK)), 0};
+  ch.reduce = true;
+  return ch;
+}
+
 Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
+  // cutlass_80_simt_sgemm_128x32_8x5 for few rows (ops3_h100.csv: M of 16-21, split 47-66), and
+  // unsplit for every outer product and the tf32 products sent here (sets 3-13: all 7 fp32 and
+  // 11 tf32 products of K = 1, 5x473 to 10573x4222; tf32 192x9463x14, 462x16278x3).
+  const Config skinny = cutlass_simt(128, 32, 5, 128, 80, 25600);
+  if (p.K == 1 || p.dtype == hw::DType::kTf32) return Choice{skinny, 1, 0};
+  if (auto v = simt_split_variant(p)) return *v;
   const Config big = cutlass_simt_256x128();
   Config small = big;
   small.kind = GemmKind::kSimtBatched;
@@ -574,24 +630,25 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   small.threads = 128;
   small.regs = b_transposed ? 128 : 121;
   small.smem = b_transposed ? 13056 : 12672;
-  // cutlass_80_simt_sgemm_128x32_8x5 for few rows (ops3_h100.csv: M of 16-21, split 47-66).
-  Config skinny = big;
-  skinny.tile_n = 128;
-  skinny.tile_m = 32;
-  skinny.stages = 5;
-  skinny.threads = 128;
-  skinny.regs = 128;
-  skinny.smem = 5 * (128 + 32) * 8 * 4;
+  small.ffma_share = 0;  // sm80_xmma: by the outputs a thread holds
   Choice best{big, 1, std::numeric_limits<double>::infinity()};
   // A CTA's fixed cost (prologue and epilogue, as base_work charges it) makes splitting K pay
   // only while the slices are long; the split partials go out and back through L2 and the
   // reduce is one more kernel. cuBLAS splits skinny shapes with long K many ways (up to
   // 132 slices of 80 for 16x3x10508: ops3_h100.csv).
   const double cta_fixed = base_work(hw, p.dtype).fixed.seconds();
-  std::vector<Config> tiles{big, small};
+  // sm80_xmma's 128x128 tile (128 threads, 254 registers, 33 KiB: 4320x336x4240 split 7,
+  // 1856x1312x5248 split 6 in sets 3-13).
+  Config square = small;
+  square.tile_m = square.tile_n = 128;
+  square.regs = 254;
+  square.smem = 33792;
+  std::vector<Config> tiles{small};
+  if (p.K >= kSimtWideTileMinK) tiles.push_back(big);
+  if (p.K >= kSimtSquareTileMinK) tiles.push_back(square);
   if (p.M <= 32) tiles.push_back(skinny);
   for (const Config& c : tiles) {
-    const double efficiency = simt_ffma_share(c.kind);
+    const double efficiency = simt_ffma_share(c);
     const int occ = ctas_per_sm(hw, c);
     const double rate = hw.throughput.fp32 * hw.clocks.sustained_other_hz * efficiency / occ;
     // Up to 4 slices, as the square calibration shapes chose; many more only for the small
@@ -639,7 +696,7 @@ std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool l
           "segment_k_off_kernel__5x_cublas",
           linear ? "tn" : "nn", c.tile_m, c.tile_n, c.tile_k);
     case GemmKind::kSimtSingle:
-      return fmt::format("cutlass_80_simt_sgemm_{}x{}_8x4_{}_align1", c.tile_m, c.tile_n,
+      return fmt::format("cutlass_80_simt_sgemm_{}x{}_8x{}_{}_align1", c.tile_n, c.tile_m, c.stages,
                          linear ? "tn" : "nn");
     case GemmKind::kSimtBatched:
       return fmt::format(
@@ -729,7 +786,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   const double flops = 2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk;
   if (p.dtype == hw::DType::kFp32) {
     unit.fp32_flops = flops;
-    unit.fp32_efficiency = simt_ffma_share(c.kind);
+    unit.fp32_efficiency = simt_ffma_share(c);
   } else {
     unit.tensor_flops = flops;
   }
@@ -797,8 +854,12 @@ hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int6
                          bool bias, const Names& names, const std::string& tag) {
   const double e = detail::elt_bytes(p.dtype);
   hw::Launch l;
-  l.name = fmt::format("cublasLt::splitKreduce_kernel<32, 16, int, float, {0}, float, {0}>",
-                       p.dtype == hw::DType::kFp16 ? "__half" : "__nv_bfloat16");
+  // Template arguments as cuBLAS names them: the output type (fp16's partials too are __half).
+  const char* out_type = p.dtype == hw::DType::kFp16  ? "__half"
+                         : p.dtype == hw::DType::kBf16 ? "__nv_bfloat16"
+                                                       : "float";
+  l.name = fmt::format("cublasLt::splitKreduce_kernel<32, 16, int, {1}, {0}, float, {0}>", out_type,
+                       p.dtype == hw::DType::kFp16 ? "__half" : "float");
   l.family = "gemm_splitk_reduce";
   l.grid = {ceil_div(p.N, 32), ceil_div(p.M, 16), p.batch};
   l.block = {32, 16, 1};
@@ -962,7 +1023,7 @@ std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear
 // 6x25x1360 tf32: 16, 2 and 2 gemmSN CTAs, run as 14- to 242-way split-K in ops4_h100.csv, seen
 // at the first evaluation of that set).
 constexpr std::int64_t kGemmsnAnyGridMaxK = 128;
-constexpr std::int64_t kGemmsnNarrowFp32MaxK = 64;
+constexpr std::int64_t kGemmsnNarrowFp32MaxK = 96;
 constexpr std::int64_t kGemmsnDeepFp32MinN = 4096;
 constexpr std::int64_t kGemmsn16BitAnyGridMaxK = 512;
 constexpr std::int64_t kGemmsn16BitDeepMinRows = 8;
@@ -975,8 +1036,8 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // Not outer products (K = 1): every dtype ran the tiled kernels (sets 3-13: 5x3x1, 3x13698x1,
   // 16x7378x1 bf16, 2x4449x1 fp16 on cutlass_75 64x64; 5x473x1 fp32 on the SIMT kernel).
   if (p.K == 1) return false;
-  // fp32: wide products, or narrow ones of short K (sets 3-5: 7x5x8, 8x3x7, 16x16x16 and 16x16x64
-  // ran gemmSN; 16x16x112 and 16x64x112 the SIMT kernels).
+  // fp32: wide products, or narrow ones of short K (sets 3-13: 7x5x8, 16x16x64, 2x83x66 and 3x3x85
+  // ran gemmSN; 2x64x105, 16x16x112 and 16x64x112 the SIMT kernels).
   if (p.dtype == hw::DType::kFp32 ? p.N < 256 && p.K > kGemmsnNarrowFp32MaxK : operand_align(p) != 1) return false;
   // Deeper fp32 products stay on gemmSN only when wide and at least as wide as deep (sets 3-10:
   // 8x4732x364, 16x8128x256, 16x7968x2608, 16x10624x2528 ran it; 16x1664x576, 16x2960x1760,

@@ -475,6 +475,40 @@ TEST(GemmModelTest, OneRowOrColumnProductsOnHopperRunGemvOrDotKernels) {
   EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{16, 1664, 576}), h100())[0].name, "gemmSN"));
 }
 
+TEST(GemmModelTest, Fp32KernelChoiceFollowsCublas) {
+  const auto fp32 = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{m, n, k}), h100());
+  };
+  // The 256x128 tile runs 128 rows by 256 columns (4144x1904x832: 33 x 8 = 264 CTAs).
+  const auto big = fp32(4144, 1904, 832);
+  EXPECT_EQ(big[0].name, "cutlass_80_simt_sgemm_256x128_8x4_nn_align1");
+  EXPECT_EQ(big[0].grid.count(), 264);
+  // Shallow products of few tiles: the 64x64 kernel's split-K variant, slices of about 4 and the
+  // reduce even unsplit (80x16x16: 2 tiles x 4 slices; 19x398x2: one slice).
+  const auto shallow = fp32(80, 16, 16);
+  ASSERT_EQ(shallow.size(), 2u);
+  EXPECT_EQ(shallow[0].name, "cutlass_80_simt_sgemm_64x64_8x5_nn_align1");
+  EXPECT_EQ(shallow[0].grid.count(), 2 * 4);
+  EXPECT_EQ(shallow[1].name, "cublasLt::splitKreduce_kernel<32, 16, int, float, float, float, float>");
+  const auto unsplit = fp32(19, 398, 2);
+  ASSERT_EQ(unsplit.size(), 2u);
+  EXPECT_EQ(unsplit[0].grid.count(), 7);
+  // Shallow products of many tiles never take the 256x128 tile (3969x10157x43 ran sm80_xmma 64x64).
+  EXPECT_TRUE(contains(fp32(3969, 10157, 43)[0].name, "tilesize64x64x8")) << fp32(3969, 10157, 43)[0].name;
+  // Deep ones may take sm80_xmma's 128x128 tile, at the FFMA share of 128 outputs a thread.
+  const auto deep = fp32(4320, 336, 4240);
+  EXPECT_TRUE(contains(deep[0].name, "tilesize128x128x8")) << deep[0].name;
+  EXPECT_DOUBLE_EQ(deep[0].ctas.front().work.fp32_efficiency, big[0].ctas.front().work.fp32_efficiency);
+  EXPECT_LT(fp32(3969, 10157, 43)[0].ctas.front().work.fp32_efficiency, deep[0].ctas.front().work.fp32_efficiency);
+  // Outer products: the 128x32 kernel unsplit (6115x1281x1).
+  const auto outer = fp32(6115, 1281, 1);
+  ASSERT_EQ(outer.size(), 1u);
+  EXPECT_EQ(outer[0].name, "cutlass_80_simt_sgemm_128x32_8x5_nn_align1");
+  // Narrow products of 2-16 rows keep gemmSN up to K = 96 (3x3x85; 2x64x105 the SIMT kernels).
+  EXPECT_TRUE(contains(fp32(3, 3, 85)[0].name, "gemmSN")) << fp32(3, 3, 85)[0].name;
+  EXPECT_FALSE(contains(fp32(2, 64, 105)[0].name, "gemmSN")) << fp32(2, 64, 105)[0].name;
+}
+
 TEST(GemmModelTest, Fp32SkinnyShapesSplitLongKManyWays) {
   // ops3_h100.csv: cuBLAS splits 16x3x10508 fp32 into 132 slices (64x64 SIMT tiles) and
   // 21x144x10169 into 66 (128x32 tiles); the square shapes keep at most 4 (512^3: 64x64 split 4).
