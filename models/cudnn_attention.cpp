@@ -43,6 +43,15 @@ namespace {
 constexpr double kDecodeFillRoundTrips = 8.0;
 constexpr double kDecodeRoundTripsPer64KiB = 6.5;
 constexpr double kDecodeChainCap64KiB = 3.0;
+// The "16x128x256" kernel (head dimensions above 128): its fill takes 2.75 times the 128-deep
+// kernel's (its first QK^T runs 256 deep, with twice the dependent MMA steps and Q and K loads
+// behind them), and its chain keeps growing to 24 x 64 KiB (its longer MMA chain per key tile
+// leaves the loads less to overlap). Fitted on the 69 D = 256 sdpa_decode rows of sets 3-13 (H100
+// and H200; fill 2-3 x cap 3-unbounded tried): they ran 15% (H100) and 20% (H200) slow at the
+// 128-deep kernel's cap and a fill of 2 (1 x 4 x 1 heads at 88 keys take 8.7 us, at 427 keys
+// 19.1).
+constexpr double kDecodeWideFillScale = 2.75;
+constexpr double kDecodeWideChainCap64KiB = 24.0;
 // cuDNN leaves short caches unsplit: every measured split had at least 4 key tiles (L >= 513);
 // GPT-2 at 257 keys (3 tiles) with 48 CTAs ran one kernel (hf_models_h100.json.gz).
 constexpr std::int64_t kDecodeMinTilesToSplit = 4;
@@ -278,11 +287,9 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
     // Beyond 4 tiles' worth the chain stops growing: longer CTAs pipeline their loads (the
     // unsplit 8-tile rows: with the chain unbounded they were +52..117%, docs/engine.md).
     const double loaded = k_bytes * (1.0 + 1.0 / halves);  // this CTA's K and V
-    const double streamed = std::clamp(loaded - 64.0 * 1024, 0.0, kDecodeChainCap64KiB * 64.0 * 1024);
-    // The "16x128x256" kernel's fill is twice as long: its first QK^T runs 256 deep, with twice
-    // the dependent MMA steps and Q and K loads behind them (D = 256 rows of sets 3-5, seen:
-    // 1 x 4 x 1 heads at 88 keys take 8.7 us, unsplit D = 128 rows of a tile 4-5 us).
-    const double fill_scale = D > 128 ? 2.0 : 1.0;
+    const double cap = D > 128 ? kDecodeWideChainCap64KiB : kDecodeChainCap64KiB;
+    const double streamed = std::clamp(loaded - 64.0 * 1024, 0.0, cap * 64.0 * 1024);
+    const double fill_scale = D > 128 ? kDecodeWideFillScale : 1.0;
     w.critical_path = sim::Time::from_seconds(
         (kDecodeFillRoundTrips * fill_scale + kDecodeRoundTripsPer64KiB * streamed / (64.0 * 1024)) *
         hw.dram.latency.seconds());
