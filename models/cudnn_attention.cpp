@@ -286,7 +286,8 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
     w.fixed = hw.dram.latency + hw.l2.hit_latency;
     // Beyond 4 tiles' worth the chain stops growing: longer CTAs pipeline their loads (the
     // unsplit 8-tile rows: with the chain unbounded they were +52..117%, docs/engine.md).
-    const double loaded = k_bytes * (1.0 + 1.0 / halves);  // this CTA's K and V
+    // This CTA's K and V, as the kernel's tile width steps through them (D = 96 pads to 128).
+    const double loaded = static_cast<double>(keys * d_tile) * e * (1.0 + 1.0 / halves);
     const double cap = D > 128 ? kDecodeWideChainCap64KiB : kDecodeChainCap64KiB;
     const double streamed = std::clamp(loaded - 64.0 * 1024, 0.0, cap * 64.0 * 1024);
     const double fill_scale = D > 128 ? kDecodeWideFillScale : 1.0;
