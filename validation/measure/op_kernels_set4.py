@@ -14,7 +14,9 @@ median), writing $OUT/ops4_<gpu>.json and $OUT/ops4_<gpu>.csv; the console masks
 Usage (GPU machine, repository root):
   PYTHONUNBUFFERED=1 python3 validation/measure/op_kernels_set4.py --gpu h100 --out $OUT
   options as op_kernels_set2.py: --only REGEX, --deadline-s N, --show-fresh, --list
+  later sets: --set N --seed S (set 14: seed 27), writing $OUT/opsN_<gpu>.json and .csv
 """
+import argparse
 import importlib.util
 import os
 import random
@@ -62,7 +64,23 @@ def run(seed, prefix, fresh, calib, script):
 
 
 def main():
-    run(SEED, "ops4", FRESH, CALIB, "validation/measure/op_kernels_set4.py")
+    """Set 4 by default; `--set N --seed S` draws and measures any later set the same way (set 14
+    on: sets 5-13 each had a wrapper script, which their data files name)."""
+    import sys
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--set", type=int, default=4)
+    pre.add_argument("--seed", type=int, default=None)
+    known, rest = pre.parse_known_args()
+    if known.set == 4 and known.seed is None:
+        sys.argv = [sys.argv[0]] + rest
+        run(SEED, "ops4", FRESH, CALIB, "validation/measure/op_kernels_set4.py")
+        return
+    if known.seed is None:
+        pre.error("--set N needs --seed S (the set's draw)")
+    n = known.set
+    sys.argv = [sys.argv[0]] + rest
+    run(known.seed, f"ops{n}", f"holdout{n}", f"calibration{n}_unused",
+        f"validation/measure/op_kernels_set4.py --set {n} --seed {known.seed}")
 
 
 if __name__ == "__main__":
