@@ -272,13 +272,24 @@ bool tma_aligned(const Problem& p) {
   return operand_align(p) * static_cast<std::int64_t>(detail::elt_bytes(p.dtype)) == 16;
 }
 
-// Whether cuBLAS takes its sm_90 (TMA, wgmma) kernels: 16-byte rows, and for tf32 a problem of
-// some size (ops3_h100.csv: every tf32 product below 256 rows or columns or 64 deep ran an
-// sm_80-style mma.sync kernel; 2032x1088x512 the sm_90 one). Never fp32, which has no
-// tensor-core path (its aligned one-row products ran gemvx too: 1x4x8, 1x4x20 in sets 3-12).
+// Whether cuBLAS takes its sm_90 (TMA, wgmma) kernels: 16-byte rows, and for tf32 a deep
+// product of some size; the rest run the sm_80 mma.sync kernels (sets 3-13, H100: 24 of the 26
+// aligned tf32 products on the sm_90 kernel had K >= 256, at least 64 rows and columns and
+// 5e8 multiply-adds, 1552x6240x272 to 5280x13152x7072; none of the 172 on cutlass_80 align4
+// had all three, 3600x2832x112, 672x752x448 and 16x5904x8384 among them; 11712x16x1216 and
+// 9952x16x2304 ran sm_90, a miss). Never fp32, which has no tensor-core path (its aligned
+// one-row products ran gemvx too: 1x4x8, 1x4x20 in sets 3-12).
+constexpr std::int64_t kSm90Tf32MinK = 256;
+constexpr std::int64_t kSm90Tf32MinSide = 64;
+constexpr double kSm90Tf32MinWork = 5e8;
+
 bool runs_sm90_kernels(const hw::HardwareSpec& hw, const Problem& p) {
   if (!detail::is_hopper(hw) || p.dtype == hw::DType::kFp32 || !tma_aligned(p)) return false;
-  if (p.dtype == hw::DType::kTf32) return std::min(p.M, p.N) >= 256 && p.K >= 64;
+  if (p.dtype == hw::DType::kTf32) {
+    const double work = static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K) *
+                        static_cast<double>(p.batch);
+    return p.K >= kSm90Tf32MinK && std::min(p.M, p.N) >= kSm90Tf32MinSide && work >= kSm90Tf32MinWork;
+  }
   return true;
 }
 
