@@ -61,6 +61,20 @@ constexpr std::int64_t kDecodeMinTilesToSplit = 4;
 // and ops_h100.csv (MAPE 10.6% at 1 round trip, 7.3% at 6; refitted to 10 when the workspace
 // memset before the kernel came down to its measured 0.7-0.8 us).
 constexpr double kPrefillCtaFixedRoundTrips = 10.0;
+// Each further causal work unit of a persistent prefill CTA costs a few DRAM round trips beyond
+// its tiles: its diagonal tile is masked element by element and its softmax rescaled before the
+// O tile goes out, which the next unit's loads do not hide. The dynamic scheduler hands out units
+// by when CTAs free up, so this cost also sets which CTA takes which unit. The tensor-core and
+// softmax phases of the kernel's two consumer warpgroups overlap a tenth of the shorter one
+// (ping-pong scheduling). Fitted together on the 330 sdpa rows of sets 3-13 (H100 and H200;
+// overlap 0-0.5 x 0-6 round trips, causal or every unit, tried): causal prefills of 256-1023
+// tokens over more units than SMs had run 11-14% fast (the greedy schedule had balanced units
+// that, measured, leave the heavy CTAs a further unit), long ones 5-12% slow. 0.1 and 4.5 take the
+// rows from 9.9% to 8.0% (H100) and 10.2% to 7.5% (H200); charging every unit, or overlapping
+// more, did a little better there but put the hand-picked and Nsight suites' many short
+// non-causal units (16 x 8-128 heads at 512 tokens) 5-20% slow.
+constexpr double kPrefillCausalUnitRoundTrips = 4.5;
+constexpr double kPrefillPipeOverlap = 0.1;
 // With an explicit mask the same prefill kernel runs each score tile this many times slower
 // than its tensor-core time alone (loading and adding the mask tile sits between QK^T and the
 // softmax). Calibrated on the masked layers of the calibration cases in
@@ -138,6 +152,12 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
   std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
     return per_m[static_cast<std::size_t>(a)].n_tiles > per_m[static_cast<std::size_t>(b)].n_tiles;
   });
+  // The scheduler's view of a unit's cost, in picoseconds: its key tiles at the tensor cores'
+  // rate, and a causal unit's round trips.
+  const double tile_ps = 4.0 * static_cast<double>(kTileM * kTileN * d_tile) /
+                         (hw.tensor_flops_per_cycle(p.dtype) * hw.clocks.sustained_tensor_hz) * 1e12;
+  const auto unit_ps = static_cast<std::int64_t>((p.causal ? kPrefillCausalUnitRoundTrips : 0.0) *
+                                                 static_cast<double>(hw.dram.latency.ps()));
   struct Load {
     std::int64_t cost, cta;
     bool operator>(const Load& o) const { return cost != o.cost ? cost > o.cost : cta > o.cta; }
@@ -158,7 +178,7 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
       a.rows += static_cast<double>(u.rows);
       a.keys += static_cast<double>(u.keys);
       a.units += 1;
-      slot.cost += std::max<std::int64_t>(u.n_tiles, 1);
+      slot.cost += static_cast<std::int64_t>(static_cast<double>(std::max<std::int64_t>(u.n_tiles, 1)) * tile_ps) + unit_ps;
       free_at.push(slot);
     }
   }
@@ -192,9 +212,10 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
       // the previous unit's math (warp specialization).
       w.fixed = sim::Time::from_ps(static_cast<std::int64_t>(
                     kPrefillCtaFixedRoundTrips * static_cast<double>(hw.dram.latency.ps()))) +
-                hw.l2.hit_latency;
-      // QK^T, softmax and PV of a tile depend on each other: the tensor and SIMT phases add up.
-      w.pipe_overlap = 0;
+                hw.l2.hit_latency + sim::Time::from_ps(static_cast<std::int64_t>(a.units - 1) * unit_ps);
+      // QK^T, softmax and PV of a tile depend on each other: the tensor and SIMT phases mostly
+      // add up.
+      w.pipe_overlap = kPrefillPipeOverlap;
     }
     detail::add_class(l, 1, w);
   }

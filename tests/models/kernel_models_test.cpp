@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "hw/gpu_engine.h"
 #include "hw/occupancy.h"
@@ -882,6 +883,27 @@ TEST(FlashAttentionModelTest, CudnnOnHopperIsPersistent) {
   ASSERT_EQ(ls[1].ctas.size(), 2u);
   EXPECT_EQ(ls[1].ctas[0].count, 116);
   EXPECT_DOUBLE_EQ(ls[1].ctas[0].work.tensor_flops / ls[1].ctas[1].work.tensor_flops, 4.0 / 3.0);
+  // Non-causal units add no per-unit cost: the fixed part is the same for 3 and 4 units.
+  EXPECT_EQ(ls[1].ctas[0].work.fixed.ps(), ls[1].ctas[1].work.fixed.ps());
+}
+
+TEST(FlashAttentionModelTest, CausalUnitsCostRoundTripsAndSteerTheScheduler) {
+  // 5 x 12 heads at 297 tokens: 60 units each of 3, 2 and 1 key tiles over 132 CTAs. The
+  // scheduler gives the 48 units left after the first round to the CTAs that free up first, so no
+  // CTA holds more than 3 key tiles' work, and a CTA's second causal unit costs it 4.5 DRAM round
+  // trips (sets 3-13: such prefills ran 11-14% slower than a balanced schedule gives).
+  const auto ls = lower(Op(OpKind::kSdpa, DType::kBf16, SdpaShape{5, 12, 297, 128, true}), h100());
+  const auto& k = ls.back();
+  ASSERT_EQ(k.grid.count(), 132);
+  const double tile_flops = 4.0 * 128 * 128 * 128;
+  std::set<std::int64_t> fixed;
+  for (const auto& cls : k.ctas) {
+    EXPECT_LE(cls.work.tensor_flops, 3.0 * tile_flops * 1.0001);
+    fixed.insert(cls.work.fixed.ps());
+  }
+  ASSERT_EQ(fixed.size(), 2u);
+  EXPECT_EQ(*fixed.rbegin() - *fixed.begin(),
+            static_cast<std::int64_t>(4.5 * static_cast<double>(h100().dram.latency.ps())));
 }
 
 TEST(FlashAttentionModelTest, CudnnRunsHeadDimsUpTo256WithTheMeasuredGrids) {
