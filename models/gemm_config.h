@@ -1,0 +1,175 @@
+// The vocabulary shared by cuBLAS's GEMM kernel choice (gemm_selection.cpp) and the launches
+// built from it (gemm_model.cpp): a kernel configuration, a choice of one with its K split, the
+// problem, and the tile arithmetic and per-step costs both the choice and the launches charge.
+// Internal to the GEMM model.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "hw/hardware_spec.h"
+#include "hw/launch.h"
+#include "hw/occupancy.h"
+#include "models/common.h"
+
+namespace gpusim::models::gemm_detail {
+using detail::ceil_div;
+using detail::round_up;
+
+enum class GemmKind { kNvjet, kSm90Tf32, kSimtSingle, kSimtBatched, kMmaSync, kGemv };
+
+// One kernel configuration: the tile (tile_n along N, tile_m along M, tile_k deep), its
+// pipeline and resources, and how its grid is formed.
+struct Config {
+  GemmKind kind = GemmKind::kNvjet;
+  std::int64_t tile_n = 128, tile_m = 128, tile_k = 64;
+  std::int64_t stages = 4;
+  int threads = 384;
+  int regs = 168;
+  std::int64_t smem = 0;
+  // Thread-block cluster: cluster_n tiles along N by cluster_m along M. Each grid dimension's
+  // tile count is rounded up to it (ops_h100.csv: 88 tiles of 64x48 in 2x4 clusters -> 96 CTAs).
+  std::int64_t cluster_n = 1, cluster_m = 1;
+  bool persistent = false;
+  // nvjet name parts: schedule ("h"/"v"), cooperative suffix, last layout letter.
+  std::string sched = "v", coop;
+  char out_layout = 'T';
+  // Elements per global load (the operands' alignment) of an mma.sync kernel: 1 means the
+  // sm_75-style kernel that stages single elements through registers, two stages deep, so each
+  // K step waits for its loads (cuBLAS's "cutlass_75_tensorop_..._align1").
+  std::int64_t align = 8;
+  // The sm_75-style kernel for 16-bit operands with single-element rows: loads go through
+  // registers, so every K step waits for its own (tf32's align1 kernels use cp.async, as align2/4).
+  bool register_staged = false;
+  // Every K step waits for its own loads: a chain of k_step_path, not a throughput. The
+  // register-staged 16-bit kernels, and on sm_90 the tf32 align1 kernels too (random sets 3-5,
+  // ops{3,4,5}_h100.json: "cutlass_80_tensorop_s1688gemm_128x256_32x3_nn_align1" takes 2.2 us
+  // per 32-deep step for 2696x1491x6839 over one wave, 2.9 for 660x543x2782 split 8, about 3 for
+  // 3660x11162x365 over ten waves, as the 16-bit align1 kernels' 2.1). The DRAM round trips a
+  // step waits (0: none).
+  double k_step_round_trips = 0;
+  // cuBLAS's sm80_xmma tf32 kernel of 32x32x64 tiles that small unaligned tf32 products run.
+  bool xmma_tf32_small = false;
+  // CUTLASS's wmma (m16n16k16) kernel of 32x32 tiles that small 16-bit align2 products run.
+  bool wmma = false;
+  // SIMT kernels: the share of time the FP32 pipe issues FFMAs (simt_ffma_share).
+  double ffma_share = 0;
+};
+
+struct Choice {
+  Config cfg;
+  std::int64_t split = 1;
+  double est_seconds = 0;
+  // The partials go through cublasLt::splitKreduce_kernel (every split; tf32's small products
+  // even unsplit).
+  bool reduce = false;
+  // The slices add into the output in turn inside the kernel (serial split-K behind a memset of
+  // semaphores) instead of a reduce kernel.
+  bool serial = false;
+};
+
+struct Problem {
+  std::int64_t M, N, K, batch;
+  hw::DType dtype;
+  std::int64_t lda = 0, ldb = 0;  // as GemmProblem's: 0 for contiguous (K, N)
+};
+
+// The share of the tensor rate an mma.sync kernel reaches. On sm_90 (share below 1) the legacy
+// warp-level path reaches about the same FLOP rate whatever the operand type: cuBLAS's tf32
+// align1 kernels run 78-116 TFLOP/s on large shapes as the 16-bit ones run 83-118 (random sets
+// 3-5, ops{3,4,5}_h100.json: 2696x1491x6839 in 472 us, 3341x422x9010 in 300), so tf32 takes the
+// share of the 16-bit rate. The 16-bit multistage kernels (cp.async, align2 and up) reach more
+// than the register-staged ones: 150-200 TFLOP/s on large shapes (sets 3-8, e.g. 3410x2246x5186
+// in 396 us). Where mma.sync is native (share 1) every kernel runs at its type's rate.
+inline double mma_sync_efficiency(const hw::HardwareSpec& hw, hw::DType d, bool register_staged) {
+  const double share = hw.throughput.mma_sync_share;
+  if (share >= 1.0) return share;
+  if (d != hw::DType::kTf32) return register_staged ? share : hw.throughput.mma_sync_cp_async_share;
+  return std::min(1.0, share * hw.tensor_flops_per_cycle(hw::DType::kBf16) /
+                           hw.tensor_flops_per_cycle(hw::DType::kTf32));
+}
+
+inline double k_step_path(const hw::HardwareSpec& hw, const Config& c, double k_per_cta) {
+  return std::ceil(k_per_cta / static_cast<double>(c.tile_k)) * c.k_step_round_trips *
+         hw.dram.latency.seconds();
+}
+
+// CTAs resident per SM for a configuration (1 when it cannot be computed).
+inline int ctas_per_sm(const hw::HardwareSpec& hw, const Config& c) {
+  const auto occ =
+      hw::compute_occupancy(hw.sm, hw::BlockResources{c.threads, c.regs, c.smem});
+  return std::max(1, occ.ctas_per_sm);
+}
+
+inline std::int64_t units_of(const Problem& p, const Config& c, std::int64_t split) {
+  return ceil_div(p.N, c.tile_n) * ceil_div(p.M, c.tile_m) * p.batch * split;
+}
+
+// CTAs launched: the tile grid rounded up to whole clusters, capped at one wave of clusters
+// for persistent kernels.
+inline std::int64_t grid_ctas(const hw::HardwareSpec& hw, const Problem& p, const Config& c,
+                              std::int64_t split) {
+  const std::int64_t per_cluster = c.cluster_n * c.cluster_m;
+  std::int64_t ctas = round_up(ceil_div(p.N, c.tile_n), c.cluster_n) *
+                      round_up(ceil_div(p.M, c.tile_m), c.cluster_m) * p.batch * split;
+  if (c.persistent) {
+    ctas = std::min(ctas, std::max(per_cluster, hw.sm_count / per_cluster * per_cluster));
+  }
+  return ctas;
+}
+
+inline std::int64_t k_per_split(const Problem& p, const Config& c, std::int64_t split) {
+  return round_up(ceil_div(p.K, split), c.tile_k);
+}
+
+// splitKreduce_kernel's threads walk their partials four at a time, each group an L2 round trip
+// (ops3_h100.csv: 1.7 us for 4 partials, 3.4 for 47, 3.9 for 66, 5.3 for 132).
+constexpr std::int64_t kReducePartialsPerRoundTrip = 4;
+
+inline double reduce_chain_seconds(const hw::HardwareSpec& hw, std::int64_t split) {
+  return static_cast<double>(ceil_div(split, kReducePartialsPerRoundTrip)) * hw.l2.hit_latency.seconds();
+}
+
+// SIMT GEMMs issue shared-memory loads and address arithmetic beside their FFMAs: the FP32 pipe
+// runs FFMAs about 77% of the time in CUTLASS's kernels (the 256x128 tile, calibrated on the
+// 2048^3 fp32 calibration row; its smaller tiles keep that share, as the split-K slices of
+// ops3_h100.csv follow). In the sm80_xmma kernels the share follows the outputs a thread holds
+// per shared-memory load: 56% at 32 (the 64x64 tile, calibrated on naive attention's two
+// calibration GEMMs), 77% at 128 (the 128x128 tile: 4320x336x4240 and 1856x1312x5248 run at
+// 66-68% of the FP32 peak in sets 3-13), log-linear between.
+constexpr double kFfmaShareCutlass = 0.77;
+constexpr double kFfmaShareAt32Outputs = 0.56;
+constexpr double kFfmaShareAt128Outputs = 0.77;
+
+inline double ffma_share_of(std::int64_t tile_m, std::int64_t tile_n, int threads) {
+  const double outputs = static_cast<double>(tile_m * tile_n) / threads;
+  const double t = std::clamp(std::log2(outputs / 32.0) / 2.0, 0.0, 1.0);
+  return kFfmaShareAt32Outputs + t * (kFfmaShareAt128Outputs - kFfmaShareAt32Outputs);
+}
+
+inline double simt_ffma_share(const Config& c) {
+  return c.ffma_share > 0 ? c.ffma_share : ffma_share_of(c.tile_m, c.tile_n, c.threads);
+}
+
+// A SIMT CTA's K steps (8 deep) each wait about one DRAM latency for their operands, however
+// few FLOPs they hold (ops3_h100.csv: the split-K slices of 16x144x4512, 21x144x10169 and
+// 16x3x10508 take 0.25-0.35 us per step).
+inline double simt_k_step_path(const hw::HardwareSpec& hw, double k_per_cta, std::int64_t tile_k) {
+  return std::ceil(k_per_cta / static_cast<double>(tile_k)) * hw.dram.latency.seconds();
+}
+
+inline hw::CtaWork base_work(const hw::HardwareSpec& hw, hw::DType d) {
+  hw::CtaWork w;
+  w.tensor_dtype = d == hw::DType::kFp32 ? hw::DType::kBf16 : d;
+  // Prologue: the tensor-map and barrier setup and the first stages' loads (two dependent DRAM
+  // round trips); epilogue: the accumulators go out through shared memory and a TMA store that
+  // completes before the CTA exits (two more). Calibrated as a count of latencies on the
+  // calibration set's small GEMM (512^3, validation/data/ops_h100.csv). A persistent CTA pays
+  // this once: its later tiles' loads overlap the previous epilogue.
+  w.fixed = sim::Time::from_ps(4 * hw.dram.latency.ps()) + hw.l2.hit_latency;
+  return w;
+}
+
+}  // namespace gpusim::models::gemm_detail

@@ -1,0 +1,814 @@
+// Which GEMM kernel cuBLAS / cuBLASLt (13.x, as PyTorch 2.11 calls them) runs for a matmul or
+// linear: its family, its tile and its K split (gemm_model.cpp builds the launches and costs).
+//
+// Kernel families, by arch and math (measured on H100: validation/data/ops_h100.csv):
+//  * sm_90, bf16/fp16/fp8: "nvjet" warp-specialized TMA + wgmma kernels, 384 threads
+//    (a producer and two consumer warpgroups), 168 registers, persistent: the grid is the
+//    tile count, capped at the SM count, rounded to the thread-block cluster; a CTA loops
+//    over tiles. Skinny shapes use split-K ("_splitK" kernels) plus cublasLt::splitKreduce_kernel.
+//  * sm_90, tf32: sm90_xmma_gemm_..._tf32f32 kernels, the same persistent structure.
+//  * fp32 with TF32 off, every arch: SIMT kernels (cutlass_80_simt_sgemm for a single GEMM,
+//    sm80_xmma_gemm_f32..._ffma for batched ones), non-persistent: one CTA per tile.
+//  * sm_80 and sm_120, 16-bit/fp8/tf32: mma.sync kernels (sm80_xmma-style), non-persistent
+//    tile grids, split-K for skinny shapes; one-row products (decode GEMV) run cuBLAS's
+//    gemvx kernel (seen on an RTX 5090 in seed 003's decode profile).
+//  * sm_90 with rows that are not 16-byte multiples (no TMA), and small tf32 products: the same
+//    mma.sync kernels (align1: sm_75-style, register-staged), at throughput.mma_sync_share of
+//    the tensor rate; 2-16 rows of fp32 or single-element-aligned 16-bit operands: gemmSN
+//    (validation/data/ops3_h100.csv); small unaligned tf32 products sm80_xmma's 32x32x64 kernel;
+//    one output row or column the GEMV, or for a few long products dot_kernel and
+//    reduce_1Block_kernel (random sets 3-5).
+//
+// Tile choice. cuBLAS picks kernels with a trained heuristic we cannot read. We reproduce it
+// with a small cost estimate over the candidate tiles and split factors, built only from the
+// hardware description (tensor rate, L2 and DRAM bandwidth, DRAM latency, shared memory):
+//   time = max(per-CTA critical path, DRAM floor, L2 floor) + split-K reduce cost,
+// and take the fastest, preferring fewer splits and larger tiles within 3%. Of the 15 measured
+// (not held-out) H100 bf16/fp16 instances it reproduces 10 kernels exactly (name, grid, block,
+// registers, shared memory); the 5 misses are near-ties between skinny configurations
+// (tests/models/measured_launches_test.cpp lists them).
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "models/common.h"
+#include "models/gemm_config.h"
+#include "models/gemm_selection.h"
+#include "sim/error.h"
+
+namespace gpusim::models::gemm_detail {
+namespace {
+
+// The nvjet kernels measured on H100 (ops_h100.csv): their stage counts, shared memory and
+// clusters are properties of the compiled kernels. Shared memory is stages * (tile_n + tile_m)
+// * 128 B plus 16.5-16.9 KiB of epilogue staging (41 KiB for the two "NNN" kernels).
+struct NvjetKernel {
+  std::int64_t tile_n, tile_m, stages, smem, cluster_n, cluster_m;
+  const char* sched;
+  const char* coop;
+  char out_layout;
+};
+constexpr NvjetKernel kMeasuredNvjet[] = {
+    {256, 128, 4, 213188, 1, 2, "h", "_coopA", 'T'},  // 2048^3, 2048x4096x4096
+    {320, 128, 3, 188636, 1, 2, "h", "_coopB", 'T'},  // 8192^3, 4096x14336x4096
+    {192, 192, 3, 188604, 1, 2, "h", "_coopB", 'N'},  // 3000^3
+    {96, 128, 6, 213220, 4, 1, "v", "", 'N'},         // 128x11008x4096
+    {64, 48, 15, 231868, 2, 4, "h", "", 'T'},         // 512^3
+    {128, 16, 11, 219468, 4, 1, "v", "", 'T'},        // 16x4096x4096 split-K
+    {128, 8, 12, 225652, 4, 1, "v", "", 'T'},         // 1x11008x4096; 8x1024x16384 split-K
+    {64, 16, 16, 180692, 2, 1, "v", "", 'T'},         // 16x14336x4096
+    {64, 8, 16, 164292, 2, 1, "v", "", 'T'},          // 1x4096x4096, 1x1536x8960 split-K
+    {512, 16, 3, 219292, 2, 1, "v", "", 'T'},         // 16x128256x4096
+};
+// For tiles not measured: the epilogue staging of the measured "NNT" kernels.
+constexpr std::int64_t kNvjetEpilogueSmem = 16600;
+// Largest stage count an nvjet kernel uses (the 64x8 and 64x16 kernels: "_64x16").
+constexpr std::int64_t kMaxStages = 16;
+
+double tensor_rate_per_sm(const hw::HardwareSpec& hw, hw::DType d) {
+  if (d == hw::DType::kFp32) return hw.throughput.fp32 * hw.clocks.sustained_other_hz;
+  // The choice emulates cuBLAS's own heuristic, which assumes GEMMs reach about 92% of the tensor
+  // pipe's peak; with that, its choices match the 86 of 91 measured launches (see the test).
+  constexpr double kHeuristicMathEfficiency = 0.92;
+  return hw.tensor_flops_per_cycle(d) * hw.clocks.sustained_tensor_hz * kHeuristicMathEfficiency;
+}
+
+// An nvjet (or sm90 tf32) configuration for a tile; nullopt when its stages do not fit.
+std::optional<Config> hopper_config(const hw::HardwareSpec& hw, hw::DType d, std::int64_t tile_n,
+                                    std::int64_t tile_m) {
+  Config c;
+  c.kind = d == hw::DType::kTf32 ? GemmKind::kSm90Tf32 : GemmKind::kNvjet;
+  c.tile_n = tile_n;
+  c.tile_m = tile_m;
+  // 128-byte-deep K slices: 64 elements of 16-bit types, 32 of tf32, 128 of fp8.
+  c.tile_k = 128 / static_cast<std::int64_t>(detail::elt_bytes(d));
+  c.threads = 384;
+  c.regs = 168;  // every nvjet / sm90_xmma kernel in ops_h100.csv
+  c.persistent = true;
+  const std::int64_t stage = (tile_n + tile_m) * 128;
+  if (c.kind == GemmKind::kSm90Tf32 && tile_n == 256 && tile_m == 128) {
+    // sm90_xmma_gemm_..._tf32f32 tilesize128x256x32 (4096^3 tf32): 231424 B, 66x2 grid.
+    c.stages = 4;
+    c.smem = 231424;
+    c.cluster_n = 1;
+    c.cluster_m = 2;
+    return c;
+  }
+  for (const auto& k : kMeasuredNvjet) {
+    if (c.kind == GemmKind::kNvjet && k.tile_n == tile_n && k.tile_m == tile_m &&
+        k.smem <= hw.sm.shared_memory_per_cta) {
+      c.stages = k.stages;
+      c.smem = k.smem;
+      c.cluster_n = k.cluster_n;
+      c.cluster_m = k.cluster_m;
+      c.sched = k.sched;
+      c.coop = k.coop;
+      c.out_layout = k.out_layout;
+      return c;
+    }
+  }
+  c.stages = std::min(kMaxStages, (hw.sm.shared_memory_per_cta - kNvjetEpilogueSmem) / stage);
+  if (c.stages < 2) return std::nullopt;
+  c.smem = c.stages * stage + kNvjetEpilogueSmem;
+  // Clusters as the measured kernels of similar shape: 1x2 for large tiles, 4x1 for skinny
+  // 96..256-wide tiles, 2x1 otherwise.
+  const bool large = tile_n >= 128 && tile_m >= 128;
+  c.cluster_n = large ? 1 : (tile_n >= 96 && tile_n <= 256 ? 4 : 2);
+  c.cluster_m = large ? 2 : 1;
+  c.sched = tile_m >= 128 || tile_n >= 320 ? "h" : "v";
+  c.coop = large ? "_coopA" : "";
+  return c;
+}
+
+// mma.sync (sm_80-style) tensor kernels for sm_80 and sm_120, 64-byte-deep K slices.
+std::optional<Config> mma_sync_config(const hw::HardwareSpec& hw, hw::DType d, std::int64_t tile_n,
+                                      std::int64_t tile_m) {
+  Config c;
+  c.kind = GemmKind::kMmaSync;
+  c.tile_n = tile_n;
+  c.tile_m = tile_m;
+  c.tile_k = 64 / static_cast<std::int64_t>(detail::elt_bytes(d));  // 64-byte K slices
+  const std::int64_t stage = (tile_n + tile_m) * 64;
+  // cuBLAS's Ampere kernels run 3..5 stages ("stages_32x5" / "stage5"); fewer if they do not fit.
+  c.stages = std::min<std::int64_t>(5, hw.sm.shared_memory_per_cta / stage);
+  if (c.stages < 3) return std::nullopt;
+  c.smem = c.stages * stage;
+  // Warp tiles of 64x64 (32x32 for the small 64x64 CTA tile): 8 warps for 256-wide tiles.
+  c.threads = tile_n * tile_m >= 256 * 128 ? 256 : 128;
+  // Not measured (no A100 / RTX 5090 here): registers of comparable CUTLASS 2.x kernels.
+  c.regs = c.threads == 256 ? 232 : (tile_n * tile_m >= 128 * 128 ? 255 : 168);
+  c.persistent = false;
+  return c;
+}
+
+// DRAM latencies one K step of an align1 (sm_75-style, register-staged) kernel takes: about
+// 2.1 us per 32-deep step on H100 whatever the tile (64x64 to 256x128) and whatever the CTAs
+// per SM, so a chain of dependent latencies, not a throughput (calibration half of
+// validation/data/ops3_h100.csv: 1.5-2.2 us per step over 13 kernels).
+constexpr double kAlign1StepRoundTrips = 4.0;
+
+// The xmma tf32 32x32x64 kernel of small unaligned products: about 0.7 us per 64-deep step
+// beyond a one-step kernel's 3 us (sets 3-5: 5165x14x136 in 7.8 us, 253x18x443 in 7.3,
+// 1082x11x382 in 7.1, 924x30x30 in 3.5).
+constexpr double kXmmaTf32StepRoundTrips = 2.0;
+
+// Elements per 16 bytes or fewer: the widest load every row of A, B and C allows (K for A and,
+// as F.linear lays W out, B; N for B in a matmul and for C; the stored leading dimensions where
+// the caller knows them).
+std::int64_t operand_align(const Problem& p) {
+  std::int64_t a = 16 / static_cast<std::int64_t>(detail::elt_bytes(p.dtype));
+  const std::int64_t lda = p.lda > 0 ? p.lda : p.K, ldb = p.ldb > 0 ? p.ldb : p.N;
+  while (a > 1 && (lda % a != 0 || ldb % a != 0 || p.N % a != 0)) a /= 2;
+  return a;
+}
+// TMA (and so cuBLAS's sm_90 kernels) needs every row stride to be a multiple of 16 bytes; other
+// shapes run cuBLAS's sm_80/sm_75-style mma.sync kernels with narrower loads (ops3_h100.csv:
+// "..._align1", "_align2" kernels for every unaligned shape).
+bool tma_aligned(const Problem& p) {
+  return operand_align(p) * static_cast<std::int64_t>(detail::elt_bytes(p.dtype)) == 16;
+}
+
+// Whether cuBLAS takes its sm_90 (TMA, wgmma) kernels: 16-byte rows, and for tf32 a deep
+// product of some size; the rest run the sm_80 mma.sync kernels (sets 3-13, H100: 24 of the 26
+// aligned tf32 products on the sm_90 kernel had K >= 256, at least 64 rows and columns and
+// 5e8 multiply-adds, 1552x6240x272 to 5280x13152x7072; none of the 172 on cutlass_80 align4
+// had all three, 3600x2832x112, 672x752x448 and 16x5904x8384 among them; 11712x16x1216 and
+// 9952x16x2304 ran sm_90, a miss). Never fp32, which has no tensor-core path (its aligned
+// one-row products ran gemvx too: 1x4x8, 1x4x20 in sets 3-12).
+constexpr std::int64_t kSm90Tf32MinK = 256;
+constexpr std::int64_t kSm90Tf32MinSide = 64;
+constexpr double kSm90Tf32MinWork = 5e8;
+
+bool runs_sm90_kernels(const hw::HardwareSpec& hw, const Problem& p) {
+  if (!detail::is_hopper(hw) || p.dtype == hw::DType::kFp32 || !tma_aligned(p)) return false;
+  if (p.dtype == hw::DType::kTf32) {
+    const double work = static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K) *
+                        static_cast<double>(p.batch);
+    return p.K >= kSm90Tf32MinK && std::min(p.M, p.N) >= kSm90Tf32MinSide && work >= kSm90Tf32MinWork;
+  }
+  return true;
+}
+
+// Whether `split` slices of K (each rounded up to the tile depth) leave the last one empty.
+bool last_slice_empty(const Problem& p, const Config& c, std::int64_t split) {
+  return split > 1 && k_per_split(p, c, split) * (split - 1) >= p.K;
+}
+
+// What a split adds to a GEMM as the kernel choice sees it: the fp32 partials go out and come
+// back through L2, and the reduce is one more kernel walking its partials.
+double split_cost_seconds(const hw::HardwareSpec& hw, const Problem& p, std::int64_t split) {
+  if (split <= 1) return 0.0;
+  return 2.0 * static_cast<double>(split * p.batch * p.M * p.N) * 4.0 / hw.l2.bandwidth +
+         reduce_chain_seconds(hw, split) + hw.launch.kernel_overhead.seconds() +
+         hw.launch.graph_gap.seconds();
+}
+
+// The cost estimate the choice minimizes (seconds). Only hardware parameters enter it.
+double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, std::int64_t split) {
+  const double e = detail::elt_bytes(p.dtype);
+  const std::int64_t units = units_of(p, c, split);
+  const std::int64_t ctas = grid_ctas(hw, p, c, split);
+  const int occ = ctas_per_sm(hw, c);
+  const double kk = static_cast<double>(k_per_split(p, c, split));
+  // CTAs on an SM share its pipes; mma.sync kernels reach their share of the rate.
+  const double rate = tensor_rate_per_sm(hw, p.dtype) / occ *
+                      (c.kind == GemmKind::kMmaSync ? mma_sync_efficiency(hw, p.dtype, c.register_staged) : 1.0);
+  const double t_math = 2.0 * c.tile_m * c.tile_n * kk / rate;
+  const double unit_bytes = static_cast<double>(c.tile_m + c.tile_n) * kk * e;
+  // A CTA streams at most its pipeline depth per DRAM latency (Little's law) and at most its
+  // SM's share of the L2 fabric (all SMs together reach hw.l2.bandwidth).
+  const double inflight = static_cast<double>(c.stages * (c.tile_n + c.tile_m) * c.tile_k) * e;
+  const double bw_cta = std::min(inflight / hw.dram.latency.seconds(),
+                                 hw.l2.bandwidth / hw.sm_count / occ);
+  // Units one CTA (slot) processes in sequence.
+  const double slots = c.persistent ? static_cast<double>(ctas)
+                                    : static_cast<double>(hw.sm_count) * occ;
+  const double per_slot = std::ceil(static_cast<double>(units) / slots);
+  double t_unit = std::max(t_math, unit_bytes / bw_cta);
+  if (c.k_step_round_trips > 0) t_unit = std::max(t_unit, k_step_path(hw, c, kk));
+  const double t_cta = per_slot * t_unit;
+  const double unique = static_cast<double>(p.batch) *
+                        (static_cast<double>(p.M * p.K + p.K * p.N) * e +
+                         static_cast<double>(p.M * p.N) * e);
+  // DRAM reaches its bandwidth only with enough SMs streaming: each SM keeps at most
+  // sm.max_inflight_bytes of misses in flight (Little's law). The engine lets TMA kernels'
+  // stages exceed that; cuBLAS's choices follow the capped estimate better (random sets 3-5).
+  const double busy_sms = static_cast<double>(std::min<std::int64_t>(ctas, hw.sm_count));
+  const double sm_dram_rate =
+      static_cast<double>(hw.sm.max_inflight_bytes) / hw.dram.latency.seconds();
+  const double t_dram = unique / std::min(hw.dram.achievable_bandwidth(), busy_sms * sm_dram_rate);
+  const double t_l2 = static_cast<double>(units) * unit_bytes / hw.l2.bandwidth;
+  return std::max({t_cta, t_dram, t_l2}) + split_cost_seconds(hw, p, split);
+}
+
+// The K split cuBLAS takes for a configuration, where it follows a rule rather than the estimate.
+using SplitRule = std::int64_t (*)(const hw::HardwareSpec&, const Problem&, const Config&);
+
+// Picks the fastest candidate; within 3% of it, fewer splits, then larger tiles, then the
+// larger tile dimension along N. Splits up to max_split are weighed, or for nvjet tiles only the
+// one `split_rule` gives.
+Choice choose(const hw::HardwareSpec& hw, const Problem& p, const std::vector<Config>& candidates,
+              std::int64_t max_split, SplitRule split_rule = nullptr) {
+  struct Scored {
+    Choice c;
+    double t;
+  };
+  std::vector<Scored> all;
+  for (const auto& cfg : candidates) {
+    const std::int64_t tiles = units_of(p, cfg, 1);
+    // cuBLAS splits K only when the tiles alone leave SMs idle.
+    const std::int64_t top = tiles < hw.sm_count ? max_split : 1;
+    if (split_rule != nullptr && cfg.kind == GemmKind::kNvjet) {
+      const std::int64_t s = split_rule(hw, p, cfg);
+      all.push_back({Choice{cfg, s, 0}, estimate(hw, p, cfg, s)});
+      continue;
+    }
+    for (std::int64_t s = 1; s <= top; ++s) {
+      if (last_slice_empty(p, cfg, s)) continue;
+      all.push_back({Choice{cfg, s, 0}, estimate(hw, p, cfg, s)});
+    }
+  }
+  if (all.empty()) throw ModelError("gemm: no kernel configuration fits this hardware");
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& s : all) best = std::min(best, s.t);
+  const Scored* pick = nullptr;
+  for (const auto& s : all) {
+    if (s.t > best * 1.03) continue;
+    if (pick == nullptr) {
+      pick = &s;
+      continue;
+    }
+    // The align1 kernels' time is a chain of K steps, the same for every tile: among near ties
+    // cuBLAS takes the smallest (ops3_h100.csv: 64x64 for every align1 shape of one wave).
+    const auto key = [](const Scored& x) {
+      const std::int64_t area = x.c.cfg.tile_n * x.c.cfg.tile_m;
+      return std::tuple(x.c.split, x.c.cfg.register_staged ? area : -area, -x.c.cfg.tile_n);
+    };
+    if (key(s) < key(*pick)) pick = &s;
+  }
+  Choice out = pick->c;
+  out.est_seconds = pick->t;
+  out.reduce = out.split > 1;
+  return out;
+}
+
+std::vector<Config> hopper_candidates(const hw::HardwareSpec& hw, const Problem& p) {
+  std::vector<Config> out;
+  std::vector<std::int64_t> tms;
+  std::vector<std::int64_t> tns;
+  if (p.M <= 64) {
+    // Skinny: the token dimension fits one tile (the measured 128x8, 128x16, 64x8, 64x16,
+    // 512x16 kernels).
+    tms = {p.M <= 8 ? 8 : p.M <= 16 ? 16 : p.M <= 32 ? 32 : 64};
+    tns = {64, 128, 256, 512};
+  } else {
+    tms = {48, 64, 96, 128, 192, 256};
+    tns = {64, 96, 128, 192, 256, 320};
+  }
+  for (const auto tn : tns) {
+    for (const auto tm : tms) {
+      if (tn * tm > 320 * 128) continue;  // accumulators of two consumer warpgroups
+      if (auto c = hopper_config(hw, p.dtype, tn, tm)) out.push_back(*c);
+    }
+  }
+  return out;
+}
+
+std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Problem& p) {
+  std::vector<Config> out;
+  const std::int64_t align = operand_align(p);
+  if (align == 1 && detail::elt_bytes(p.dtype) == 2) {
+    // The sm_75-style kernels of single-element loads: 32-deep K steps, two stages (shared
+    // memory 16, 24, 32 and 48 KiB for the measured 64x64, 128x64, 128x128, 256x128 tiles).
+    // Registers as measured: 96, 168, 252 (128 threads) and 229 (256 threads).
+    const std::int64_t shapes1[][3] = {{64, 64, 96}, {64, 128, 168}, {128, 128, 252}, {128, 256, 229}};
+    for (const auto& s : shapes1) {
+      Config c;
+      c.kind = GemmKind::kMmaSync;
+      c.tile_n = s[0];
+      c.tile_m = s[1];
+      c.tile_k = 32;
+      c.stages = 2;
+      c.smem = c.stages * (c.tile_n + c.tile_m) * c.tile_k * static_cast<std::int64_t>(detail::elt_bytes(p.dtype));
+      if (c.smem > hw.sm.shared_memory_per_cta) continue;
+      c.threads = c.tile_n * c.tile_m >= 256 * 128 ? 256 : 128;
+      c.regs = static_cast<int>(s[2]);
+      c.align = 1;
+      c.register_staged = true;
+      c.k_step_round_trips = kAlign1StepRoundTrips;
+      out.push_back(c);
+    }
+    return out;
+  }
+  const std::int64_t shapes[][2] = {{256, 128}, {128, 256}, {128, 128}, {128, 64},
+                                    {64, 128},  {64, 64},   {128, 32},  {64, 32}};
+  for (const auto& s : shapes) {
+    // Skinny products (M <= 32) take the 32-row tiles; others the 64- and 128-row ones (small
+    // warp tiles run mma.sync below its rate, which the estimate does not see).
+    if ((p.M <= 32) != (s[1] == 32)) continue;
+    if (auto c = mma_sync_config(hw, p.dtype, s[0], s[1])) {
+      c->align = align;
+      if (align == 1 && p.dtype == hw::DType::kTf32 && hw.throughput.mma_sync_share < 1.0) {
+        // sm_90's tf32 align1 kernels: 128-byte-deep K steps, three stages ("_32x3"), chained.
+        c->tile_k = 32;
+        c->stages = 3;
+        c->smem = c->stages * (c->tile_n + c->tile_m) * c->tile_k * 4;
+        if (c->smem > hw.sm.shared_memory_per_cta) continue;
+        c->k_step_round_trips = kAlign1StepRoundTrips;
+      }
+      out.push_back(*c);
+    }
+  }
+  return out;
+}
+
+// CUTLASS's SIMT kernels as cuBLAS names them, cutlass_80_simt_sgemm_<N tile>x<M tile>_8x<stages>:
+// the N tile runs along the output's columns (4144x1904x832 fp32: 264 CTAs of 256x128 = 33 x 8
+// tiles of 128 rows and 256 columns). Threads, registers and shared memory as measured (ops_h100.csv,
+// ops3-6_h100.csv).
+Config cutlass_simt(std::int64_t tile_n, std::int64_t tile_m, std::int64_t stages, int threads, int regs,
+                    std::int64_t smem) {
+  Config c;
+  c.kind = GemmKind::kSimtSingle;
+  c.tile_k = 8;
+  c.persistent = false;
+  c.tile_n = tile_n;
+  c.tile_m = tile_m;
+  c.stages = stages;
+  c.threads = threads;
+  c.regs = regs;
+  c.smem = smem;
+  c.ffma_share = kFfmaShareCutlass;
+  return c;
+}
+
+Config cutlass_simt_256x128() { return cutlass_simt(256, 128, 4, 256, 202, 49152); }
+
+// fp32 with TF32 off: cuBLAS's SIMT kernels (measured on H100, assumed the same elsewhere).
+Config simt_config(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
+  if (p.batch == 1 && p.M >= 256 && p.N >= 128) return cutlass_simt_256x128();
+  Config c;
+  c.tile_k = 8;
+  c.persistent = false;
+  // Batched: sm80_xmma_gemm_f32..._ffma, 128 threads, 3 stages (naive attention's two bmm on
+  // H100). Per layout cuBLAS had two tiles: "tn" (q @ k^T) 128x128 or 64x64, "nn" (p @ v)
+  // 128x64 or 64x64; it took the larger where that still gave at least 8 CTAs per SM
+  // (S = 512: 768 CTAs of 128x128 -> 64x64; S = 1024: 8192 -> 128x128; p @ v at S = 1024:
+  // 1024 CTAs of 128x64 -> 64x64; S = 4096: 3072 -> 128x64).
+  struct T {
+    std::int64_t m, n;
+    int regs;
+    std::int64_t smem;
+  };
+  const T tn[] = {{128, 128, 255, 33792}, {64, 64, 128, 13056}};
+  const T nn[] = {{128, 64, 224, 18816}, {64, 64, 121, 12672}};
+  c.kind = GemmKind::kSimtBatched;
+  c.stages = 3;
+  c.threads = 128;
+  c.ffma_share = kFfmaShareAt32Outputs;  // as naive attention's calibration GEMMs ran, either tile
+  for (const auto& t : b_transposed ? tn : nn) {
+    c.tile_m = t.m;
+    c.tile_n = t.n;
+    c.regs = t.regs;
+    c.smem = t.smem;
+    if (units_of(p, c, 1) >= 8LL * hw.sm_count) break;
+  }
+  return c;
+}
+
+// A single fp32 GEMM: cuBLAS takes CUTLASS's 256x128 SIMT tile or the sm80_xmma 64x64x8 tile,
+// split along K (1 to 4) to fill the GPU. The choice minimizes waves x one CTA's SIMT time,
+// with each tile's occupancy and FFMA share (see tile_launch); it reproduces the calibration
+// set's choices (512^3: 64x64 split 4, 1536^3: 64x64 split 3, 2048^3 and 4096x1024x1024:
+// 256x128, 3072^3: 256x128 split 4; validation/data/ops_h100.csv, ops2_h100.csv).
+// Shallow products of few tiles run CUTLASS's 64x64 SIMT kernel in its split-K variant: fp32
+// partials in slices of about 4 (at most 4 of them) and splitKreduce_kernel, even unsplit (sets
+// 3-13, H100: 35 of the 47 products of K < 64 and fewer than 64 such tiles; 80x16x16 ran 2 x 4
+// CTAs and the reduce in 4.1 us, 19x398x2 one slice and the reduce). The others ran the 128x64
+// and 128x32 variants the same way, or sm80_xmma's 32x32 tile.
+// sm80_xmma's 128x128 tile ran only deep products (sets 3-13: K of 3296 to 15885); 512^3 ran
+// 64x64 split 4.
+constexpr std::int64_t kSimtSquareTileMinK = 2048;
+// Shallower products never ran the 256x128 tile, however large (sets 3-13: 3969x10157x43,
+// 5469x12672x39, 3744x5664x16 on sm80_xmma's 64x64; 992x3776x48 the one exception).
+constexpr std::int64_t kSimtWideTileMinK = 64;
+constexpr std::int64_t kSimtSplitVariantMaxK = 63;
+constexpr std::int64_t kSimtSplitVariantMaxTiles = 63;
+constexpr std::int64_t kSimtSplitVariantSliceK = 4;
+constexpr std::int64_t kSimtSplitVariantMaxSplit = 4;
+
+std::optional<Choice> simt_split_variant(const Problem& p) {
+  const Config c64 = cutlass_simt(64, 64, 5, 128, 76, 20480);
+  if (p.K < 2 || p.K > kSimtSplitVariantMaxK || units_of(p, c64, 1) > kSimtSplitVariantMaxTiles) return std::nullopt;
+  Choice ch{c64, std::min(kSimtSplitVariantMaxSplit, ceil_div(p.K, kSimtSplitVariantSliceK)), 0};
+  ch.reduce = true;
+  return ch;
+}
+
+Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
+  // cutlass_80_simt_sgemm_128x32_8x5 for few rows (ops3_h100.csv: M of 16-21, split 47-66), and
+  // unsplit for every outer product and the tf32 products sent here (sets 3-13: all 7 fp32 and
+  // 11 tf32 products of K = 1, 5x473 to 10573x4222; tf32 192x9463x14, 462x16278x3).
+  const Config skinny = cutlass_simt(128, 32, 5, 128, 80, 25600);
+  if (p.K == 1 || p.dtype == hw::DType::kTf32) return Choice{skinny, 1, 0};
+  if (auto v = simt_split_variant(p)) return *v;
+  const Config big = cutlass_simt_256x128();
+  Config small = big;
+  small.kind = GemmKind::kSimtBatched;
+  small.tile_m = small.tile_n = 64;
+  small.stages = 3;
+  small.threads = 128;
+  small.regs = b_transposed ? 128 : 121;
+  small.smem = b_transposed ? 13056 : 12672;
+  small.ffma_share = 0;  // sm80_xmma: by the outputs a thread holds
+  Choice best{big, 1, std::numeric_limits<double>::infinity()};
+  // A CTA's fixed cost (prologue and epilogue, as base_work charges it) makes splitting K pay
+  // only while the slices are long; the split partials go out and back through L2 and the
+  // reduce is one more kernel. cuBLAS splits skinny shapes with long K many ways (up to
+  // 132 slices of 80 for 16x3x10508: ops3_h100.csv).
+  const double cta_fixed = base_work(hw, p.dtype).fixed.seconds();
+  // sm80_xmma's 128x128 tile (128 threads, 254 registers, 33 KiB: 4320x336x4240 split 7,
+  // 1856x1312x5248 split 6 in sets 3-13).
+  Config square = small;
+  square.tile_m = square.tile_n = 128;
+  square.regs = 254;
+  square.smem = 33792;
+  std::vector<Config> tiles{small};
+  if (p.K >= kSimtWideTileMinK) tiles.push_back(big);
+  if (p.K >= kSimtSquareTileMinK) tiles.push_back(square);
+  if (p.M <= 32) tiles.push_back(skinny);
+  for (const Config& c : tiles) {
+    const double efficiency = simt_ffma_share(c);
+    const int occ = ctas_per_sm(hw, c);
+    const double rate = hw.throughput.fp32 * hw.clocks.sustained_other_hz * efficiency / occ;
+    // Up to 4 slices, as the square calibration shapes chose; many more only for the small
+    // tiles, when they alone would fill less than a quarter of the SMs.
+    const bool few_tiles = c.tile_m * c.tile_n < 256 * 128 && units_of(p, c, 1) * 4 < hw.sm_count;
+    const std::int64_t max_split =
+        few_tiles ? std::min<std::int64_t>(256, std::max<std::int64_t>(1, p.K / 16)) : 4;
+    const double fixed = few_tiles ? cta_fixed : 0.0;
+    for (std::int64_t split = 1; split <= max_split; ++split) {
+      if (last_slice_empty(p, c, split)) continue;
+      const double ctas = static_cast<double>(units_of(p, c, split));
+      const double waves = std::ceil(ctas / (static_cast<double>(hw.sm_count) * occ));
+      const double kk = static_cast<double>(k_per_split(p, c, split));
+      const double t = waves * (fixed + std::max(2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk / rate,
+                                                 simt_k_step_path(hw, kk, c.tile_k))) +
+                       split_cost_seconds(hw, p, split);
+      if (t < best.est_seconds * 0.97) best = Choice{c, split, t, split > 1};
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+// cuBLAS's small-M kernel (gemmSN) on sm_90, for 2..16 rows: fp32 products at least 256
+// columns wide, and 16-bit products whose rows allow only single-element loads (ops3_h100.csv;
+// GPT-2's 50257-wide lm_head in hf_models_h100.json.gz). Each thread keeps one load in flight
+// (4 bytes for the NN kernel's 256 threads, 8 for the TN kernel's 128): the kernels stream
+// 0.5-1.4 TB/s. NN: 64 columns per CTA, K split 4 ways for fp32 above 8 rows, else 2 (16-bit:
+// 1 below K = 64, else 2); TN (F.linear): 8 columns per CTA, K split 2 ways above 8 rows.
+// Returns the columns per CTA and the K slices.
+std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear) {
+  const std::int64_t cols = linear ? 8 : 64;
+  const std::int64_t ksplit =
+      linear ? (p.M > 8 ? 2 : 1)
+             : (p.dtype == hw::DType::kFp32 ? (p.M > 8 ? 4 : 2) : (p.K < 64 ? 1 : 2));
+  return {cols, ksplit};
+}
+
+namespace {
+
+// K up to which gemmSN runs however few CTAs it has; deeper products need its grid to fill half
+// the SMs, else cuBLAS splits K over a tiled kernel instead (16x1008x3136 fp32, 12x19x5802 bf16,
+// 6x25x1360 tf32: 16, 2 and 2 gemmSN CTAs, run as 14- to 242-way split-K in ops4_h100.csv, seen
+// at the first evaluation of that set).
+constexpr std::int64_t kGemmsnAnyGridMaxK = 128;
+constexpr std::int64_t kGemmsnNarrowFp32MaxK = 96;
+constexpr std::int64_t kGemmsnDeepFp32MinN = 4096;
+constexpr std::int64_t kGemmsn16BitAnyGridMaxK = 512;
+constexpr std::int64_t kGemmsn16BitDeepMinRows = 8;
+constexpr std::int64_t kGemmsnTnShallowMaxN = 16;
+
+bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
+  // Not tf32: its few-row products ran sm80_xmma's 32x32x64 kernel or split-K (sets 3-5:
+  // 13x64x55, 10x909x38, 6x2327x17; 5x9x10154 split 58).
+  if (!detail::is_hopper(hw) || p.batch != 1 || p.M < 2 || p.M > 16 || p.dtype == hw::DType::kTf32) return false;
+  // Not outer products (K = 1): every dtype ran the tiled kernels (sets 3-13: 5x3x1, 3x13698x1,
+  // 16x7378x1 bf16, 2x4449x1 fp16 on cutlass_75 64x64; 5x473x1 fp32 on the SIMT kernel).
+  if (p.K == 1) return false;
+  // fp32: wide products, or narrow ones of short K (sets 3-13: 7x5x8, 16x16x64, 2x83x66 and 3x3x85
+  // ran gemmSN; 2x64x105, 16x16x112 and 16x64x112 the SIMT kernels).
+  if (p.dtype == hw::DType::kFp32 ? p.N < 256 && p.K > kGemmsnNarrowFp32MaxK : operand_align(p) != 1) return false;
+  // Deeper fp32 products stay on gemmSN only when wide and at least as wide as deep (sets 3-10:
+  // 8x4732x364, 16x8128x256, 16x7968x2608, 16x10624x2528 ran it; 16x1664x576, 16x2960x1760,
+  // 16x5120x9552, 16x3072x12576 the SIMT kernels, 5x5189x3859 sgemm_largek).
+  if (p.dtype == hw::DType::kFp32 && p.K > kGemmsnAnyGridMaxK && (p.N < kGemmsnDeepFp32MinN || p.N < p.K)) {
+    return false;
+  }
+  const auto [cols, ksplit] = gemmsn_split(p, linear);
+  // 16-bit NN products: gemmSN however few CTAs up to K = 512, deeper ones only above 8 rows
+  // (sets 3-12: 8x1160x185, 14x2x359, 5x256x405 ran gemmSN; 13x5340x1137 and 12x5831x2533 too,
+  // 8x2190x2539, 5x3857x2512 and 3x3096x5393 the tiled kernels).
+  if (p.dtype != hw::DType::kFp32 && !linear) {
+    if (p.K <= kGemmsn16BitAnyGridMaxK) return true;
+    if (p.M <= kGemmsn16BitDeepMinRows) return false;
+  }
+  // 16-bit F.linear (TN) of short K takes gemmSN only when at most 16 columns wide; wider ones ran
+  // the tiled kernels (sets 3-13: 6x15x6, 7x14x7, 11x5x13 and 6x11x124 ran gemmSN; 2x285x14,
+  // 7x460x5, 10x119x34, 15x1909x81 and 2x7529x68 cutlass_75, 2x9908x20 and 6x1070x66 wmma).
+  if (p.dtype != hw::DType::kFp32 && linear && p.K <= kGemmsnAnyGridMaxK) return p.N <= kGemmsnTnShallowMaxN;
+  // fp32, and 16-bit F.linear (TN): K up to 128, or a grid that fills half the SMs. The TN kernel
+  // also ran with one CTA (11x7x754 in ops4_h100.csv), which this sends to the tiled kernels: a
+  // known miss.
+  return p.K <= kGemmsnAnyGridMaxK || 2 * ceil_div(p.N, cols) * ksplit >= hw.sm_count;
+}
+
+// tf32 products too small to fill the GPU with tiles, on the sm_80-style kernels: cuBLAS splits
+// K to fill the SMs, down to 4-deep slices, and reduces through splitKreduce_kernel even when it
+// does not split (ops3_h100.csv: 1872x16x16 -> 30 tiles x 4, 16x224x16 -> 4 x 4, 16x16x48 ->
+// 1 x 12, 304x16x13216 -> 5 x 26; 16x16x32 unsplit, every one with the reduce kernel), for
+// rows that allow 16-byte loads. Only for a handful of tiles: from 9 tiles up the sets 4 and 5
+// (ops4_h100.csv, ops5_h100.csv) ran unsplit without the reduce (544x48x16, 944x16x240,
+// 1696x16x96, 16x1744x32, 7504x80x16) or split long K as the estimate does (704x16x544 -> 6,
+// 2544x16x992 -> 6); 1872x16x16 (30 tiles, split 4) stays a miss.
+constexpr std::int64_t kTf32SmallSplitMaxTiles = 8;
+// Products of more than one column of tiles split up to 24 tiles when K is at most 32 (sets 3-12:
+// 16x752x16, 64x624x16, 32x1120x16, 16x1168x16, 32x1280x16, 336x224x16 split 4 ways; one column
+// of 10-21 tiles ran unsplit: 592x16x16, 1168x16x16, 1344x16x16; as did 32 tiles, 16x2032x16).
+constexpr std::int64_t kTf32WideSplitMaxTiles = 24;
+constexpr std::int64_t kTf32WideSplitMaxK = 32;
+// At most this many slices (16x16x1936 -> 24, 32x160x3152 -> 24, 304x16x13216 -> 26).
+constexpr std::int64_t kTf32MaxSmallSplit = 24;
+
+Choice tf32_small_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch) {
+  const std::int64_t tiles = units_of(p, ch.cfg, 1);
+  // Narrower rows mostly ran sm80_xmma's unsplit 32x32x64 kernel instead (43x930x20, 583x240x19).
+  if (p.dtype != hw::DType::kTf32 || operand_align(p) != 4) return ch;
+  const bool wide = ceil_div(p.N, ch.cfg.tile_n) > 1 && p.K <= kTf32WideSplitMaxK;
+  if (tiles > (wide ? kTf32WideSplitMaxTiles : kTf32SmallSplitMaxTiles)) return ch;
+  ch.split = std::max<std::int64_t>(
+      1, std::min({hw.sm_count / tiles, ceil_div(p.K, 4), kTf32MaxSmallSplit}));
+  while (last_slice_empty(p, ch.cfg, ch.split)) --ch.split;
+  ch.reduce = true;
+  return ch;
+}
+
+// Splits the mma.sync kernels may take: cuBLAS splits their few-tile products deeply
+// (ops4_h100.csv: 104 ways for 24x274x8287, 175 for 4x3x2800, 242 for 12x19x5802; ops3_h100.csv:
+// 123 for 17x2x12716); nvjet kernels up to 16.
+constexpr std::int64_t kMmaSyncMaxSplit = 256;
+constexpr std::int64_t kNvjetMaxSplit = 16;
+
+// cuBLAS's split of a product of few nvjet tiles: K slices at least this deep (20 steps of 64),
+// at most kNvjetMaxSplit, and no more slices than the SMs hold (random sets 3-8 on the H100:
+// 16x16x2096 unsplit, 16x16x3568 -> 2, 16x16x6752 -> 5, 16x16x15344 -> 11, 7 tiles of
+// 16x432x7456 -> 5, 40 tiles of 160x2512x11168 -> 3, 71 tiles of 16x4528x3440 unsplit).
+constexpr std::int64_t kNvjetMinSliceK = 1280;
+
+// K cut into slices at least `slice_k` deep, at most `max_split` of them, and no more slices than
+// `max_ctas` CTAs hold, none left empty: the form of cuBLAS's split rules below.
+std::int64_t split_by_slices(const Problem& p, const Config& c, std::int64_t slice_k, std::int64_t max_split,
+                             std::int64_t max_ctas) {
+  const std::int64_t tiles = units_of(p, c, 1);
+  std::int64_t s = std::clamp<std::int64_t>(p.K / slice_k, 1, max_split);
+  while (s > 1 && (tiles * s > max_ctas || last_slice_empty(p, c, s))) --s;
+  return s;
+}
+
+std::int64_t nvjet_split(const hw::HardwareSpec& hw, const Problem& p, const Config& c) {
+  return split_by_slices(p, c, kNvjetMinSliceK, kNvjetMaxSplit, hw.sm_count);
+}
+
+
+// The tiled (nvjet or mma.sync) kernel and split for a 16-bit, fp8 or tf32 product.
+// Small tf32 products with rows that are not 16-byte multiples run sm80_xmma's 32x32x64 kernel
+// on sm_90, unsplit (sets 3-5: 5165x14x136, 253x18x443, 567x204x161, 11x12401x232, 13x64x55;
+// 128 threads, 72 registers, 48 KiB); deeper or larger ones the cutlass align1/align2 kernels
+// (6x25x1360 split 114, 1226x7783x107, 58x2047x2591).
+constexpr std::int64_t kXmmaTf32MaxK = 1024;
+constexpr double kXmmaTf32MaxWork = 1e8;  // M x N x K
+
+std::optional<Choice> xmma_tf32_small(const hw::HardwareSpec& hw, const Problem& p) {
+  if (p.dtype != hw::DType::kTf32 || hw.throughput.mma_sync_share >= 1.0 || operand_align(p) >= 4 ||
+      p.K >= kXmmaTf32MaxK ||
+      static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K) >= kXmmaTf32MaxWork) {
+    return std::nullopt;
+  }
+  auto c = mma_sync_config(hw, p.dtype, 32, 32);
+  if (!c) return std::nullopt;
+  c->tile_k = 64;
+  c->stages = 3;
+  c->smem = c->stages * (c->tile_n + c->tile_m) * c->tile_k * 4;  // 48 KiB, as measured
+  c->threads = 128;
+  c->regs = 72;
+  c->align = operand_align(p);
+  c->xmma_tf32_small = true;
+  c->k_step_round_trips = kXmmaTf32StepRoundTrips;
+  return Choice{*c, 1, 0};
+}
+
+// Small 16-bit products whose rows allow only 4-byte loads run CUTLASS's wmma kernel on sm_90:
+// 32x32 tiles, 128 threads, 64-deep K steps two stages deep (as most of them measured: 80-94
+// registers, 18-37 KiB), for products below 2^24 multiply-adds (random sets 3-8 on the H100:
+// 1.9M to 16M of them ran wmma, 2176x10476x10 (228M) and 864x64x822 (45M) the s16816 kernels;
+// 7 of the 100 align2 rows break the rule, 46 of them ran wmma where the s16816 kernels were
+// modeled).
+constexpr double kWmmaMaxWork = 16777216.0;  // M x N x K
+// Its K steps wait for their loads (a single stage in most): 7-12 ns per K element for one CTA
+// (sets 3-8: 15x2x1804 in 17.5 us, 53x2x806 in 8.7, 62x14x692 in 6.9, 3x2x322 in 6.0).
+constexpr double kWmmaStepRoundTrips = 1.25;  // 1-2 tried on sets 3-8
+
+// fp16 products whose rows allow only 2-byte loads run the sm_75 build of that kernel, up to far
+// larger products: every fp16 align1 product of sets 3-10 (H100) with K >= 2, fewer than 2^20
+// outputs and fewer than 4e8 multiply-adds ran it (31 of them, up to 2382x163x9, 3x13473x6818 and
+// 4101x7x12203); 177x469x6243 (5.2e8) and those of 1.6M outputs or more ran the s1688 kernels.
+// bf16's align1 products never ran it.
+constexpr double kWmma75MaxWork = 4e8;
+constexpr double kWmma75MaxOutputs = 1048576.0;
+
+bool runs_wmma(const hw::HardwareSpec& hw, const Problem& p) {
+  if (detail::elt_bytes(p.dtype) != 2 || hw.throughput.mma_sync_share >= 1.0) return false;
+  const double outputs = static_cast<double>(p.M) * static_cast<double>(p.N) * p.batch;
+  const double work = outputs * static_cast<double>(p.K);
+  const std::int64_t align = operand_align(p);
+  if (align == 2) return work < kWmmaMaxWork;
+  return align == 1 && p.dtype == hw::DType::kFp16 && p.K >= 2 && outputs < kWmma75MaxOutputs &&
+         work < kWmma75MaxWork;
+}
+
+std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p) {
+  if (!runs_wmma(hw, p)) return std::nullopt;
+  auto c = mma_sync_config(hw, p.dtype, 32, 32);
+  if (!c) return std::nullopt;
+  c->tile_k = 64;
+  c->stages = 2;
+  c->smem = c->stages * (c->tile_n + c->tile_m) * c->tile_k * 2;
+  c->threads = 128;
+  c->regs = 88;
+  c->align = operand_align(p);
+  c->wmma = true;
+  c->k_step_round_trips = kWmmaStepRoundTrips;
+  return c;
+}
+
+// cuBLAS's split of a wmma product: none up to K = 1024, then slices of about 128 (at most 32,
+// and at most two CTAs per SM) (sets 3-8: 62x14x692 and 15x2x1804 unsplit, 130x22x3688 -> 31,
+// 108x20x4842 -> 25, 272x8x7386 -> 28, 21x394x1386 -> 12, 2069x2x1562 -> 6).
+constexpr std::int64_t kWmmaUnsplitMaxK = 1024;
+constexpr std::int64_t kWmmaSliceK = 128;
+constexpr std::int64_t kWmmaMaxSplit = 32;
+
+Choice wmma_choice(const hw::HardwareSpec& hw, const Problem& p, const Config& c) {
+  const std::int64_t s =
+      p.K <= kWmmaUnsplitMaxK ? 1 : split_by_slices(p, c, kWmmaSliceK, kWmmaMaxSplit, 2 * hw.sm_count);
+  Choice ch{c, s, 0};
+  ch.reduce = s > 1;
+  return ch;
+}
+
+Choice choose_tiled(const hw::HardwareSpec& hw, const Problem& p) {
+  if (runs_sm90_kernels(hw, p)) return choose(hw, p, hopper_candidates(hw, p), kNvjetMaxSplit, nvjet_split);
+  if (auto x = xmma_tf32_small(hw, p)) return *x;
+  if (auto w = wmma_small(hw, p)) return wmma_choice(hw, p, *w);
+  return tf32_small_split(hw, p, choose(hw, p, mma_sync_candidates(hw, p), kMmaSyncMaxSplit));
+}
+
+// A bias on single-element rows over several tiles: cuBLAS keeps the bias in the kernel's
+// epilogue and splits K serially, few ways (ops3_h100.csv, ops4_h100.csv: a memset, then 2-15
+// slices, about one per 768 of K, no reduce kernel: 769x2x975 -> 3, 1917x71x547 -> 2,
+// 149x21x11486 -> 15); a single tile keeps the parallel split (3x2x857 -> 27 and the reduce).
+constexpr std::int64_t kSerialSplitK = 768;
+constexpr std::int64_t kSerialSplitMax = 16;
+// Fewer tiles keep the parallel split and its reduce kernel (which adds the bias), unless the
+// output is a single column of tiles over a deep K: then slices of about 256 run serially (sets
+// 3-10, 27 bias rows split on the align1 kernels: 5x83x6104 -> 64 ways and the reduce, 259x179x3186
+// (20 tiles) -> 8 and the reduce, 376x58x185 -> 3 and the reduce; 6607x88x15022 (26 tiles),
+// 769x2x975 -> 3 serial, 157x2x735 -> 3, 149x21x11486 -> 15).
+constexpr std::int64_t kSerialMinTiles = 24;
+constexpr std::int64_t kSerialColumnMinK = 256;
+constexpr std::int64_t kSerialColumnSplitK = 256;
+
+// Shallow products on the register-staged (align1) kernels: cuBLAS takes its split-K variant,
+// which writes fp32 partials that cublasLt::splitKreduce_kernel sums and converts, with K cut
+// into slices of about 8 (sets 3-7 on the H100, no bias):
+//  * K of 2 to 8, a grid of one wave or less: unsplit, fp32 out and the reduce (16 of 17
+//    launches: 8314x13x2, 219x215x4, 5904x2x7, 49x16139x2 on 128x128 tiles);
+//  * K of 9 to 80, few tiles (a fifth of the SMs or fewer): ceil(K / 8) slices (14 of 15
+//    launches: 29x93x14 -> 2, 1029x6x17 -> 3, 712x12x29 -> 4, 57x14x47 -> 6, 23x36x75 -> 10);
+//    with more tiles, one slice and bf16 out (1901x63x23, 753x384x11, 1373x247x60).
+// K = 1 and deeper products keep the choice above. bf16 only: fp16's shallow products ran other
+// kernels (cutlass wmma, sm80 align2) without the split-K variant. Nor products of 5 rows or
+// fewer (sets 3-13: 3x138x3, 5x206x3, 2x285x14, 2x1115x14, 2x66x37 and 2x19x65 unsplit with
+// bf16 out; 7x460x5 and 10x119x34 took the variant).
+constexpr std::int64_t kShallowSliceK = 8;
+constexpr std::int64_t kShallowMaxK = 80;
+constexpr std::int64_t kShallowSplitSmsPerTile = 5;
+constexpr std::int64_t kShallowSplitMinRows = 6;
+
+Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch, bool bias) {
+  if (bias || p.dtype != hw::DType::kBf16 || !ch.cfg.register_staged || ch.split != 1 || p.K < 2 ||
+      p.K > kShallowMaxK || p.M < kShallowSplitMinRows) {
+    return ch;
+  }
+  const std::int64_t tiles = units_of(p, ch.cfg, 1);
+  if (p.K <= kShallowSliceK) {
+    if (tiles <= hw.sm_count) ch.reduce = true;
+    return ch;
+  }
+  if (tiles * kShallowSplitSmsPerTile > hw.sm_count) return ch;
+  ch.split = ceil_div(p.K, kShallowSliceK);
+  ch.reduce = true;
+  return ch;
+}
+
+Choice with_bias_epilogue(const Problem& p, Choice ch, bool bias) {
+  const std::int64_t tiles = units_of(p, ch.cfg, 1);
+  if (!bias || !ch.cfg.register_staged || ch.split <= 1 || tiles < 2) return ch;
+  const bool one_column = ceil_div(p.N, ch.cfg.tile_n) == 1 && p.K > kSerialColumnMinK;
+  if (tiles < kSerialMinTiles && !one_column) return ch;
+  const std::int64_t slice_k = tiles < kSerialMinTiles ? kSerialColumnSplitK : kSerialSplitK;
+  ch.split = std::clamp<std::int64_t>(ceil_div(p.K, slice_k), 2, kSerialSplitMax);
+  while (last_slice_empty(p, ch.cfg, ch.split)) --ch.split;
+  ch.reduce = false;
+  ch.serial = ch.split > 1;
+  return ch;
+}
+
+// tf32 products of rows that allow no 16-byte loads run cuBLAS's fp32 SIMT kernels when they are
+// one deep, or shallow with many outputs (sets 3-12, H100: all 11 of K = 1, 2 x 642 to
+// 10573 x 4222, ran cutlass_80_simt_sgemm_128x32; 192x9463x14, 12849x422x21, 462x16278x3 too,
+// 869x1295x25 an fp32 xmma kernel; fewer outputs the tf32 kernels, 5017x269x3 a miss).
+constexpr std::int64_t kTf32SimtMaxK = 32;
+constexpr double kTf32SimtMinOutputs = 1048576.0;
+
+bool tf32_runs_simt(const hw::HardwareSpec& hw, const Problem& p) {
+  if (p.dtype != hw::DType::kTf32 || !detail::is_hopper(hw) || p.batch != 1 || operand_align(p) >= 4) return false;
+  return p.K == 1 || (p.K <= kTf32SimtMaxK && static_cast<double>(p.M) * static_cast<double>(p.N) >= kTf32SimtMinOutputs);
+}
+
+}  // namespace
+
+GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear) {
+  if (detail::is_hopper(hw) && p.batch == 1 && std::min(p.M, p.N) == 1 && p.K > 1 &&
+      !runs_sm90_kernels(hw, p)) {
+    const bool dot = std::max(p.M, p.N) <= kDotMaxProducts && p.K >= kDotMinK;
+    return {dot ? GemmPath::kDot : GemmPath::kGemv, {}};
+  }
+  if (uses_gemmsn(hw, p, linear)) return {GemmPath::kGemmsn, {}};
+  if (p.dtype == hw::DType::kFp32 || tf32_runs_simt(hw, p)) {
+    return {GemmPath::kTiled,
+            p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0}};
+  }
+  if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1) return {GemmPath::kGemv, {}};
+  return {GemmPath::kTiled, with_shallow_split(hw, p, with_bias_epilogue(p, choose_tiled(hw, p), bias), bias)};
+}
+
+}  // namespace gpusim::models::gemm_detail

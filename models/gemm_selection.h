@@ -1,0 +1,36 @@
+// cuBLAS's GEMM kernel choice (gemm_selection.cpp) as the lowering (gemm_model.cpp) uses it: what
+// runs a product, with its tile and K split. Internal to the GEMM model.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "hw/hardware_spec.h"
+#include "models/gemm_config.h"
+
+namespace gpusim::models::gemm_detail {
+
+enum class GemmPath { kGemmsn, kGemv, kDot, kTiled };
+
+// What cuBLAS runs for a product: gemmSN, the GEMV, or a tiled kernel (SIMT, mma.sync or nvjet)
+// with its tile and split. One place for the lowering and gemm_tiling.
+struct GemmPlan {
+  GemmPath path = GemmPath::kTiled;
+  Choice choice;
+};
+
+GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear);
+
+// gemmSN's columns per CTA and K slices (the kernels and their measurements at the definition).
+std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear);
+
+// One output row or column on sm_90 off the TMA path: a few long dot products run cuBLAS's
+// dot_kernel (128 threads, 32 chunks of K per product, fp32 partials) and reduce_1Block_kernel
+// (one CTA per product adds its partials), the rest the GEMV kernel (random sets 3-5,
+// ops{3,4,5}_h100.json: dot for 3x1x8410, 1x58x16240, 1x97x6586, 40x1x13849 tf32; gemvx for
+// 1x8283x1943 fp32, 43x1x91, 6844x1x239, 2917x1x2600 tf32, 1x1557x8).
+constexpr std::int64_t kDotMaxProducts = 128;
+constexpr std::int64_t kDotMinK = 2048;
+constexpr std::int64_t kDotChunks = 32;
+
+}  // namespace gpusim::models::gemm_detail
