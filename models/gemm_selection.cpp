@@ -150,8 +150,12 @@ std::optional<Config> mma_sync_config(const hw::HardwareSpec& hw, hw::DType d, s
 // DRAM latencies one K step of an align1 (sm_75-style, register-staged) kernel takes: about
 // 2.1 us per 32-deep step on H100 whatever the tile (64x64 to 256x128) and whatever the CTAs
 // per SM, so a chain of dependent latencies, not a throughput (calibration half of
-// validation/data/ops3_h100.csv: 1.5-2.2 us per step over 13 kernels).
-constexpr double kAlign1StepRoundTrips = 4.0;
+// validation/data/ops3_h100.csv: 1.5-2.2 us per step over 13 kernels). 5 since issue 16's ninth
+// round, refitted with the 16-bit kernels' prologue (tile_launch): their one-step kernels of
+// few CTAs had run 16% slow, their kernels of three and more steps 10-25% fast (sets 3-13, H100
+// and H200; 4-5.5 round trips a step x 1-4 fewer in the prologue tried, 5 and 3 best: 10.43 ->
+// 10.34% and 12.06 -> 11.90% over all their rows).
+constexpr double kAlign1StepRoundTrips = 5.0;
 
 // The xmma tf32 32x32x64 kernel of small unaligned products: about 0.7 us per 64-deep step
 // beyond a one-step kernel's 3 us (sets 3-5: 5165x14x136 in 7.8 us, 253x18x443 in 7.3,

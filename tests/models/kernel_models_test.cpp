@@ -599,13 +599,14 @@ TEST(GemmModelTest, ShallowAlign1ProductsTakeTheSplitKVariant) {
   EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{2, 285, 14, false}), h100()).size(), 1u);
   EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{3, 138, 3, false}), h100()).size(), 1u);
   EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{7, 460, 5, false}), h100()).size(), 2u);
-  // The register-staged kernel sets up no tensor maps: one DRAM round trip less before its
-  // first loads than the TMA kernels (one-step align1 kernels: 2.8-3.5 us measured), whose
-  // first loads wait in their K-step chain instead (half a round trip).
+  // The register-staged kernel sets up no tensor maps and its first loads wait in its K-step
+  // chain: three DRAM round trips less before it than base_work's (one-step align1 kernels of a
+  // few CTAs: 2.8-3.1 us measured); the TMA kernels' first loads wait in their chain for half a
+  // round trip of theirs.
   const auto one = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{178, 2, 1}), h100());
   const auto tma = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{176, 8, 8}), h100());
   ASSERT_TRUE(contains(tma[0].name, "nvjet")) << tma[0].name;
-  EXPECT_EQ(one[0].ctas.front().work.fixed.ps() + h100().dram.latency.ps() / 2, tma[0].ctas.front().work.fixed.ps());
+  EXPECT_EQ(one[0].ctas.front().work.fixed.ps() + 5 * h100().dram.latency.ps() / 2, tma[0].ctas.front().work.fixed.ps());
 }
 
 TEST(GemmModelTest, BiasOnSingleElementRowsSplitsSeriallyInTheKernel) {
