@@ -278,6 +278,7 @@ hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int6
 // Dependent DRAM round trips a streaming GEMM CTA waits before its loads flow (the x rows, then
 // the weights they index), fitted on the small gemmSN calibration rows of ops3_h100.csv.
 constexpr std::int64_t kStreamingFixedRoundTrips = 2;
+constexpr double kGemmsn16BitNnBytesInFlight = 6.0;
 
 // The GEMV (gemvx) waits one and a half DRAM round trips more than gemmSN: its warps' reduction
 // and the stores behind it (sets 3-8 on the H100: one-row products of K = 2..30 take 2.3-2.8 us
@@ -399,7 +400,11 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
   // 12 KiB for NN): they set how many CTAs an SM holds, and so the bandwidth.
   l.regs_per_thread = linear ? (p.M > 8 ? 90 : 75) : 64;
   l.smem_per_cta = linear ? (p.M <= 2 ? 3072 : p.M <= 4 ? 6144 : 10752) : 12288;
-  fill_streaming_gemm(l, hw, 1, p.N, p.K, p.M, bias, e, static_cast<double>(threads) * (linear ? 8.0 : 4.0),
+  // Bytes a thread keeps in flight: 8 for TN, 4 for fp32 NN, 6 for 16-bit NN (fitted on sets
+  // 3-13, 4-16 tried: at 4 its few-CTA rows over K of 100-400 ran 50-100% slow, 5x256x405 at
+  // 20.4 us against 9.9 measured; 10.34 -> 10.29% H100, 11.90 -> 11.82% H200 over all rows).
+  const double per_thread = linear ? 8.0 : (p.dtype == hw::DType::kFp32 ? 4.0 : kGemmsn16BitNnBytesInFlight);
+  fill_streaming_gemm(l, hw, 1, p.N, p.K, p.M, bias, e, static_cast<double>(threads) * per_thread,
                       kStreamingFixedRoundTrips, names, tag);
   return l;
 }

@@ -551,6 +551,11 @@ TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   EXPECT_TRUE(contains(nn16(5, 256, 405), "gemmSN_NN")) << nn16(5, 256, 405);
   EXPECT_TRUE(contains(nn16(13, 5340, 1137), "gemmSN_NN")) << nn16(13, 5340, 1137);
   EXPECT_FALSE(contains(nn16(8, 2190, 2539), "gemmSN")) << nn16(8, 2190, 2539);
+  // Each thread keeps 6 bytes in flight for 16-bit NN, 4 for fp32 NN (128 threads below 1024 columns).
+  const auto sn16 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{5, 256, 405}), h100());
+  EXPECT_DOUBLE_EQ(sn16[0].ctas.front().work.max_inflight_bytes, 128.0 * 6.0);
+  const auto sn32 = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{7, 5, 8}), h100());
+  EXPECT_DOUBLE_EQ(sn32[0].ctas.front().work.max_inflight_bytes, 128.0 * 4.0);
   // Outer products (K = 1) run the tiled kernels whatever the dtype (3x13698x1 bf16, 5x473x1 fp32).
   EXPECT_TRUE(contains(nn16(3, 13698, 1), "cutlass_75_tensorop")) << nn16(3, 13698, 1);
   EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{5, 473, 1}), h100())[0].name, "gemmSN"));
