@@ -284,6 +284,7 @@ constexpr double kGemmsn16BitNnBytesInFlight = 6.0;
 // and the stores behind it (sets 3-8 on the H100: one-row products of K = 2..30 take 2.3-2.8 us
 // against 1.85 simulated with two; 3-4 tried, the GEMV rows 28 -> 16% (bf16), 20 -> 12% (tf32)).
 constexpr double kGemvFixedRoundTrips = 3.5;
+constexpr std::int64_t kGemvShortMaxK = 80;
 
 // The CTAs of a kernel that streams the weights once (GEMV, gemmSN): `mats` weight matrices of
 // N x K, `rows` input rows of K per matrix, spread evenly over the launch's grid, each CTA
@@ -313,7 +314,7 @@ void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t
 
 // cuBLAS's gemvx kernel for one-row products on sm_80 / sm_120 (not measured here): 128
 // threads, one warp per output element, 4 outputs per CTA, each warp streaming a row of W.
-hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear,
+hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear, bool column,
                        const Names& names, const std::string& tag) {
   const double e = detail::elt_bytes(p.dtype);
   Config c;
@@ -321,8 +322,14 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
   hw::Launch l;
   l.name = kernel_name(c, 1, p.dtype, linear);
   l.family = "gemv";
-  constexpr std::int64_t kRowsPerCta = 4;
-  l.grid = {ceil_div(p.N, kRowsPerCta), p.batch, 1};
+  // Outputs per CTA, as the measured grids give them (sets 3-13, H100): 64 for the short-K
+  // variant (K <= 80: 1x2572x2 on 41 CTAs, 15111x1x13 on 237); the long-K one takes 4 for a
+  // column over A's rows (6844x1x239 on 1711) and for a row below 2048 outputs (1x902x234 on
+  // 226), 16 below 8192 (1x2581x787 on 162) and 32 above (1x9946x782 on 311). A CTA's warps walk
+  // its outputs in turn, so fewer, longer CTAs stream the weights.
+  const std::int64_t rows_per_cta =
+      p.K <= kGemvShortMaxK ? 64 : (column || p.N < 2048) ? 4 : p.N < 8192 ? 16 : 32;
+  l.grid = {ceil_div(p.N, rows_per_cta), p.batch, 1};
   l.block = {128, 1, 1};
   l.regs_per_thread = 40;
   l.smem_per_cta = 0;
@@ -436,10 +443,10 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   if (plan.path == GemmPath::kGemv) {
     // One output column: the GEMV over A's rows (y = A x).
     if (p.N == 1 && p.M > 1) {
-      return {gemv_launch(hw, Problem{1, p.M, p.K, 1, p.dtype}, gp.bias, linear,
+      return {gemv_launch(hw, Problem{1, p.M, p.K, 1, p.dtype}, gp.bias, linear, true,
                           Names{gp.b, gp.a, gp.c, gp.bias_name}, tag)};
     }
-    return {gemv_launch(hw, p, gp.bias, linear, names, tag)};
+    return {gemv_launch(hw, p, gp.bias, linear, false, names, tag)};
   }
 
   const Choice& ch = plan.choice;

@@ -457,6 +457,15 @@ TEST(GemmModelTest, OneRowOrColumnProductsOnHopperRunGemvOrDotKernels) {
   ASSERT_EQ(column.size(), 1u);
   EXPECT_TRUE(contains(column[0].name, "gemvx")) << column[0].name;
   EXPECT_EQ(testing::dims(column[0].grid), "1711x1x1");  // 4 of A's rows per CTA
+  // A row's outputs per CTA grow with their count (1x902x234: 4, 226 CTAs; 1x2581x787: 16, 162;
+  // 1x9946x782: 32, 311); short K takes 64 (1x2572x2: 41 CTAs).
+  const auto row_grid = [](std::int64_t n, std::int64_t k) {
+    return lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, n, k}), h100())[0].grid.count();
+  };
+  EXPECT_EQ(row_grid(902, 234), 226);
+  EXPECT_EQ(row_grid(2581, 787), 162);
+  EXPECT_EQ(row_grid(9946, 782), 311);
+  EXPECT_EQ(row_grid(2572, 2), 41);
   // The GEMV waits one and a half DRAM round trips longer than gemmSN before its stores (its
   // warps' reduction): 3.5 round trips and an L2 hit in all.
   const auto& h = h100();
