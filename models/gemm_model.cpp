@@ -163,6 +163,8 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   // chain (kAlign1StepRoundTrips): three DRAM round trips fewer before it (sets 3-13: one-step
   // align1 kernels of a few CTAs take 2.8-3.1 us on the H100; fitted with the step).
   if (c.register_staged) unit.fixed = unit.fixed - sim::Time::from_ps(3 * hw.dram.latency.ps());
+  // The wmma kernels' first loads wait in their K-step chain too: one round trip fewer before it.
+  if (c.wmma) unit.fixed = unit.fixed - hw.dram.latency;
   if (c.kind == GemmKind::kNvjet) {
     // The mainloop's K steps are a chain (nvjet_step_path); the first stages' loads wait in it,
     // so the prologue holds half a DRAM latency less (0.25-1 tried on sets 3-8, 0.5 best).

@@ -668,7 +668,11 @@ std::optional<Choice> xmma_tf32_small(const hw::HardwareSpec& hw, const Problem&
 constexpr double kWmmaMaxWork = 16777216.0;  // M x N x K
 // Its K steps wait for their loads (a single stage in most): 7-12 ns per K element for one CTA
 // (sets 3-8: 15x2x1804 in 17.5 us, 53x2x806 in 8.7, 62x14x692 in 6.9, 3x2x322 in 6.0).
-constexpr double kWmmaStepRoundTrips = 1.25;  // 1-2 tried on sets 3-8
+// 1.5 since issue 16's ninth round, fitted with the wmma prologue (tile_launch): one-step kernels
+// of a few CTAs had run 13% slow, kernels of five steps and more 13-22% fast (sets 3-13, H100 and
+// H200; 1.25-2.5 a step x 0-3 round trips fewer in the prologue tried: 10.25 -> 10.19% H100,
+// 11.70 -> 11.63% H200 over all rows).
+constexpr double kWmmaStepRoundTrips = 1.5;
 
 // fp16 products whose rows allow only 2-byte loads run the sm_75 build of that kernel, up to far
 // larger products: every fp16 align1 product of sets 3-10 (H100) with K >= 2, fewer than 2^20

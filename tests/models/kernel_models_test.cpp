@@ -327,6 +327,10 @@ TEST(GemmModelTest, Fp16Align1ProductsRunTheSm75WmmaKernel) {
   EXPECT_TRUE(contains(small[0].name, "cutlass_75_wmma_tensorop_f16") && contains(small[0].name, "_align1"))
       << small[0].name;
   EXPECT_EQ(small[0].grid.count(), 75 * 6);  // 32x32 tiles
+  // Its first loads wait in its K-step chain: one DRAM round trip fewer before it than the
+  // 4 round trips and an L2 hit of the TMA kernels' prologue.
+  const auto& h = h100();
+  EXPECT_EQ(small[0].ctas.front().work.fixed.ps(), 3 * h.dram.latency.ps() + h.l2.hit_latency.ps());
   const auto deep = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{4101, 7, 12203}), h100());
   EXPECT_TRUE(contains(deep[0].name, "cutlass_75_wmma")) << deep[0].name;
   const auto wide = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{8268, 390, 5}), h100());
