@@ -426,22 +426,18 @@ Config simt_config(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   return c;
 }
 
-// A single fp32 GEMM: cuBLAS takes CUTLASS's 256x128 SIMT tile or the sm80_xmma 64x64x8 tile,
-// split along K (1 to 4) to fill the GPU. The choice minimizes waves x one CTA's SIMT time,
-// with each tile's occupancy and FFMA share (see tile_launch); it reproduces the calibration
-// set's choices (512^3: 64x64 split 4, 1536^3: 64x64 split 3, 2048^3 and 4096x1024x1024:
-// 256x128, 3072^3: 256x128 split 4; validation/data/ops_h100.csv, ops2_h100.csv).
-// Shallow products of few tiles run CUTLASS's 64x64 SIMT kernel in its split-K variant: fp32
-// partials in slices of about 4 (at most 4 of them) and splitKreduce_kernel, even unsplit (sets
-// 3-13, H100: 35 of the 47 products of K < 64 and fewer than 64 such tiles; 80x16x16 ran 2 x 4
-// CTAs and the reduce in 4.1 us, 19x398x2 one slice and the reduce). The others ran the 128x64
-// and 128x32 variants the same way, or sm80_xmma's 32x32 tile.
 // sm80_xmma's 128x128 tile ran only deep products (sets 3-13: K of 3296 to 15885); 512^3 ran
 // 64x64 split 4.
 constexpr std::int64_t kSimtSquareTileMinK = 2048;
 // Shallower products never ran the 256x128 tile, however large (sets 3-13: 3969x10157x43,
 // 5469x12672x39, 3744x5664x16 on sm80_xmma's 64x64; 992x3776x48 the one exception).
 constexpr std::int64_t kSimtWideTileMinK = 64;
+
+// Shallow products of few tiles run CUTLASS's 64x64 SIMT kernel in its split-K variant: fp32
+// partials in slices of about 4 (at most 4 of them) and splitKreduce_kernel, even unsplit (sets
+// 3-13, H100: 35 of the 47 products of K < 64 and fewer than 64 such tiles; 80x16x16 ran 2 x 4
+// CTAs and the reduce in 4.1 us, 19x398x2 one slice and the reduce). The others ran the 128x64
+// and 128x32 variants the same way, or sm80_xmma's 32x32 tile.
 constexpr std::int64_t kSimtSplitVariantMaxK = 63;
 constexpr std::int64_t kSimtSplitVariantMaxTiles = 63;
 constexpr std::int64_t kSimtSplitVariantSliceK = 4;
@@ -455,6 +451,14 @@ std::optional<Choice> simt_split_variant(const Problem& p) {
   return ch;
 }
 
+// A single fp32 GEMM (and the tf32 products that run the SIMT kernels): outer products and tf32
+// take the 128x32 kernel unsplit, shallow products of few tiles the 64x64 split-K variant (above);
+// the rest choose among CUTLASS's 256x128 tile (K >= 64), sm80_xmma's 64x64 and 128x128 (K >=
+// 2048) tiles and, for at most 32 rows, CUTLASS's 128x32, split along K (1 to 4, many more for
+// the small tiles over few tiles) to fill the GPU. The choice minimizes waves x one CTA's SIMT
+// time, with each tile's occupancy and FFMA share (see tile_launch); it reproduces the
+// calibration set's choices (512^3: 64x64 split 4, 1536^3: 64x64 split 3, 2048^3 and
+// 4096x1024x1024: 256x128, 3072^3: 256x128 split 4; validation/data/ops_h100.csv, ops2_h100.csv).
 Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
   // cutlass_80_simt_sgemm_128x32_8x5 for few rows (ops3_h100.csv: M of 16-21, split 47-66), and
   // unsplit for every outer product and the tf32 products sent here (sets 3-13: all 7 fp32 and
