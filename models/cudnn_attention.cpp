@@ -306,7 +306,8 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
     w.bulk_copies = true;
     w.fixed = hw.dram.latency + hw.l2.hit_latency;
     // Beyond 4 tiles' worth the chain stops growing: longer CTAs pipeline their loads (the
-    // unsplit 8-tile rows: with the chain unbounded they were +52..117%, docs/engine.md).
+    // unsplit 8-tile rows: with the chain unbounded they were +52..117%, docs/engine.md); the
+    // 256-wide kernel's grows further (kDecodeWideChainCap64KiB).
     // This CTA's K and V, as the kernel's tile width steps through them (D = 96 pads to 128).
     const double loaded = static_cast<double>(keys * d_tile) * e * (1.0 + 1.0 / halves);
     const double cap = D > 128 ? kDecodeWideChainCap64KiB : kDecodeChainCap64KiB;
