@@ -56,6 +56,10 @@ struct Config {
   bool wmma = false;
   // SIMT kernels: the share of time the FP32 pipe issues FFMAs (simt_ffma_share).
   double ffma_share = 0;
+  // Half DRAM round trips of base_work's prologue the kernel does not wait before its K-step
+  // chain, because its first loads wait in that chain instead (set where each kernel family's
+  // configuration is made).
+  std::int64_t prologue_saved_half_round_trips = 0;
 };
 
 struct Choice {

@@ -159,16 +159,8 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
 
   // Per unit (one tile, one K split): padded math, real-extent bytes spread over the units.
   hw::CtaWork unit = base_work(hw, p.dtype);
-  // The register-staged kernels set up no tensor maps and their first loads wait in their K-step
-  // chain (kAlign1StepRoundTrips): three DRAM round trips fewer before it (sets 3-13: one-step
-  // align1 kernels of a few CTAs take 2.8-3.1 us on the H100; fitted with the step).
-  if (c.register_staged) unit.fixed = unit.fixed - sim::Time::from_ps(3 * hw.dram.latency.ps());
-  // The wmma kernels' first loads wait in their K-step chain too: one round trip fewer before it.
-  if (c.wmma) unit.fixed = unit.fixed - hw.dram.latency;
+  unit.fixed = unit.fixed - sim::Time::from_ps(c.prologue_saved_half_round_trips * hw.dram.latency.ps() / 2);
   if (c.kind == GemmKind::kNvjet) {
-    // The mainloop's K steps are a chain (nvjet_step_path); the first stages' loads wait in it,
-    // so the prologue holds half a DRAM latency less (0.25-1 tried on sets 3-8, 0.5 best).
-    unit.fixed = unit.fixed - sim::Time::from_ps(hw.dram.latency.ps() / 2);
     unit.critical_path = sim::Time::from_seconds(nvjet_step_path(hw, c, kk));
     // The bias epilogue loads the bias before its first store: one more DRAM round trip
     // (sets 3-8: small "_bias" kernels 0.3-0.5 us slower than the same shapes without).

@@ -91,6 +91,9 @@ std::optional<Config> hopper_config(const hw::HardwareSpec& hw, hw::DType d, std
   c.threads = 384;
   c.regs = 168;  // every nvjet / sm90_xmma kernel in ops_h100.csv
   c.persistent = true;
+  // nvjet's mainloop K steps are a chain (nvjet_step_path); the first stages' loads wait in it,
+  // so the prologue holds half a DRAM latency less (0.25-1 tried on sets 3-8, 0.5 best).
+  if (c.kind == GemmKind::kNvjet) c.prologue_saved_half_round_trips = 1;
   const std::int64_t stage = (tile_n + tile_m) * 128;
   if (c.kind == GemmKind::kSm90Tf32 && tile_n == 256 && tile_m == 128) {
     // sm90_xmma_gemm_..._tf32f32 tilesize128x256x32 (4096^3 tf32): 231424 B, 66x2 grid.
@@ -346,6 +349,10 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
       c.align = 1;
       c.register_staged = true;
       c.k_step_round_trips = kAlign1StepRoundTrips;
+      // No tensor maps, and the first loads wait in the K-step chain: three DRAM round trips
+      // fewer before it (sets 3-13: one-step align1 kernels of a few CTAs take 2.8-3.1 us on the
+      // H100; fitted with the step).
+      c.prologue_saved_half_round_trips = 6;
       out.push_back(c);
     }
     return out;
@@ -394,17 +401,30 @@ Config cutlass_simt(std::int64_t tile_n, std::int64_t tile_m, std::int64_t stage
 
 Config cutlass_simt_256x128() { return cutlass_simt(256, 128, 4, 256, 202, 49152); }
 
+// cuBLAS's sm80_xmma SIMT kernels (sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma): 128 threads,
+// 3 stages; their FFMA share follows the outputs a thread holds (simt_ffma_share).
+Config sm80_xmma_simt(std::int64_t tile_m, std::int64_t tile_n, int regs, std::int64_t smem) {
+  Config c;
+  c.kind = GemmKind::kSimtBatched;
+  c.tile_k = 8;
+  c.persistent = false;
+  c.tile_m = tile_m;
+  c.tile_n = tile_n;
+  c.stages = 3;
+  c.threads = 128;
+  c.regs = regs;
+  c.smem = smem;
+  return c;
+}
+
 // fp32 with TF32 off: cuBLAS's SIMT kernels (measured on H100, assumed the same elsewhere).
 Config simt_config(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
   if (p.batch == 1 && p.M >= 256 && p.N >= 128) return cutlass_simt_256x128();
-  Config c;
-  c.tile_k = 8;
-  c.persistent = false;
-  // Batched: sm80_xmma_gemm_f32..._ffma, 128 threads, 3 stages (naive attention's two bmm on
-  // H100). Per layout cuBLAS had two tiles: "tn" (q @ k^T) 128x128 or 64x64, "nn" (p @ v)
-  // 128x64 or 64x64; it took the larger where that still gave at least 8 CTAs per SM
-  // (S = 512: 768 CTAs of 128x128 -> 64x64; S = 1024: 8192 -> 128x128; p @ v at S = 1024:
-  // 1024 CTAs of 128x64 -> 64x64; S = 4096: 3072 -> 128x64).
+  // Batched: sm80_xmma_gemm_f32..._ffma (naive attention's two bmm on H100). Per layout cuBLAS
+  // had two tiles: "tn" (q @ k^T) 128x128 or 64x64, "nn" (p @ v) 128x64 or 64x64; it took the
+  // larger where that still gave at least 8 CTAs per SM (S = 512: 768 CTAs of 128x128 -> 64x64;
+  // S = 1024: 8192 -> 128x128; p @ v at S = 1024: 1024 CTAs of 128x64 -> 64x64; S = 4096: 3072
+  // -> 128x64).
   struct T {
     std::int64_t m, n;
     int regs;
@@ -412,15 +432,10 @@ Config simt_config(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   };
   const T tn[] = {{128, 128, 255, 33792}, {64, 64, 128, 13056}};
   const T nn[] = {{128, 64, 224, 18816}, {64, 64, 121, 12672}};
-  c.kind = GemmKind::kSimtBatched;
-  c.stages = 3;
-  c.threads = 128;
-  c.ffma_share = kFfmaShareAt32Outputs;  // as naive attention's calibration GEMMs ran, either tile
+  Config c;
   for (const auto& t : b_transposed ? tn : nn) {
-    c.tile_m = t.m;
-    c.tile_n = t.n;
-    c.regs = t.regs;
-    c.smem = t.smem;
+    c = sm80_xmma_simt(t.m, t.n, t.regs, t.smem);
+    c.ffma_share = kFfmaShareAt32Outputs;  // as naive attention's calibration GEMMs ran, either tile
     if (units_of(p, c, 1) >= 8LL * hw.sm_count) break;
   }
   return c;
@@ -433,19 +448,19 @@ constexpr std::int64_t kSimtSquareTileMinK = 2048;
 // 5469x12672x39, 3744x5664x16 on sm80_xmma's 64x64; 992x3776x48 the one exception).
 constexpr std::int64_t kSimtWideTileMinK = 64;
 
-// Shallow products of few tiles run CUTLASS's 64x64 SIMT kernel in its split-K variant: fp32
-// partials in slices of about 4 (at most 4 of them) and splitKreduce_kernel, even unsplit (sets
+// Shallow products (K below kSimtWideTileMinK) of few tiles run CUTLASS's 64x64 SIMT kernel in its
+// split-K variant: fp32 partials in slices of about 4 (at most 4 of them) and splitKreduce_kernel,
+// even unsplit (sets
 // 3-13, H100: 35 of the 47 products of K < 64 and fewer than 64 such tiles; 80x16x16 ran 2 x 4
 // CTAs and the reduce in 4.1 us, 19x398x2 one slice and the reduce). The others ran the 128x64
 // and 128x32 variants the same way, or sm80_xmma's 32x32 tile.
-constexpr std::int64_t kSimtSplitVariantMaxK = 63;
 constexpr std::int64_t kSimtSplitVariantMaxTiles = 63;
 constexpr std::int64_t kSimtSplitVariantSliceK = 4;
 constexpr std::int64_t kSimtSplitVariantMaxSplit = 4;
 
 std::optional<Choice> simt_split_variant(const Problem& p) {
   const Config c64 = cutlass_simt(64, 64, 5, 128, 76, 20480);
-  if (p.K < 2 || p.K > kSimtSplitVariantMaxK || units_of(p, c64, 1) > kSimtSplitVariantMaxTiles) return std::nullopt;
+  if (p.K < 2 || p.K >= kSimtWideTileMinK || units_of(p, c64, 1) > kSimtSplitVariantMaxTiles) return std::nullopt;
   Choice ch{c64, std::min(kSimtSplitVariantMaxSplit, ceil_div(p.K, kSimtSplitVariantSliceK)), 0};
   ch.reduce = true;
   return ch;
@@ -467,14 +482,7 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   if (p.K == 1 || p.dtype == hw::DType::kTf32) return Choice{skinny, 1, 0};
   if (auto v = simt_split_variant(p)) return *v;
   const Config big = cutlass_simt_256x128();
-  Config small = big;
-  small.kind = GemmKind::kSimtBatched;
-  small.tile_m = small.tile_n = 64;
-  small.stages = 3;
-  small.threads = 128;
-  small.regs = b_transposed ? 128 : 121;
-  small.smem = b_transposed ? 13056 : 12672;
-  small.ffma_share = 0;  // sm80_xmma: by the outputs a thread holds
+  const Config small = sm80_xmma_simt(64, 64, b_transposed ? 128 : 121, b_transposed ? 13056 : 12672);
   Choice best{big, 1, std::numeric_limits<double>::infinity()};
   // A CTA's fixed cost (prologue and epilogue, as base_work charges it) makes splitting K pay
   // only while the slices are long; the split partials go out and back through L2 and the
@@ -483,10 +491,7 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   const double cta_fixed = base_work(hw, p.dtype).fixed.seconds();
   // sm80_xmma's 128x128 tile (128 threads, 254 registers, 33 KiB: 4320x336x4240 split 7,
   // 1856x1312x5248 split 6 in sets 3-13).
-  Config square = small;
-  square.tile_m = square.tile_n = 128;
-  square.regs = 254;
-  square.smem = 33792;
+  const Config square = sm80_xmma_simt(128, 128, 254, 33792);
   std::vector<Config> tiles{small};
   if (p.K >= kSimtWideTileMinK) tiles.push_back(big);
   if (p.K >= kSimtSquareTileMinK) tiles.push_back(square);
@@ -708,6 +713,7 @@ std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p) {
   c->align = operand_align(p);
   c->wmma = true;
   c->k_step_round_trips = kWmmaStepRoundTrips;
+  c->prologue_saved_half_round_trips = 2;  // its first loads wait in its K-step chain too
   return c;
 }
 
