@@ -47,10 +47,19 @@ constexpr double kMomentsBlockReduceRoundTrips = 6.0;
 constexpr double kMomentsRoundTripsPerChunk = 0.8;
 constexpr double kForwardRoundTripsPerIteration = 1.2;
 constexpr double kForwardLoadsInFlight = 2.0;
-// The vectorized LayerNorm kernel combines its four warps' Welford states (counts, means, M2,
-// with divisions) across shared memory before normalizing: a fixed part of a short row's time
-// (ops3_h100.csv: 43466 x 108 takes 2.5 us per wave of CTAs). RMSNorm only sums squares.
-constexpr double kWelfordCombineRoundTrips = 2.0;
+// The vectorized kernel's dependent path, in DRAM round trips. Its four warps combine their
+// partial statistics across shared memory before normalizing: LayerNorm's Welford states
+// (counts, means, M2, with divisions) take longer than RMSNorm's sums of squares (ops3_h100.csv:
+// 43466 x 108 takes 2.5 us per wave of CTAs). Each thread then walks its C/512 vectors in a loop
+// whose update the next load waits for, Welford's with a division per element.
+// Issue 16's tenth round, refitted per variant on the 146 vectorized rows of sets 3-14 (H100)
+// and 135 of sets 3-13 (H200), which had run 11-12% off (2.5 round trips a vector for both,
+// LayerNorm's combine 2 and RMSNorm's none): one-vector rows of both ran 10-25% fast and long
+// RMSNorm rows 10-20% slow. Now 5.4% (H100) and 6.8% (H200).
+constexpr double kWelfordCombineRoundTrips = 2.75;
+constexpr double kSumCombineRoundTrips = 1.0;
+constexpr double kWelfordVectorRoundTrips = 2.7;
+constexpr double kSumVectorRoundTrips = 2.2;
 // softmax's multi-pass kernels (cunn_SoftMaxForward, ...Smem) walk the row once per pass (max,
 // sum of exponentials, write), each thread one 16-byte vector per iteration, and the next load
 // waits for the iteration's arithmetic: a DRAM latency in the first pass, an L2 latency in each
@@ -175,12 +184,10 @@ std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_
     rw.fp32 = rms ? 4.0 * c : 10.0 * c;
     rw.sfu = (rms ? 0.0 : c) + 1.0;  // Welford's 1/count per element; one rsqrt per row
     const double inflight = 128.0 * 4.0 * e;  // one 4-element vector per thread in flight
-    // Each thread walks its C/512 vectors in a loop whose Welford update (with a division)
-    // the next load waits for: about 2.5 DRAM round trips per vector (calibrated on the
-    // calibration rows of validation/data/ops_h100.csv and ops3_h100.csv), plus LayerNorm's
-    // combine of the warps' Welford states.
-    rw.serial_round_trips = (rms ? 0.0 : kWelfordCombineRoundTrips) +
-                            2.5 * static_cast<double>(ceil_div(C, 128 * 4));
+    // The loop over the thread's vectors, then the combine across warps.
+    rw.serial_round_trips = (rms ? kSumCombineRoundTrips : kWelfordCombineRoundTrips) +
+                            (rms ? kSumVectorRoundTrips : kWelfordVectorRoundTrips) *
+                                static_cast<double>(ceil_div(C, 128 * 4));
     out.push_back(row_launch(hw, 
         fmt::format("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<{}, "
                     "float, {}>",

@@ -779,6 +779,29 @@ TEST(RowReductionModelTest, LayerNormVectorizedAndFallback) {
   EXPECT_DOUBLE_EQ(totals(r).dram_read_bytes, 16.0 * 4096 * 2 + 4096.0 * 2);
 }
 
+TEST(RowReductionModelTest, VectorizedNormPathsFollowTheirCombineAndLoop) {
+  // One CTA's dependent path, in DRAM round trips: the combine across warps (RMSNorm's sums 1,
+  // LayerNorm's Welford states 2.75) plus each 512-element vector's loop (2.2 and 2.7).
+  const auto path = [](OpKind kind, std::int64_t C) {
+    const auto l = lower(Op(kind, DType::kBf16, RowShape{8, C}), h100());
+    return l[0].ctas[0].work.critical_path.seconds() / h100().dram.latency.seconds();
+  };
+  EXPECT_NEAR(path(OpKind::kRmsNorm, 128), 1.0 + 2.2, 1e-9);
+  EXPECT_NEAR(path(OpKind::kLayerNorm, 128), 2.75 + 2.7, 1e-9);
+  EXPECT_NEAR(path(OpKind::kRmsNorm, 4096), 1.0 + 8 * 2.2, 1e-9);
+  EXPECT_NEAR(path(OpKind::kLayerNorm, 4096), 2.75 + 8 * 2.7, 1e-9);
+  // Measured (sets 3-14, H100): a one-vector row of a few CTAs takes 2.0-2.2 us as RMSNorm
+  // (6 x 24: 2.05) and 2.8-2.9 us as LayerNorm (6 x 292: 2.91); the simulated launches fall
+  // within 10% of both.
+  const auto us = [](OpKind kind, std::int64_t C) {
+    std::vector<hw::KernelNode> nodes;
+    for (const auto& l : lower(Op(kind, DType::kBf16, RowShape{6, C}), h100())) nodes.push_back({l, "op", 0, {}, std::nullopt});
+    return hw::run_engine(h100(), hw::LaunchMode::kGraph, nodes).kernels.front().duration().seconds() * 1e6;
+  };
+  EXPECT_NEAR(us(OpKind::kRmsNorm, 24), 2.05, 0.2);
+  EXPECT_NEAR(us(OpKind::kLayerNorm, 292), 2.91, 0.29);
+}
+
 TEST(RowReductionModelTest, VectorizedNormRereadsFromDramWhenResidentRowsOverflowL2) {
   // 2112 resident rows (16 CTAs on 132 SMs) of 29.8 KB overflow the H100's 50 MB L2: the second
   // pass reads the row from DRAM again (15891 x 14888 measured at three row-passes of DRAM).
