@@ -80,6 +80,7 @@ struct Cohort {
   bool bulk_copies = false;  // TMA loads: outside the SM's miss-slot limit
   double pipe_overlap = 1;
   double critical_path = 0;  // seconds
+  double issue_path = 0;     // seconds of critical_path that contend for the SM's schedulers
   sim::Time placed;          // when its CTAs became resident
 };
 
@@ -475,6 +476,7 @@ class Engine {
     c.bulk_copies = w.bulk_copies;
     c.pipe_overlap = w.pipe_overlap;
     c.critical_path = w.critical_path.seconds();
+    c.issue_path = w.issue_path.seconds();
     c.placed = sim_.now();
     const int id = static_cast<int>(cohorts_.size());
     cohorts_.push_back(std::move(c));
@@ -611,9 +613,12 @@ class Engine {
     critical_path_may_bind_ = false;
     auto& users = users_scratch_;
     users.assign(sms_.size(), std::array<int, kPipeCount>{});
+    auto& resident = resident_scratch_;  // streaming CTAs per SM, which share its schedulers
+    resident.assign(sms_.size(), 0);
     for (const int id : active_) {
       const Cohort& c = cohorts_[id];
       if (!c.streaming) continue;
+      for (const int sm : c.sms) resident[sm] += c.per_sm;
       for (int p = 0; p < kPipeCount; ++p) {
         if (c.pipe_work[p] <= 0) continue;
         for (const int sm : c.sms) users[sm][p] += c.per_sm;
@@ -653,8 +658,15 @@ class Engine {
       // A dependent chain waits on memory, whose latency grows with DRAM load (queueing): up to
       // twice the idle latency at full bandwidth, from the utilization of the last solution.
       // (At most twice the idle latency: if even that would not bind, utilization is moot.)
-      critical_path_may_bind_ = critical_path_may_bind_ || 2.0 * c.critical_path > seconds;
-      seconds = std::max(seconds, c.critical_path * (1.0 + utilization));
+      // The chain's issue-bound part waits its turn behind the other CTAs on the SM.
+      double waiting = 0;
+      if (c.issue_path > 0) {
+        int sharing = 0;
+        for (const int sm : c.sms) sharing = std::max(sharing, resident[sm]);
+        waiting = c.issue_path * std::max(0, sharing - 1);
+      }
+      critical_path_may_bind_ = critical_path_may_bind_ || 2.0 * c.critical_path + waiting > seconds;
+      seconds = std::max(seconds, c.critical_path * (1.0 + utilization) + waiting);
       if (seconds <= 0) {  // nothing but fixed latency: done
         c.remaining = 0;
         c.rate = std::numeric_limits<double>::infinity();
@@ -739,6 +751,7 @@ class Engine {
   std::map<std::tuple<std::int64_t, int, std::int64_t>, Occupancy> occupancies_;  // by block resources
   // Scratch for recompute_rates, kept to avoid allocating on every event.
   std::vector<std::array<int, kPipeCount>> users_scratch_;
+  std::vector<int> resident_scratch_;
   std::vector<int> ids_scratch_;
   std::vector<double> uncontended_scratch_, sm_inflight_scratch_, rates_scratch_;
   std::vector<sim::ShareConsumer> consumers_scratch_;

@@ -62,6 +62,10 @@ struct CtaWork {
   // arithmetic, block-wide reductions): the work cannot finish faster than this however much
   // bandwidth it gets, but other CTAs' transfers overlap it.
   sim::Time critical_path;
+  // Of that chain, the part spent issuing instructions (block-wide reductions' shuffles and
+  // barriers, division sequences): the CTAs sharing an SM take turns at its schedulers, so this
+  // part stretches by their number (n CTAs on the SM: critical_path + (n - 1) x issue_path).
+  sim::Time issue_path;
 
   // Time that does not shrink with bandwidth or pipe rate: prologue, first-load latency,
   // pipeline fill, epilogue, grid-wide synchronization.

@@ -52,7 +52,7 @@ bool same_work(const hw::CtaWork& a, const hw::CtaWork& b) {
          a.fixed == b.fixed &&
          a.fp32_efficiency == b.fp32_efficiency && a.tensor_efficiency == b.tensor_efficiency &&
          a.pipe_overlap == b.pipe_overlap &&
-         a.critical_path == b.critical_path;
+         a.critical_path == b.critical_path && a.issue_path == b.issue_path;
 }
 }  // namespace
 

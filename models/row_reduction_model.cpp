@@ -43,9 +43,18 @@ using detail::ceil_div;
 // kernel's 1.0 round trips per iteration became 1.2 with the write-back L2 (issue 16's fifth
 // round, after set 9's comparison; sets 3-8, 1.0-1.4 tried with 0.8-1.2 per moments chunk: the
 // pair's rows 9.6% -> 6.9%, biased -5.5% -> -0.7%, H100).
-constexpr double kMomentsBlockReduceRoundTrips = 6.0;
-constexpr double kMomentsRoundTripsPerChunk = 0.8;
+// Issue 16's tenth round: a lone CTA's moments kernel takes 2.7-2.9 us on a short row and 0.41 us
+// more per 512-element chunk, and every further CTA on the SM adds about 0.5 us to each: the
+// block reduce is issue-bound, and co-resident CTAs take turns at the schedulers (400 of its
+// cycles; the forward kernel's 200). Refitted on the pair's 454 rows of sets 3-14 (H100) and 415
+// of sets 3-13 (H200): short rows over fewer CTAs than SMs had run 10-13% slow, 133-2,000 rows
+// 7-12% fast; 7.0 -> 5.1% (H100), 9.4 -> 5.6% (H200). Was 6 round trips for the reduce and 0.8
+// a chunk.
+constexpr double kMomentsBlockReduceRoundTrips = 4.5;
+constexpr double kMomentsRoundTripsPerChunk = 1.0;
+constexpr double kMomentsIssueCycles = 400.0;
 constexpr double kForwardRoundTripsPerIteration = 1.2;
+constexpr double kForwardIssueCycles = 200.0;
 constexpr double kForwardLoadsInFlight = 2.0;
 // The vectorized kernel's dependent path, in DRAM round trips. Its four warps combine their
 // partial statistics across shared memory before normalizing: LayerNorm's Welford states
@@ -115,6 +124,9 @@ struct RowWork {
   double serial_round_trips = 0;
   double serial_l2_trips = 0;
   double serial_cycles = 0;
+  // Of that path, the core-clock cycles spent issuing instructions (block-wide reductions), which
+  // CTAs sharing an SM take in turn (hw::CtaWork::issue_path).
+  double issue_cycles = 0;
 };
 
 // One CTA per `rows_per_cta` rows, R rows in total.
@@ -141,6 +153,7 @@ Launch row_launch(const hw::HardwareSpec& hw, std::string name, std::string fami
     w.critical_path = sim::Time::from_seconds(rw.serial_round_trips * hw.dram.latency.seconds() +
                                               rw.serial_l2_trips * hw.l2.hit_latency.seconds() +
                                               rw.serial_cycles / hw.clocks.sustained_other_hz);
+    w.issue_path = sim::Time::from_seconds(rw.issue_cycles / hw.clocks.sustained_other_hz);
     return w;
   };
   const std::int64_t full = R / rows_per_cta;
@@ -207,6 +220,7 @@ std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_
   m.sfu = (rms ? 0.0 : c) + 1.0;
   m.serial_round_trips =
       kMomentsRoundTripsPerChunk * static_cast<double>(ceil_div(C, 512)) + kMomentsBlockReduceRoundTrips;
+  m.issue_cycles = kMomentsIssueCycles;
   out.push_back(row_launch(hw,
       fmt::format("void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel<{}, float, {}>",
                   t, flag),
@@ -220,6 +234,7 @@ std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_
   f.shared_in = params;
   f.fp32 = rms ? 2.0 * c : 4.0 * c;
   f.serial_round_trips = kForwardRoundTripsPerIteration * static_cast<double>(ceil_div(C, 256));
+  f.issue_cycles = kForwardIssueCycles;
   out.push_back(row_launch(hw,
       fmt::format("void at::native::(anonymous namespace)::LayerNormForwardCUDAKernel<{}, float, {}>",
                   t, flag),

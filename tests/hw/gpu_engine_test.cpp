@@ -173,6 +173,23 @@ TEST(GpuEngine, TheBlockSchedulerPacesManyShortCtas) {
   EXPECT_EQ(heavy.kernels[0].duration(), heavy_free.kernels[0].duration());
 }
 
+TEST(GpuEngine, IssueBoundPathsStretchWithTheCtasSharingAnSm) {
+  // CTAs whose 2 us chain includes 0.5 us of instruction issue: alone on an SM each takes the
+  // chain; four to an SM take turns at the schedulers, 2 + 3 x 0.5 us each. A chain without
+  // issue-bound part is not slowed by its neighbours.
+  const HardwareSpec hw = h100();
+  const auto run = [&](std::int64_t ctas, double issue_us) {
+    Launch l = kernel("k", ctas, 0);
+    l.ctas[0].work.critical_path = sim::Time::from_seconds(2e-6);
+    l.ctas[0].work.issue_path = sim::Time::from_seconds(issue_us * 1e-6);
+    return us(run_engine(hw, LaunchMode::kGraph, {node(l)}).kernels[0].duration()) -
+           hw.launch.kernel_overhead.us();
+  };
+  EXPECT_NEAR(run(hw.sm_count, 0.5), 2.0, 0.05);
+  EXPECT_NEAR(run(4 * hw.sm_count, 0.5), 3.5, 0.05);
+  EXPECT_NEAR(run(4 * hw.sm_count, 0.0), 2.0, 0.05);
+}
+
 TEST(GpuEngine, NsightAchievedOccupancyCountsActiveSmCyclesOnly) {
   // One CTA of 4 warps busy for 10 us: over the whole chip and the kernel's span it fills a
   // tiny share of the warp slots; over the cycles of the one SM that ran it (Nsight Compute's

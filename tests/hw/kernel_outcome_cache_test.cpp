@@ -78,6 +78,7 @@ TEST(KernelOutcomeCache, EveryTimingFieldIsInTheKey) {
       {"bulk_copies", [](Launch& l) { l.ctas[1].work.bulk_copies = true; }},
       {"pipe_overlap", [](Launch& l) { l.ctas[0].work.pipe_overlap = 0.6; }},
       {"critical_path", [](Launch& l) { l.ctas[1].work.critical_path = sim::Time::from_ps(700001); }},
+      {"issue_path", [](Launch& l) { l.ctas[0].work.issue_path = sim::Time::from_ps(1); }},
       {"fixed", [](Launch& l) { l.ctas[0].work.fixed = sim::Time::from_ps(900001); }},
       {"another class", [](Launch& l) { l.ctas[1].count = 99; l.ctas.push_back(CtaClass{1, l.ctas[0].work}); }},
   };
