@@ -60,6 +60,9 @@ struct Config {
   // chain, because its first loads wait in that chain instead (set where each kernel family's
   // configuration is made).
   std::int64_t prologue_saved_half_round_trips = 0;
+  // Core-clock cycles a tile's epilogue spends issuing its stores, which the CTAs sharing an SM
+  // take in turn (hw::CtaWork::issue_path); 0 where that does not bind.
+  double epilogue_issue_cycles = 0;
 };
 
 struct Choice {

@@ -199,6 +199,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   if (c.kind == GemmKind::kMmaSync) unit.tensor_efficiency = mma_sync_efficiency(hw, p.dtype, c.register_staged);
   // Chained K steps (align1 kernels, the small tf32 xmma kernel): every step waits for its loads.
   if (c.k_step_round_trips > 0) unit.critical_path = sim::Time::from_seconds(k_step_path(hw, c, kk));
+  unit.issue_path = sim::Time::from_seconds(c.epilogue_issue_cycles / hw.clocks.sustained_other_hz);
   // Serial split-K: a slice reads what the slices before it added, adds its own and signals the
   // next; the fixups of one tile follow each other.
   if (ch.serial) {
@@ -218,6 +219,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
     w.dram_read_bytes *= n;
     w.dram_write_bytes *= n;
     w.critical_path = sim::Time::from_ps(w.critical_path.ps() * share.items);
+    w.issue_path = sim::Time::from_ps(w.issue_path.ps() * share.items);
     if (share.items == 0) w.fixed = sim::Time();
     detail::add_class(l, share.ctas, w);
   }

@@ -160,6 +160,15 @@ std::optional<Config> mma_sync_config(const hw::HardwareSpec& hw, hw::DType d, s
 // 10.34% and 12.06 -> 11.90% over all their rows).
 constexpr double kAlign1StepRoundTrips = 5.0;
 
+// An align1 kernel stores its tile element by element: about 1,000 issue cycles for a 64x64
+// tile (a quarter cycle an element), which the CTAs sharing an SM take in turn. Many-tile
+// launches of one K step hold five 64x64 CTAs an SM and took 4.4 us a wave where a lone CTA
+// takes 3 (sets 3-14: 5467x10083x5 in 91 us on the H100 and the H200 alike, so not DRAM's
+// pace). Issue 16's tenth round, fitted on the 508 align1 rows of sets 3-14 (H100) and 466 of
+// sets 3-13 (H200): 15.5 -> 13.6% and 17.1 -> 13.5% (800-1,200 tried; per K step, and on the
+// align2, tf32 and wmma kernels too, did no better).
+constexpr double kAlign1EpilogueIssueCyclesPerElement = 1000.0 / 4096.0;
+
 // The xmma tf32 32x32x64 kernel of small unaligned products: about 0.7 us per 64-deep step
 // beyond a one-step kernel's 3 us (sets 3-5: 5165x14x136 in 7.8 us, 253x18x443 in 7.3,
 // 1082x11x382 in 7.1, 924x30x30 in 3.5).
@@ -353,6 +362,7 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
       // fewer before it (sets 3-13: one-step align1 kernels of a few CTAs take 2.8-3.1 us on the
       // H100; fitted with the step).
       c.prologue_saved_half_round_trips = 6;
+      c.epilogue_issue_cycles = kAlign1EpilogueIssueCyclesPerElement * static_cast<double>(c.tile_m * c.tile_n);
       out.push_back(c);
     }
     return out;
