@@ -145,14 +145,16 @@ inline double reduce_chain_seconds(const hw::HardwareSpec& hw, std::int64_t spli
 // ops3_h100.csv follow). In the sm80_xmma kernels the share follows the outputs a thread holds
 // per shared-memory load: 56% at 32 (the 64x64 tile, calibrated on naive attention's two
 // calibration GEMMs), 77% at 128 (the 128x128 tile: 4320x336x4240 and 1856x1312x5248 run at
-// 66-68% of the FP32 peak in sets 3-13), log-linear between.
+// 66-68% of the FP32 peak in sets 3-13), log-linear between, and on down to 16 (the 32x32 tile
+// of 64 threads, 46%: extrapolated, since issue 16's tenth round offered that tile; held at 56%
+// it took deep products from the 128x128 tile, which cuBLAS ran).
 constexpr double kFfmaShareCutlass = 0.77;
 constexpr double kFfmaShareAt32Outputs = 0.56;
 constexpr double kFfmaShareAt128Outputs = 0.77;
 
 inline double ffma_share_of(std::int64_t tile_m, std::int64_t tile_n, int threads) {
   const double outputs = static_cast<double>(tile_m * tile_n) / threads;
-  const double t = std::clamp(std::log2(outputs / 32.0) / 2.0, 0.0, 1.0);
+  const double t = std::clamp(std::log2(outputs / 32.0) / 2.0, -0.5, 1.0);
   return kFfmaShareAt32Outputs + t * (kFfmaShareAt128Outputs - kFfmaShareAt32Outputs);
 }
 

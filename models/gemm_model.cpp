@@ -91,7 +91,7 @@ std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool l
           "sm80_xmma_gemm_f32f32_f32f32_f32_{}_n_tilesize{}x{}x8_stage3_warpsize{}_ffma_aligna4_"
           "alignc4_execute_kernel__5x_cublas",
           linear ? "tn" : "nn", c.tile_m, c.tile_n,
-          c.tile_m * c.tile_n >= 128 * 64 ? "2x2x1" : "1x4x1");
+          c.threads == 64 ? "1x2x1" : c.tile_m * c.tile_n >= 128 * 64 ? "2x2x1" : "1x4x1");
     case GemmKind::kMmaSync:
       if (c.xmma_tf32_small) {
         return fmt::format(

@@ -451,6 +451,14 @@ Config simt_config(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   return c;
 }
 
+struct SimtTile {
+  std::int64_t m, n;
+  int threads, regs;
+  std::int64_t smem;
+};
+constexpr SimtTile kSm80XmmaSimtTiles[] = {
+    {32, 32, 64, 80, 6528}, {64, 32, 64, 121, 9600}, {32, 64, 64, 102, 9600}, {128, 32, 128, 118, 15744}};
+
 // sm80_xmma's 128x128 tile ran only deep products (sets 3-13: K of 3296 to 15885); 512^3 ran
 // 64x64 split 4.
 constexpr std::int64_t kSimtSquareTileMinK = 2048;
@@ -503,6 +511,17 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   // 1856x1312x5248 split 6 in sets 3-13).
   const Config square = sm80_xmma_simt(128, 128, 254, 33792);
   std::vector<Config> tiles{small};
+  // sm80_xmma's narrow tiles, as measured (name tilesize<M>x<N>; threads, registers, shared
+  // memory from sets 3-14): 32x32 ran 44 of the 129 sm80_xmma rows, 64x32 13, 128x32 14, 32x64
+  // 7. Issue 16's tenth round: offering them to the choice took the fp32 SIMT rows 14.6 -> 13.9%
+  // (H100 sets 3-14) and 16.1 -> 15.3% (H200 sets 3-13). The oblong 128x64 and 64x128 tiles (6
+  // and 8 rows) gained as much there but put cs336's fp32 forwards 3-5% fast: their FFMA share
+  // is interpolated, not measured, so the choice is not offered them.
+  for (const auto& t : kSm80XmmaSimtTiles) {
+    Config c = sm80_xmma_simt(t.m, t.n, t.regs, t.smem);
+    c.threads = t.threads;
+    tiles.push_back(c);
+  }
   if (p.K >= kSimtWideTileMinK) tiles.push_back(big);
   if (p.K >= kSimtSquareTileMinK) tiles.push_back(square);
   if (p.M <= 32) tiles.push_back(skinny);

@@ -539,6 +539,12 @@ TEST(GemmModelTest, Fp32KernelChoiceFollowsCublas) {
   EXPECT_TRUE(contains(deep[0].name, "tilesize128x128x8")) << deep[0].name;
   EXPECT_DOUBLE_EQ(deep[0].ctas.front().work.fp32_efficiency, big[0].ctas.front().work.fp32_efficiency);
   EXPECT_LT(fp32(3969, 10157, 43)[0].ctas.front().work.fp32_efficiency, deep[0].ctas.front().work.fp32_efficiency);
+  // Narrow products may take sm80_xmma's 32-column tiles (13072x16x16 ran 32x32, 3632x16x5696
+  // 128x32 split 9; the 32x32 tile has 64 threads).
+  const auto narrow = fp32(13072, 16, 16);
+  EXPECT_TRUE(contains(narrow[0].name, "tilesize32x32x8_stage3_warpsize1x2x1")) << narrow[0].name;
+  EXPECT_EQ(narrow[0].block.x, 64);
+  EXPECT_TRUE(contains(fp32(3632, 16, 5696)[0].name, "tilesize128x32x8")) << fp32(3632, 16, 5696)[0].name;
   // Outer products: the 128x32 kernel unsplit (6115x1281x1).
   const auto outer = fp32(6115, 1281, 1);
   ASSERT_EQ(outer.size(), 1u);
