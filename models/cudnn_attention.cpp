@@ -75,6 +75,12 @@ constexpr double kPrefillCtaFixedRoundTrips = 10.0;
 // non-causal units (16 x 8-128 heads at 512 tokens) 5-20% slow.
 constexpr double kPrefillCausalUnitRoundTrips = 4.5;
 constexpr double kPrefillPipeOverlap = 0.1;
+// The 128-wide kernel ("64x128x128", D of 65-128) overlaps more: long D = 128 prefills ran
+// 12-22% slow at 0.1 on both chips. Refitted per kernel in issue 16's tenth round, once the
+// H200's tensor clock was the H100's (its 360 sdpa rows of sets 3-14, H100: 7.9 -> 7.1%; 330 of
+// sets 3-13, H200: 7.8 -> 7.3%; 0.2-0.4 tried, and a share growing with D, which overlapped the
+// 192- and 256-wide kernels too much).
+constexpr double kPrefillPipeOverlapD128 = 0.3;
 // With an explicit mask the same prefill kernel runs each score tile this many times slower
 // than its tensor-core time alone (loading and adding the mask tile sits between QK^T and the
 // softmax). Calibrated on the masked layers of the calibration cases in
@@ -215,7 +221,7 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
                 hw.l2.hit_latency + sim::Time::from_ps(static_cast<std::int64_t>(a.units - 1) * unit_ps);
       // QK^T, softmax and PV of a tile depend on each other: the tensor and SIMT phases mostly
       // add up.
-      w.pipe_overlap = kPrefillPipeOverlap;
+      w.pipe_overlap = d_tile == 128 ? kPrefillPipeOverlapD128 : kPrefillPipeOverlap;
     }
     detail::add_class(l, 1, w);
   }
