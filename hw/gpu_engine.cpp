@@ -665,7 +665,8 @@ class Engine {
         for (const int sm : c.sms) sharing = std::max(sharing, resident[sm]);
         waiting = c.issue_path * std::max(0, sharing - 1);
       }
-      critical_path_may_bind_ = critical_path_may_bind_ || 2.0 * c.critical_path + waiting > seconds;
+      critical_path_may_bind_ =
+          critical_path_may_bind_ || 2.0 * c.critical_path + waiting > seconds;
       seconds = std::max(seconds, c.critical_path * (1.0 + utilization) + waiting);
       if (seconds <= 0) {  // nothing but fixed latency: done
         c.remaining = 0;

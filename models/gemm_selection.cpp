@@ -362,7 +362,8 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
       // fewer before it (sets 3-13: one-step align1 kernels of a few CTAs take 2.8-3.1 us on the
       // H100; fitted with the step).
       c.prologue_saved_half_round_trips = 6;
-      c.epilogue_issue_cycles = kAlign1EpilogueIssueCyclesPerElement * static_cast<double>(c.tile_m * c.tile_n);
+      c.epilogue_issue_cycles =
+          kAlign1EpilogueIssueCyclesPerElement * static_cast<double>(c.tile_m * c.tile_n);
       out.push_back(c);
     }
     return out;
@@ -456,8 +457,10 @@ struct SimtTile {
   int threads, regs;
   std::int64_t smem;
 };
-constexpr SimtTile kSm80XmmaSimtTiles[] = {
-    {32, 32, 64, 80, 6528}, {64, 32, 64, 121, 9600}, {32, 64, 64, 102, 9600}, {128, 32, 128, 118, 15744}};
+constexpr SimtTile kSm80XmmaSimtTiles[] = {{32, 32, 64, 80, 6528},
+                                           {64, 32, 64, 121, 9600},
+                                           {32, 64, 64, 102, 9600},
+                                           {128, 32, 128, 118, 15744}};
 
 // sm80_xmma's 128x128 tile ran only deep products (sets 3-13: K of 3296 to 15885); 512^3 ran
 // 64x64 split 4.
