@@ -212,6 +212,10 @@ const std::vector<SuiteSpec>& suites() {
        "issue 16's eleventh fresh random set on the H100: 403 instances drawn the same way (seed "
        "27), all held out, measured at the start of the ninth round and compared once with the "
        "round's final model"},
+      {"measured15-h100", "h100", "ops15_h100.csv",
+       "issue 16's twelfth fresh random set on the H100: 399 instances drawn the same way (seed "
+       "28), all held out, measured at the start of the ninth round, stored unread, and compared "
+       "once with the tenth round's final model"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
