@@ -63,6 +63,8 @@ struct Config {
   // Core-clock cycles a tile's epilogue spends issuing its stores, which the CTAs sharing an SM
   // take in turn (hw::CtaWork::issue_path); 0 where that does not bind.
   double epilogue_issue_cycles = 0;
+  // sm_90 tf32 kernels: the consumer warpgroups issuing wgmma (cuBLAS's "warpgroupsize<W>x1x1").
+  int consumer_warpgroups = 2;
 };
 
 struct Choice {
@@ -96,6 +98,23 @@ inline double mma_sync_efficiency(const hw::HardwareSpec& hw, hw::DType d, bool 
   if (d != hw::DType::kTf32) return register_staged ? share : hw.throughput.mma_sync_cp_async_share;
   return std::min(1.0, share * hw.tensor_flops_per_cycle(hw::DType::kBf16) /
                            hw.tensor_flops_per_cycle(hw::DType::kTf32));
+}
+
+// One consumer warpgroup of cuBLAS's sm_90 tf32 kernels keeps the tensor pipe busy about half
+// the time: the 64x128, 128x128 and 64x256 kernels ("warpgroupsize1x1x1") reach 130-260
+// TFLOP/s on products of several waves where the two-warpgroup 128x256 ones reach 340-380 (sets
+// 3-14, H100; e.g. 2352x2992x864 in 47 us, 5280x13152x7072 in 2586). Issue 16's tenth round,
+// fitted on the 28 sm_90 tf32 rows of sets 3-14 (H100) and 26 of sets 3-13 (H200) with the tile
+// rule (tf32_sm90_candidates): 0.45-1 tried, 0.55 best; 23.8 -> 18.5% (H100), 28.1 -> 19.8%.
+constexpr double kSm90Tf32OneWarpgroupShare = 0.55;
+
+// The share of its tensor rate a configuration's MMA instructions reach.
+inline double tensor_efficiency(const hw::HardwareSpec& hw, hw::DType d, const Config& c) {
+  if (c.kind == GemmKind::kMmaSync) return mma_sync_efficiency(hw, d, c.register_staged);
+  if (c.kind == GemmKind::kSm90Tf32 && c.consumer_warpgroups == 1) {
+    return kSm90Tf32OneWarpgroupShare;
+  }
+  return 1.0;
 }
 
 inline double k_step_path(const hw::HardwareSpec& hw, const Config& c, double k_per_cta) {

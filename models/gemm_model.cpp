@@ -80,9 +80,9 @@ std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool l
                          c.out_layout);
     case GemmKind::kSm90Tf32:
       return fmt::format(
-          "sm90_xmma_gemm_f32f32_tf32f32_f32_{}_n_tilesize{}x{}x{}_warpgroupsize2x1x1_execute_"
+          "sm90_xmma_gemm_f32f32_tf32f32_f32_{}_n_tilesize{}x{}x{}_warpgroupsize{}x1x1_execute_"
           "segment_k_off_kernel__5x_cublas",
-          linear ? "tn" : "nn", c.tile_m, c.tile_n, c.tile_k);
+          linear ? "tn" : "nn", c.tile_m, c.tile_n, c.tile_k, c.consumer_warpgroups);
     case GemmKind::kSimtSingle:
       return fmt::format("cutlass_80_simt_sgemm_{}x{}_8x{}_{}_align1", c.tile_n, c.tile_m, c.stages,
                          linear ? "tn" : "nn");
@@ -196,7 +196,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
                            unit.dram_read_bytes + unit.dram_write_bytes);
   unit.max_inflight_bytes = static_cast<double>(c.stages * (c.tile_m + c.tile_n) * c.tile_k) * e;
   unit.bulk_copies = c.kind == GemmKind::kNvjet || c.kind == GemmKind::kSm90Tf32;  // TMA loads
-  if (c.kind == GemmKind::kMmaSync) unit.tensor_efficiency = mma_sync_efficiency(hw, p.dtype, c.register_staged);
+  unit.tensor_efficiency = gemm_detail::tensor_efficiency(hw, p.dtype, c);
   // Chained K steps (align1 kernels, the small tf32 xmma kernel): every step waits for its loads.
   if (c.k_step_round_trips > 0) unit.critical_path = sim::Time::from_seconds(k_step_path(hw, c, kk));
   unit.issue_path = sim::Time::from_seconds(c.epilogue_issue_cycles / hw.clocks.sustained_other_hz);

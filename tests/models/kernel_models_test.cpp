@@ -427,6 +427,15 @@ TEST(GemmModelTest, UnalignedOperandsRunMmaSyncKernelsOnHopper) {
   // tf32: small products take the sm_80-style kernels too (ops3_h100.csv), large ones sm_90's.
   EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{32, 160, 3152}), h100()).front().name, "sm90"));
   EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{4096, 4096, 4096}), h100()).back().name, "sm90"));
+  // sm_90 tf32: deep products with both sides of some size take the two-warpgroup 128x256 tile
+  // at the full rate; others one consumer warpgroup at about half (2352x2992x864 ran 128x128 in
+  // 47 us, 5280x13152x7072 128x256 in 2586).
+  const auto wide = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{5280, 13152, 7072}), h100());
+  EXPECT_TRUE(contains(wide.back().name, "warpgroupsize2x1x1")) << wide.back().name;
+  EXPECT_DOUBLE_EQ(wide.back().ctas.front().work.tensor_efficiency, 1.0);
+  const auto mid = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{2352, 2992, 864}), h100());
+  EXPECT_TRUE(contains(mid.back().name, "warpgroupsize1x1x1")) << mid.back().name;
+  EXPECT_LT(mid.back().ctas.front().work.tensor_efficiency, 0.6);
   // Where mma.sync is the native path (A100), it runs at the full tensor rate.
   const auto a = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1024, 1026, 1024}), preset("a100"));
   EXPECT_DOUBLE_EQ(a.front().ctas.front().work.tensor_efficiency, 1.0);
