@@ -96,6 +96,14 @@ constexpr double kWarpSoftmaxBaseRoundTrips = 1.5;
 constexpr double kWarpSoftmaxRoundTripsPerLoad = 0.4;
 constexpr double kWarpSoftmaxLoadsInFlight16 = 1.0;
 constexpr double kWarpSoftmaxLoadsInFlight32 = 1.5;
+// Of that path, the cycles a CTA's four warps spend issuing (the shuffles of the warp
+// reductions, and per element a lane loads its conversion, exponential and stores), which the
+// CTAs sharing an SM take in turn: many-row launches (16 CTAs an SM) ran 25-45% fast (62164 x 74
+// bf16 in 14.4 us, 4959 x 1153 in 21.2; sets 3-14, H100). Issue 16's tenth round, fitted on the
+// 204 softmax_warp_forward rows of sets 3-14 (H100) and 184 of sets 3-13 (H200): 0-400 x 0-50
+// tried; 10.9 -> 8.1% (H100), 13.3 -> 9.6% (H200).
+constexpr double kWarpSoftmaxIssueCycles = 100.0;
+constexpr double kWarpSoftmaxIssueCyclesPerLoad = 30.0;
 
 std::string scalar_name(hw::DType d) {
   switch (d) {
@@ -282,6 +290,7 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
     // element a lane loads (see the constants).
     const double lane_loads = static_cast<double>(ceil_div(C, warp));
     rw.serial_round_trips = kWarpSoftmaxBaseRoundTrips + kWarpSoftmaxRoundTripsPerLoad * lane_loads / in_flight;
+    rw.issue_cycles = kWarpSoftmaxIssueCycles + kWarpSoftmaxIssueCyclesPerLoad * lane_loads;
     for (std::int64_t done = 0; done < R; done += chunk) {
       const std::int64_t rows = std::min(chunk, R - done);
       out.push_back(row_launch(hw,

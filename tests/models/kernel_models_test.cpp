@@ -918,6 +918,16 @@ TEST(RowReductionModelTest, SoftmaxChainsFollowTheElementsLoaded) {
   EXPECT_LT(f, 1.5 * b);
 }
 
+TEST(RowReductionModelTest, ManyRowWarpSoftmaxTakesTurnsAtTheSchedulers) {
+  // softmax_warp_forward's CTAs issue their reductions and per-element work for 100 cycles plus
+  // 30 an element a lane loads; sixteen to an SM take turns. 62164 x 74 bf16 (sets 3-14, H100)
+  // ran 14.4 us, where the chain alone gave 9.
+  const auto ls = lower(Op(OpKind::kSoftmax, DType::kBf16, RowShape{62164, 74}), h100());
+  const double cycles = ls[0].ctas[0].work.issue_path.seconds() * h100().clocks.sustained_other_hz;
+  EXPECT_NEAR(cycles, 100.0 + 30.0 * 3, 0.01);  // a warp's 32 lanes load a row of 74 in 3 each
+  EXPECT_NEAR(simulated_us(ls), 14.4, 0.15 * 14.4);
+}
+
 // ---- flash attention (sdpa) ---------------------------------------------------------------
 
 double attention_flops(std::int64_t B, std::int64_t H, std::int64_t S, std::int64_t D) {
