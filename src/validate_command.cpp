@@ -215,7 +215,11 @@ const std::vector<SuiteSpec>& suites() {
       {"measured15-h100", "h100", "ops15_h100.csv",
        "issue 16's twelfth fresh random set on the H100: 399 instances drawn the same way (seed "
        "28), all held out, measured at the start of the ninth round, stored unread, and compared "
-       "once with the tenth round's final model"},
+       "once in the tenth round (its later changes were made without looking at it again)"},
+      {"measured16-h100", "h100", "ops16_h100.csv",
+       "issue 16's thirteenth fresh random set on the H100: 402 instances drawn the same way "
+       "(seed 29), all held out, measured at the start of the tenth round, stored unread, and "
+       "compared once with the round's final model"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
