@@ -613,12 +613,20 @@ class Engine {
     critical_path_may_bind_ = false;
     auto& users = users_scratch_;
     users.assign(sms_.size(), std::array<int, kPipeCount>{});
-    auto& resident = resident_scratch_;  // streaming CTAs per SM, which share its schedulers
-    resident.assign(sms_.size(), 0);
+    // Streaming CTAs per SM, which share its schedulers: counted only when some cohort's chain
+    // has an issue-bound part (most launches have none).
+    auto& resident = resident_scratch_;
+    bool any_issue = false;
+    for (const int id : active_) {
+      any_issue = any_issue || (cohorts_[id].streaming && cohorts_[id].issue_path > 0);
+    }
+    resident.assign(any_issue ? sms_.size() : 0, 0);
     for (const int id : active_) {
       const Cohort& c = cohorts_[id];
       if (!c.streaming) continue;
-      for (const int sm : c.sms) resident[sm] += c.per_sm;
+      if (any_issue) {
+        for (const int sm : c.sms) resident[sm] += c.per_sm;
+      }
       for (int p = 0; p < kPipeCount; ++p) {
         if (c.pipe_work[p] <= 0) continue;
         for (const int sm : c.sms) users[sm][p] += c.per_sm;
