@@ -39,7 +39,6 @@ using gemm_detail::grid_ctas;
 using gemm_detail::k_per_split;
 using gemm_detail::k_step_path;
 using gemm_detail::kDotChunks;
-using gemm_detail::mma_sync_efficiency;
 using gemm_detail::plan_gemm;
 using gemm_detail::Problem;
 using gemm_detail::reduce_chain_seconds;
