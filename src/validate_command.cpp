@@ -220,6 +220,12 @@ const std::vector<SuiteSpec>& suites() {
        "issue 16's thirteenth fresh random set on the H100: 402 instances drawn the same way "
        "(seed 29), all held out, measured at the start of the tenth round, stored unread, and "
        "compared once with the round's final model"},
+      {"measured15-h200", "h200", "ops15_h200.csv",
+       "the twelfth fresh set on an H200 SXM (all held out), measured at the end of the tenth "
+       "round and compared once with its final model"},
+      {"measured16-h200", "h200", "ops16_h200.csv",
+       "the thirteenth fresh set on an H200 SXM (all held out), measured at the end of the tenth "
+       "round and compared once with its final model"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
