@@ -436,19 +436,27 @@ Config cutlass_simt(std::int64_t tile_n, std::int64_t tile_m, std::int64_t stage
 
 Config cutlass_simt_256x128() { return cutlass_simt(256, 128, 4, 256, 202, 49152); }
 
-// cuBLAS's sm80_xmma SIMT kernels (sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma): 128 threads,
-// 3 stages; their FFMA share follows the outputs a thread holds (simt_ffma_share).
-Config sm80_xmma_simt(std::int64_t tile_m, std::int64_t tile_n, int regs, std::int64_t smem) {
+// One of cuBLAS's sm80_xmma SIMT kernels as measured: its tile, threads, registers and shared
+// memory.
+struct SimtTile {
+  std::int64_t m, n;
+  int threads, regs;
+  std::int64_t smem;
+};
+
+// cuBLAS's sm80_xmma SIMT kernels (sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma): 3 stages; their
+// FFMA share follows the outputs a thread holds (simt_ffma_share).
+Config sm80_xmma_simt(const SimtTile& t) {
   Config c;
   c.kind = GemmKind::kSimtBatched;
   c.tile_k = 8;
   c.persistent = false;
-  c.tile_m = tile_m;
-  c.tile_n = tile_n;
+  c.tile_m = t.m;
+  c.tile_n = t.n;
   c.stages = 3;
-  c.threads = 128;
-  c.regs = regs;
-  c.smem = smem;
+  c.threads = t.threads;
+  c.regs = t.regs;
+  c.smem = t.smem;
   return c;
 }
 
@@ -460,27 +468,17 @@ Config simt_config(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   // larger where that still gave at least 8 CTAs per SM (S = 512: 768 CTAs of 128x128 -> 64x64;
   // S = 1024: 8192 -> 128x128; p @ v at S = 1024: 1024 CTAs of 128x64 -> 64x64; S = 4096: 3072
   // -> 128x64).
-  struct T {
-    std::int64_t m, n;
-    int regs;
-    std::int64_t smem;
-  };
-  const T tn[] = {{128, 128, 255, 33792}, {64, 64, 128, 13056}};
-  const T nn[] = {{128, 64, 224, 18816}, {64, 64, 121, 12672}};
+  const SimtTile tn[] = {{128, 128, 128, 255, 33792}, {64, 64, 128, 128, 13056}};
+  const SimtTile nn[] = {{128, 64, 128, 224, 18816}, {64, 64, 128, 121, 12672}};
   Config c;
   for (const auto& t : b_transposed ? tn : nn) {
-    c = sm80_xmma_simt(t.m, t.n, t.regs, t.smem);
+    c = sm80_xmma_simt(t);
     c.ffma_share = kFfmaShareAt32Outputs;  // as naive attention's calibration GEMMs ran, either tile
     if (units_of(p, c, 1) >= 8LL * hw.sm_count) break;
   }
   return c;
 }
 
-struct SimtTile {
-  std::int64_t m, n;
-  int threads, regs;
-  std::int64_t smem;
-};
 constexpr SimtTile kSm80XmmaSimtTiles[] = {{32, 32, 64, 80, 6528},
                                            {64, 32, 64, 121, 9600},
                                            {32, 64, 64, 102, 9600},
@@ -527,7 +525,8 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   if (p.K == 1 || p.dtype == hw::DType::kTf32) return Choice{skinny, 1, 0};
   if (auto v = simt_split_variant(p)) return *v;
   const Config big = cutlass_simt_256x128();
-  const Config small = sm80_xmma_simt(64, 64, b_transposed ? 128 : 121, b_transposed ? 13056 : 12672);
+  const Config small = sm80_xmma_simt(b_transposed ? SimtTile{64, 64, 128, 128, 13056}
+                                                  : SimtTile{64, 64, 128, 121, 12672});
   Choice best{big, 1, std::numeric_limits<double>::infinity()};
   // A CTA's fixed cost (prologue and epilogue, as base_work charges it) makes splitting K pay
   // only while the slices are long; the split partials go out and back through L2 and the
@@ -536,7 +535,7 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   const double cta_fixed = base_work(hw, p.dtype).fixed.seconds();
   // sm80_xmma's 128x128 tile (128 threads, 254 registers, 33 KiB: 4320x336x4240 split 7,
   // 1856x1312x5248 split 6 in sets 3-13).
-  const Config square = sm80_xmma_simt(128, 128, 254, 33792);
+  const Config square = sm80_xmma_simt({128, 128, 128, 254, 33792});
   std::vector<Config> tiles{small};
   // sm80_xmma's narrow tiles, as measured (name tilesize<M>x<N>; threads, registers, shared
   // memory from sets 3-14): 32x32 ran 44 of the 129 sm80_xmma rows, 64x32 13, 128x32 14, 32x64
@@ -544,11 +543,7 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   // (H100 sets 3-14) and 16.1 -> 15.3% (H200 sets 3-13). The oblong 128x64 and 64x128 tiles (6
   // and 8 rows) gained as much there but put cs336's fp32 forwards 3-5% fast: their FFMA share
   // is interpolated, not measured, so the choice is not offered them.
-  for (const auto& t : kSm80XmmaSimtTiles) {
-    Config c = sm80_xmma_simt(t.m, t.n, t.regs, t.smem);
-    c.threads = t.threads;
-    tiles.push_back(c);
-  }
+  for (const auto& t : kSm80XmmaSimtTiles) tiles.push_back(sm80_xmma_simt(t));
   if (p.K >= kSimtWideTileMinK) tiles.push_back(big);
   if (p.K >= kSimtSquareTileMinK) tiles.push_back(square);
   if (p.M <= 32) tiles.push_back(skinny);
