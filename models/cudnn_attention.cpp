@@ -39,22 +39,43 @@ namespace {
 // two; 8 takes most of the first (13.07%) at no cost to the second. Refitted in issue 16's
 // seventh round on the 360 sdpa_decode rows of sets 3-11 (H100), whose short caches (L < 1024)
 // ran 6% slow: fill 6, 8, 10 x 5, 6.5, 8 per 64 KiB tried, 8 and 6.5 best (9.4 -> 8.5% on those
-// rows; the model suites' calibration cases within a tenth or two either way).
-constexpr double kDecodeFillRoundTrips = 8.0;
-constexpr double kDecodeRoundTripsPer64KiB = 6.5;
-constexpr double kDecodeChainCap64KiB = 3.0;
+// rows; the model suites' calibration cases within a tenth or two either way). Refitted in the
+// eleventh round once short caches ran their own kernel (decode_kernel) and caches of 385-512
+// keys stayed unsplit, on the 459 long-cache rows of sets 3-16 (H100) and 426 (H200): unsplit
+// caches of 264 to 456 keys take 7 to 8.5 us on few CTAs, about 1 us a 128-key tile, where 6.5
+// round trips per 64 KiB gave 2.3 (fill 6-10 x 3-6.5 per 64 KiB x cap 3-unbounded tried; 9, 4
+// and 8 best, and the 256-wide kernel's cap 24 -> 48): the long-cache rows 7.4 -> 6.8% (H100),
+// 9.1 -> 8.2% (H200); all decode rows, with the short-cache kernel, 7.6 -> 6.1% and 9.4 -> 7.3%.
+constexpr double kDecodeFillRoundTrips = 9.0;
+constexpr double kDecodeRoundTripsPer64KiB = 4.0;
+constexpr double kDecodeChainCap64KiB = 8.0;
 // The "16x128x256" kernel (head dimensions above 128): its fill takes 2.75 times the 128-deep
 // kernel's (its first QK^T runs 256 deep, with twice the dependent MMA steps and Q and K loads
-// behind them), and its chain keeps growing to 24 x 64 KiB (its longer MMA chain per key tile
+// behind them), and its chain keeps growing to 48 x 64 KiB (its longer MMA chain per key tile
 // leaves the loads less to overlap). Fitted on the 69 D = 256 sdpa_decode rows of sets 3-13 (H100
 // and H200; fill 2-3 x cap 3-unbounded tried): they ran 15% (H100) and 20% (H200) slow at the
 // 128-deep kernel's cap and a fill of 2 (1 x 4 x 1 heads at 88 keys take 8.7 us, at 427 keys
 // 19.1).
 constexpr double kDecodeWideFillScale = 2.75;
-constexpr double kDecodeWideChainCap64KiB = 24.0;
-// cuDNN leaves short caches unsplit: every measured split had at least 4 key tiles (L >= 513);
-// GPT-2 at 257 keys (3 tiles) with 48 CTAs ran one kernel (hf_models_h100.json.gz).
-constexpr std::int64_t kDecodeMinTilesToSplit = 4;
+constexpr double kDecodeWideChainCap64KiB = 48.0;
+// cuDNN leaves caches of up to four 128-key tiles unsplit: sets 3-16 split every cache of 513
+// keys and more on few CTAs (513 keys, 16 CTAs: 4 splits) and none up to 506 (1 x 2 heads at 412
+// keys, 8 x 2 at 399); GPT-2 at 257 keys with 48 CTAs ran one kernel (hf_models_h100.json.gz).
+constexpr std::int64_t kDecodeMinTilesToSplit = 5;
+// The short-cache decode kernel ("knob_3 64x64xD", decode_kernel below): its fill and its
+// round trips per further 64-key tile, the 64-wide kernel's fill, and the 256-wide kernel's
+// scales; and the issue cycles per tile that its CTAs sharing an SM take in turn. Issue 16's
+// eleventh round, fitted on the 101 short-cache rows of sets 3-16 (H100) and 94 of sets 3-16
+// (H200): a lone CTA takes 4.7 us at two 64-key tiles, 5.5 at three, 6.6 at four (D = 128),
+// 3.9 / 5.0 / 5.8 (D = 64) and 8.7 / 13.2 / 15.5 (D = 256); 192 CTAs of two tiles, two on an
+// SM, take 8.8 (fill 4-10, 1.5-3.5 per tile, 0-4,000 cycles tried): 8.5 -> 2.7% (H100),
+// 10.6 -> 3.2% (H200) where they had run as the 16-row kernel.
+constexpr double kShortDecodeFillRoundTrips = 6.0;
+constexpr double kShortDecodeFillRoundTrips64 = 4.0;
+constexpr double kShortDecodeRoundTripsPerTile = 2.5;
+constexpr double kShortDecodeWideFillScale = 2.25;
+constexpr double kShortDecodeWideTileScale = 3.5;
+constexpr double kShortDecodeIssueCyclesPerTile = 1500.0;
 // A persistent prefill CTA's own prologue and epilogue (descriptor and barrier setup, the Q tile
 // and first K/V stage, the last O tile out), in DRAM round trips: short prefills of 1-2 key tiles
 // per unit take 7-10 us (ops3_h100.csv). Fitted on the 23 sdpa calibration rows of ops3_h100.csv
@@ -233,30 +254,53 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
   return {detail::memset_launch(p.tag, "cudnn_workspace", 4 * hw.sm_count), l};
 }
 
+// Which of cuDNN's two decode kernels runs (sets 3-16, H100: 223 short-cache rows). Caches of
+// at most one 128-key tile, and of at most two when the batch holds at most 128 query heads,
+// run "knob_3 64x64xD": a 64-row query tile (four warps down its rows) against 64-key tiles,
+// 142 / 213 / 175 registers and 24 / 40 / 40 KiB of shared memory at D = 64 / 128 / 256. The
+// rest run "knob_35 16x128xD" (one 16-row query tile, four warps across 128-key tiles).
+struct DecodeKernel {
+  bool short_cache;
+  int knob;
+  std::int64_t rows, tile_keys, d_tile;
+  int regs;
+  std::int64_t smem;
+};
+
+DecodeKernel decode_kernel(std::int64_t B, std::int64_t Hq, std::int64_t L, std::int64_t D) {
+  const std::int64_t d_tile = D <= 64 ? 64 : (D <= 128 ? 128 : 256);
+  if (L <= kTileN || (L <= 2 * kTileN && B * Hq <= 128)) {
+    return {true, 3, 64, 64, d_tile, d_tile == 64 ? 142 : (d_tile == 128 ? 213 : 175),
+            d_tile == 64 ? 24576 : 40960};
+  }
+  // Head dimensions above 128 run the "16x128x256" kernel in the same shared memory, so its key
+  // tiles are half as long (Gemma 2 at 1,024 keys split 16 ways, hf_models3_h100.json.gz).
+  // Measured at 86336 B for head dimensions 96 to 256; below 128 the K/V stages scale with D.
+  return {false, 35, 16, D <= 128 ? kTileN : kTileN / 2, d_tile, 183,
+          d_tile >= 128 ? 86336 : 86336 * d_tile / 128};
+}
+
 std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std::int64_t Hkv,
                                            std::int64_t L, std::int64_t D, hw::DType dtype,
                                            const hw::HardwareSpec& hw, const std::string& tag) {
   const double e = detail::elt_bytes(dtype);
-  constexpr std::int64_t kRows = 16;  // query rows per CTA ("16x128x128")
+  const DecodeKernel kk = decode_kernel(B, Hq, L, D);
   const std::int64_t g = Hq / Hkv;
-  const std::int64_t head_tiles = Hkv * ceil_div(g, kRows);
+  const std::int64_t head_tiles = Hkv * ceil_div(g, kk.rows);
   const std::int64_t base = B * head_tiles;
-  // Head dimensions above 128 run the "16x128x256" kernel in the same shared memory, so its key
-  // tiles are half as long (Gemma 2 at 1,024 keys split 16 ways, hf_models3_h100.json.gz).
-  const std::int64_t d_tile = D <= 64 ? 64 : (D <= 128 ? 128 : 256);
-  const std::int64_t tile_keys = D <= 128 ? kTileN : kTileN / 2;
+  const std::int64_t d_tile = kk.d_tile;
+  const std::int64_t tile_keys = kk.tile_keys;
   const std::int64_t kv_tiles = ceil_div(L, tile_keys);
 
   hw::Launch k;
   k.name = fmt::format(
-      "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x{}_1x4x1_"
+      "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_{}_{}x{}x{}_{}_"
       "cga1x1x1_kernel0_0",
-      d_tile);
+      kk.knob, kk.rows, kk.short_cache ? tile_keys : kTileN, d_tile, kk.short_cache ? "4x1x1" : "1x4x1");
   k.family = "cudnn_sdpa_decode";
   k.block = {128, 1, 1};
-  k.regs_per_thread = 183;
-  // Measured at 86336 B for head dimensions 96 to 256; below 128 the K/V stages scale with D.
-  k.smem_per_cta = d_tile >= 128 ? 86336 : 86336 * d_tile / 128;
+  k.regs_per_thread = kk.regs;
+  k.smem_per_cta = kk.smem;
 
   // Split rule read off the measured grids (splits 8, 32, 16, 16, 8 for 32, 8, 2, 12, 32
   // base CTAs; none for 128 and 512): split only when the unsplit CTAs fill at most half the
@@ -286,16 +330,16 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
   for (std::int64_t sp = 0; sp < splits; ++sp) {
     const std::int64_t keys = std::clamp<std::int64_t>(L - sp * keys_per_split, 0, keys_per_split);
     const std::int64_t tiles = ceil_div(keys, tile_keys);
-    // Query rows per CTA: g spread over its ceil(g / 16) tiles (all g when g <= 16).
-    const double rows = static_cast<double>(g) / static_cast<double>(ceil_div(g, kRows));
+    // Query rows per CTA: g spread over its ceil(g / rows) tiles (all g when g <= rows).
+    const double rows = static_cast<double>(g) / static_cast<double>(ceil_div(g, kk.rows));
     hw::CtaWork w;
     w.tensor_dtype = dtype;
-    // 16-row tiles are computed whole even when fewer query heads share the KV head.
-    const double scores = static_cast<double>(kRows * tiles * tile_keys);
+    // Query tiles are computed whole even when fewer query heads share the KV head.
+    const double scores = static_cast<double>(kk.rows * tiles * tile_keys);
     const double halves = static_cast<double>(d_halves);
     w.tensor_flops = 2.0 * scores * static_cast<double>(d_tile) * (1.0 + 1.0 / halves);
-    w.fp32_flops = 4.0 * scores + static_cast<double>(kRows * D * tiles) / halves;
-    w.sfu_ops = scores + static_cast<double>(kRows * tiles);
+    w.fp32_flops = 4.0 * scores + static_cast<double>(kk.rows * D * tiles) / halves;
+    w.sfu_ops = scores + static_cast<double>(kk.rows * tiles);
     const double q = rows * static_cast<double>(D) * e;
     const double k_bytes = static_cast<double>(keys * D) * e;
     // Partial results in fp32 (O row plus max and sum) when split, else the output rows.
@@ -311,6 +355,25 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
     // where 10 KiB per SM allow about 1.7 with loaded latency; sets 3-8).
     w.bulk_copies = true;
     w.fixed = hw.dram.latency + hw.l2.hit_latency;
+    if (kk.short_cache) {
+      // The short-cache kernel's chain: the first 64-key tile behind its fill, then a fixed
+      // number of round trips per further tile; the 256-wide kernel's, longer (its 40 KiB of
+      // shared memory cannot hold a 256-deep Q and K tile at once).
+      const double fill = d_tile == 64    ? kShortDecodeFillRoundTrips64
+                          : d_tile == 128 ? kShortDecodeFillRoundTrips
+                                          : kShortDecodeFillRoundTrips * kShortDecodeWideFillScale;
+      const double per_tile =
+          kShortDecodeRoundTripsPerTile * (d_tile > 128 ? kShortDecodeWideTileScale : 1.0);
+      w.critical_path = sim::Time::from_seconds(
+          (fill + per_tile * static_cast<double>(tiles - 1)) * hw.dram.latency.seconds());
+      // Its 64-row tiles' softmax and MMA issue (three quarters of the rows are padding when
+      // fewer than 64 query heads share a KV head): two CTAs on an SM take turns at it.
+      w.issue_path = sim::Time::from_seconds(
+          kShortDecodeIssueCyclesPerTile * static_cast<double>(tiles) *
+          (d_tile > 128 ? kShortDecodeWideTileScale : 1.0) / hw.clocks.sustained_other_hz);
+      per_split.push_back(w);
+      continue;
+    }
     // Beyond 4 tiles' worth the chain stops growing: longer CTAs pipeline their loads (the
     // unsplit 8-tile rows: with the chain unbounded they were +52..117%, docs/engine.md); the
     // 256-wide kernel's grows further (kDecodeWideChainCap64KiB).

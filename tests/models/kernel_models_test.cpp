@@ -1004,6 +1004,36 @@ TEST(FlashAttentionModelTest, CausalUnitsCostRoundTripsAndSteerTheScheduler) {
             static_cast<std::int64_t>(4.5 * static_cast<double>(h100().dram.latency.ps())));
 }
 
+TEST(FlashAttentionModelTest, CudnnDecodesShortCachesWithSixtyFourRowTiles) {
+  const auto decode = [](std::int64_t B, std::int64_t Hq, std::int64_t Hkv, std::int64_t L,
+                         std::int64_t D) {
+    return lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{B, Hq, Hkv, L, D}), h100());
+  };
+  // Sets 3-16 (H100): one 128-key tile or less always ran "knob_3 64x64xD" (36 x 32 heads at 67
+  // keys too), two tiles only with at most 128 query heads in the batch (5 x 24 at 148 keys did,
+  // 6 x 24 did not), longer caches never (1 x 4 at 257 keys).
+  EXPECT_TRUE(contains(decode(36, 32, 32, 67, 96)[0].name, "knob_3_64x64x128_4x1x1"));
+  EXPECT_TRUE(contains(decode(5, 24, 8, 148, 128)[0].name, "knob_3_64x64x128"));
+  EXPECT_TRUE(contains(decode(6, 24, 8, 148, 128)[0].name, "knob_35_16x128x128_1x4x1"));
+  EXPECT_TRUE(contains(decode(1, 4, 1, 257, 256)[0].name, "knob_35_16x128x256"));
+  const auto s = decode(1, 32, 8, 236, 64);
+  ASSERT_EQ(s.size(), 1u);  // never split
+  EXPECT_EQ(testing::dims(s[0].grid), "1x8x1");
+  EXPECT_EQ(s[0].regs_per_thread, 142);
+  EXPECT_EQ(s[0].smem_per_cta, 24576);
+  // 64 query rows a tile, however few heads share the KV head: four times the 16-row kernel's
+  // score work per key.
+  const auto w = decode(1, 8, 8, 128, 128)[0].ctas[0].work;
+  EXPECT_DOUBLE_EQ(w.sfu_ops, 64.0 * 128 + 64 * 2);
+  // Each further 64-key tile adds 2.5 round trips to the chain, and 1,500 cycles of issue
+  // that CTAs sharing an SM take in turn.
+  const auto one = decode(1, 8, 8, 64, 128)[0].ctas[0].work;
+  const auto three = decode(1, 8, 8, 192, 128)[0].ctas[0].work;
+  EXPECT_EQ(three.critical_path.ps() - one.critical_path.ps(), 5 * h100().dram.latency.ps());
+  EXPECT_NEAR(three.issue_path.ps(), 3 * one.issue_path.ps(), 2);
+  EXPECT_NEAR(one.issue_path.seconds() * h100().clocks.sustained_other_hz, 1500.0, 1.0);
+}
+
 TEST(FlashAttentionModelTest, CudnnRunsHeadDimsUpTo256WithTheMeasuredGrids) {
   // hf_models3_h100.json.gz: Gemma 2 (B 1, 8 heads, 1,024 tokens, D 256) ran 64 CTAs of the
   // "64x128x256" kernel; Phi-3 (D 96) the "x128" kernel on all 132 SMs (256 units).
@@ -1028,13 +1058,14 @@ TEST(FlashAttentionModelTest, CudnnRunsHeadDimsUpTo256WithTheMeasuredGrids) {
   const auto short_cache = lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{3, 4, 1, 299, 256}), h100());
   ASSERT_EQ(short_cache.size(), 1u);
   EXPECT_EQ(testing::dims(short_cache[0].grid), "2x1x3");
-  // Its fill is 2.75 times the 128-wide kernel's: a one-tile cache waits that much longer; and its
+  // Its fill is 2.75 times the 128-wide kernel's: a one-tile split waits that much longer; and its
   // chain keeps growing past the 128-wide kernel's cap (1,536 keys: 12 x 64 KiB of K and V).
   const auto chain = [](std::int64_t D, std::int64_t L) {
     return lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{1, 4, 1, L, D}), h100())[0]
         .ctas[0].work.critical_path.ps();
   };
-  EXPECT_EQ(4 * chain(256, 40), 11 * chain(128, 40));
+  // The short-cache kernel's fill: 6 round trips at D 128, 2.25 times that at D 256.
+  EXPECT_EQ(4 * chain(256, 40), 9 * chain(128, 40));
   const auto unsplit = [](std::int64_t D, std::int64_t L) {  // 512 CTAs: never split
     const auto l = lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{64, 8, 8, L, D}), h100());
     EXPECT_EQ(l.size(), 1u);
