@@ -31,7 +31,8 @@ using detail::ceil_div;
 using gemm_detail::base_work;
 using gemm_detail::Choice;
 using gemm_detail::Config;
-using gemm_detail::gemmsn_split;
+using gemm_detail::gemmsn_shape;
+using gemm_detail::GemmsnShape;
 using gemm_detail::GemmKind;
 using gemm_detail::GemmPath;
 using gemm_detail::GemmPlan;
@@ -274,6 +275,16 @@ hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int6
 // the weights they index), fitted on the small gemmSN calibration rows of ops3_h100.csv.
 constexpr std::int64_t kStreamingFixedRoundTrips = 2;
 constexpr double kGemmsn16BitNnBytesInFlight = 6.0;
+constexpr double kGemmsnFp32NnBytesInFlight = 12.0;
+// gemmSN's K loop: every thread walks K / k_groups steps in turn (kernel template arguments,
+// gemmsn_shape), about 60-70 ns a step on the H100 wherever few CTAs run (4x4x287 in 6.6 us,
+// 14x2x359 in 7.3, 16x16x64 fp32 in 4.1 against 2.5 at K = 16), a fifth of a DRAM round trip: its
+// loads arrive a few steps ahead. One round trip before the first. Issue 16's eleventh round,
+// with the row groups and their threads (gemmsn_shape), fitted on the 140 gemmSN NN rows of sets
+// 3-16 (H100) and 132 (H200): 0.1-0.25 per step x 0-2 before tried (and 0-100 issue cycles per
+// step shared on the SM, no better): 18.9 -> 12.5% (H100), 17.9 -> 14.0% (H200).
+constexpr double kGemmsnStepRoundTrips = 0.2;
+constexpr double kGemmsnChainFixedRoundTrips = 1.0;
 
 // The GEMV (gemvx) waits one and a half DRAM round trips more than gemmSN: its warps' reduction
 // and the stores behind it (sets 3-8 on the H100: one-row products of K = 2..30 take 2.3-2.8 us
@@ -393,21 +404,36 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
   const double e = detail::elt_bytes(p.dtype);
   hw::Launch l;
   l.family = "gemm";
-  const std::int64_t threads = linear ? 128 : (p.N >= 1024 ? 256 : 128);
-  const auto [cols, ksplit] = gemmsn_split(p, linear);
-  l.name = fmt::format("void gemmSN_{}_kernel<float, {}, ...>", linear ? "TN" : "NN", threads);
-  l.grid = {ceil_div(p.N, cols), ksplit, 1};
-  l.block = {threads, 1, 1};
+  const GemmsnShape g = gemmsn_shape(p, linear);
+  l.name = fmt::format("void gemmSN_{}_kernel<float, {}, ...>", linear ? "TN" : "NN", g.threads);
+  l.grid = {ceil_div(p.N, g.cols), g.row_groups, 1};
+  l.block = {g.threads, 1, 1};
   // Registers and shared memory as measured (75-90 and 3-10.5 KiB for TN by rows, 64 and
   // 12 KiB for NN): they set how many CTAs an SM holds, and so the bandwidth.
   l.regs_per_thread = linear ? (p.M > 8 ? 90 : 75) : 64;
   l.smem_per_cta = linear ? (p.M <= 2 ? 3072 : p.M <= 4 ? 6144 : 10752) : 12288;
-  // Bytes a thread keeps in flight: 8 for TN, 4 for fp32 NN, 6 for 16-bit NN (fitted on sets
+  // Bytes a thread keeps in flight: 8 for TN, 12 for fp32 NN, 6 for 16-bit NN (fitted on sets
   // 3-13, 4-16 tried: at 4 its few-CTA rows over K of 100-400 ran 50-100% slow, 5x256x405 at
-  // 20.4 us against 9.9 measured; 10.34 -> 10.29% H100, 11.90 -> 11.82% H200 over all rows).
-  const double per_thread = linear ? 8.0 : (p.dtype == hw::DType::kFp32 ? 4.0 : kGemmsn16BitNnBytesInFlight);
-  fill_streaming_gemm(l, hw, 1, p.N, p.K, p.M, bias, e, static_cast<double>(threads) * per_thread,
+  // 20.4 us against 9.9 measured; 10.34 -> 10.29% H100, 11.90 -> 11.82% H200 over all rows;
+  // fp32 NN refitted with the row groups and the K chain below, 4-16 tried).
+  const double per_thread = linear ? 8.0
+                            : p.dtype == hw::DType::kFp32 ? kGemmsnFp32NnBytesInFlight
+                                                          : kGemmsn16BitNnBytesInFlight;
+  fill_streaming_gemm(l, hw, 1, p.N, p.K, p.M, bias, e, static_cast<double>(g.threads) * per_thread,
                       kStreamingFixedRoundTrips, names, tag);
+  // Each row group reads the whole weight slab of its columns (from L2 after the first).
+  const double ctas = static_cast<double>(l.grid.count());
+  const double w_bytes = static_cast<double>(p.N * p.K) * e;
+  // An NN thread walks its share of K one step after another, each waiting on its loads. (The
+  // TN kernel's 16 K groups stream: GPT-2's 2 x 50257 x 768 lm_head, 6,283 CTAs, ran 40 us where
+  // the chain gave 57; its few-CTA long-K rows run the tiled kernels here, uses_gemmsn.)
+  const double steps = static_cast<double>(ceil_div(p.K, g.k_groups));
+  for (auto& c : l.ctas) {
+    c.work.l2_bytes += static_cast<double>(g.row_groups - 1) * w_bytes / ctas;
+    if (linear) continue;
+    c.work.critical_path = sim::Time::from_seconds(
+        (kGemmsnChainFixedRoundTrips + steps * kGemmsnStepRoundTrips) * hw.dram.latency.seconds());
+  }
   return l;
 }
 
@@ -462,8 +488,8 @@ GemmTiling gemm_tiling(const GemmProblem& gp, const hw::HardwareSpec& hw, bool l
   const GemmPlan plan = plan_gemm(hw, p, gp.bias, linear);
   switch (plan.path) {
     case GemmPath::kGemmsn: {
-      const auto [cols, ksplit] = gemmsn_split(p, linear);
-      return GemmTiling{p.M, cols, 1, ksplit, ceil_div(p.K, ksplit)};
+      const GemmsnShape g = gemmsn_shape(p, linear);
+      return GemmTiling{ceil_div(p.M, g.row_groups), g.cols, 1, 1, p.K};
     }
     case GemmPath::kGemv: return GemmTiling{1, 4, 1, 1, gp.K};
     case GemmPath::kDot: return GemmTiling{1, 1, 1, std::min(kDotChunks, ceil_div(p.K, 128)), ceil_div(p.K, std::min(kDotChunks, ceil_div(p.K, 128)))};

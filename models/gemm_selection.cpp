@@ -577,15 +577,28 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
 // columns wide, and 16-bit products whose rows allow only single-element loads (ops3_h100.csv;
 // GPT-2's 50257-wide lm_head in hf_models_h100.json.gz). Each thread keeps one load in flight
 // (4 bytes for the NN kernel's 256 threads, 8 for the TN kernel's 128): the kernels stream
-// 0.5-1.4 TB/s. NN: 64 columns per CTA, K split 4 ways for fp32 above 8 rows, else 2 (16-bit:
-// 1 below K = 64, else 2); TN (F.linear): 8 columns per CTA, K split 2 ways above 8 rows.
-// Returns the columns per CTA and the K slices.
-std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear) {
-  const std::int64_t cols = linear ? 8 : 64;
-  const std::int64_t ksplit =
-      linear ? (p.M > 8 ? 2 : 1)
-             : (p.dtype == hw::DType::kFp32 ? (p.M > 8 ? 4 : 2) : (p.K < 64 ? 1 : 2));
-  return {cols, ksplit};
+// 0.5-1.4 TB/s. The launch shapes as measured (sets 3-16, H100; the kernels' template arguments
+// give the rows per CTA and the K groups):
+//  * columns per CTA: 64 for NN, 8 for TN (F.linear);
+//  * grid y splits the rows: NN 1 CTA up to 5 rows, 2 up to 14, 4 above (2 x 7 rows for 14,
+//    4 x 4 for 16); TN 1 up to 8 rows, 2 above;
+//  * threads: the 16-bit NN kernel 256 (98 of 103 launches); fp32 NN 256 from 3,072 columns or
+//    K = 128 (16x6016x32, 14x5165x144), else 128 (10x2101x4, 16x1456x64); TN 128;
+//  * K groups (threads walking K side by side): threads / 64 for NN, 16 for TN.
+GemmsnShape gemmsn_shape(const Problem& p, bool linear) {
+  GemmsnShape g;
+  if (linear) {
+    g.cols = 8;
+    g.row_groups = p.M > 8 ? 2 : 1;
+    g.threads = 128;
+    g.k_groups = 16;
+    return g;
+  }
+  g.cols = 64;
+  g.row_groups = p.M <= 5 ? 1 : (p.M <= 14 ? 2 : 4);
+  g.threads = p.dtype != hw::DType::kFp32 || p.N >= 3072 || p.K >= 128 ? 256 : 128;
+  g.k_groups = g.threads / 64;
+  return g;
 }
 
 namespace {
@@ -617,7 +630,7 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   if (p.dtype == hw::DType::kFp32 && p.K > kGemmsnAnyGridMaxK && (p.N < kGemmsnDeepFp32MinN || p.N < p.K)) {
     return false;
   }
-  const auto [cols, ksplit] = gemmsn_split(p, linear);
+  const GemmsnShape g = gemmsn_shape(p, linear);
   // 16-bit NN products: gemmSN however few CTAs up to K = 512, deeper ones only above 8 rows
   // (sets 3-12: 8x1160x185, 14x2x359, 5x256x405 ran gemmSN; 13x5340x1137 and 12x5831x2533 too,
   // 8x2190x2539, 5x3857x2512 and 3x3096x5393 the tiled kernels).
@@ -632,7 +645,7 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // fp32, and 16-bit F.linear (TN): K up to 128, or a grid that fills half the SMs. The TN kernel
   // also ran with one CTA (11x7x754 in ops4_h100.csv), which this sends to the tiled kernels: a
   // known miss.
-  return p.K <= kGemmsnAnyGridMaxK || 2 * ceil_div(p.N, cols) * ksplit >= hw.sm_count;
+  return p.K <= kGemmsnAnyGridMaxK || 2 * ceil_div(p.N, g.cols) * g.row_groups >= hw.sm_count;
 }
 
 // tf32 products too small to fill the GPU with tiles, on the sm_80-style kernels: cuBLAS splits

@@ -21,8 +21,14 @@ struct GemmPlan {
 
 GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear);
 
-// gemmSN's columns per CTA and K slices (the kernels and their measurements at the definition).
-std::pair<std::int64_t, std::int64_t> gemmsn_split(const Problem& p, bool linear);
+// gemmSN's launch shape (the kernels and their measurements at the definition).
+struct GemmsnShape {
+  std::int64_t cols = 0;        // output columns per CTA (grid x)
+  std::int64_t row_groups = 1;  // CTAs sharing a column block, each with its share of the rows
+  std::int64_t threads = 0;
+  std::int64_t k_groups = 1;    // threads walking K side by side for one output column
+};
+GemmsnShape gemmsn_shape(const Problem& p, bool linear);
 
 // One output row or column on sm_90 off the TMA path: a few long dot products run cuBLAS's
 // dot_kernel (128 threads, 32 chunks of K per product, fp32 partials) and reduce_1Block_kernel

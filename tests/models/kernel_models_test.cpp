@@ -612,11 +612,29 @@ TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   EXPECT_TRUE(contains(nn16(5, 256, 405), "gemmSN_NN")) << nn16(5, 256, 405);
   EXPECT_TRUE(contains(nn16(13, 5340, 1137), "gemmSN_NN")) << nn16(13, 5340, 1137);
   EXPECT_FALSE(contains(nn16(8, 2190, 2539), "gemmSN")) << nn16(8, 2190, 2539);
-  // Each thread keeps 6 bytes in flight for 16-bit NN, 4 for fp32 NN (128 threads below 1024 columns).
+  // Each thread keeps 6 bytes in flight for 16-bit NN (256 threads), 12 for fp32 NN (128 threads
+  // for narrow, shallow products: 7x5x8 as measured).
   const auto sn16 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{5, 256, 405}), h100());
-  EXPECT_DOUBLE_EQ(sn16[0].ctas.front().work.max_inflight_bytes, 128.0 * 6.0);
+  EXPECT_DOUBLE_EQ(sn16[0].ctas.front().work.max_inflight_bytes, 256.0 * 6.0);
   const auto sn32 = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{7, 5, 8}), h100());
-  EXPECT_DOUBLE_EQ(sn32[0].ctas.front().work.max_inflight_bytes, 128.0 * 4.0);
+  EXPECT_DOUBLE_EQ(sn32[0].ctas.front().work.max_inflight_bytes, 128.0 * 12.0);
+  // The grid's y splits the rows (the kernels' template arguments): 1 CTA up to 5 rows, 2 up to
+  // 14, 4 above (ops3-16_h100.csv: 3x59x109 on 1x1, 14x2x359 on 1x2, 16x16x16 on 1x4).
+  const auto grid = [](DType d, std::int64_t m, std::int64_t n, std::int64_t k) {
+    return testing::dims(lower(Op(OpKind::kMatmul, d, MatmulShape{m, n, k}), h100())[0].grid);
+  };
+  EXPECT_EQ(grid(DType::kBf16, 3, 59, 109), "1x1x1");
+  EXPECT_EQ(grid(DType::kBf16, 14, 2, 359), "1x2x1");
+  EXPECT_EQ(grid(DType::kFp32, 16, 16, 16), "1x4x1");
+  // Its threads walk K in turn, 4 K groups for 256 threads: a fifth of a DRAM round trip a step,
+  // one before the first (the TN kernel streams instead).
+  const auto chain = [](std::int64_t k) {
+    return lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{4, 4, k}), h100())[0]
+        .ctas.front().work.critical_path.ps();
+  };
+  const double step = 0.2 * static_cast<double>(h100().dram.latency.ps());
+  EXPECT_EQ(chain(287) - chain(7), static_cast<std::int64_t>(70 * step));
+  EXPECT_EQ(tn[0].ctas.front().work.critical_path.ps(), 0);
   // Outer products (K = 1) run the tiled kernels whatever the dtype (3x13698x1 bf16, 5x473x1 fp32).
   EXPECT_TRUE(contains(nn16(3, 13698, 1), "cutlass_75_tensorop")) << nn16(3, 13698, 1);
   EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{5, 473, 1}), h100())[0].name, "gemmSN"));
