@@ -102,7 +102,7 @@ std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool l
       if (c.wmma) {
         const std::string t = d == hw::DType::kBf16 ? "bf16" : "f16";
         return fmt::format("cutlass_{0}_wmma_tensorop_{1}_s161616gemm_{1}_{2}x{3}_{4}x{5}_{6}_align{7}",
-                           c.align == 1 ? 75 : 80, t, c.tile_m, c.tile_n, c.tile_k, c.stages, linear ? "tn" : "nn",
+                           c.align == 1 ? 75 : 80, t, c.tile_n, c.tile_m, c.tile_k, c.stages, linear ? "tn" : "nn",
                            c.align);
       }
       if (c.align < 8) {
@@ -110,7 +110,7 @@ std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool l
         return fmt::format("cutlass_{}_tensorop_{}gemm_{}_{}x{}_{}{}_align{}", sm75 ? 75 : 80,
                            sm75 || d == hw::DType::kTf32 ? "s1688" : "s16816",
                            d == hw::DType::kBf16 ? "bf16" : d == hw::DType::kFp16 ? "f16" : name(d),
-                           c.tile_m, c.tile_n,
+                           c.tile_n, c.tile_m,
                            sm75 ? "" : fmt::format("{}x{}_", c.tile_k, c.stages),
                            linear ? "tn" : "nn", c.align);
       }
