@@ -86,22 +86,29 @@ constexpr double kPrefillCtaFixedRoundTrips = 10.0;
 // its tiles: its diagonal tile is masked element by element and its softmax rescaled before the
 // O tile goes out, which the next unit's loads do not hide. The dynamic scheduler hands out units
 // by when CTAs free up, so this cost also sets which CTA takes which unit. The tensor-core and
-// softmax phases of the kernel's two consumer warpgroups overlap a tenth of the shorter one
+// softmax phases of the kernel's two consumer warpgroups overlap a share of the shorter one
 // (ping-pong scheduling). Fitted together on the 330 sdpa rows of sets 3-13 (H100 and H200;
 // overlap 0-0.5 x 0-6 round trips, causal or every unit, tried): causal prefills of 256-1023
 // tokens over more units than SMs had run 11-14% fast (the greedy schedule had balanced units
 // that, measured, leave the heavy CTAs a further unit), long ones 5-12% slow. 0.1 and 4.5 take the
 // rows from 9.9% to 8.0% (H100) and 10.2% to 7.5% (H200); charging every unit, or overlapping
 // more, did a little better there but put the hand-picked and Nsight suites' many short
-// non-causal units (16 x 8-128 heads at 512 tokens) 5-20% slow.
-constexpr double kPrefillCausalUnitRoundTrips = 4.5;
+// non-causal units (16 x 8-128 heads at 512 tokens) 5-20% slow. Refitted in issue 16's eleventh
+// round with the scheduler's order (each (batch, head)'s tiles in turn, not the longest of all
+// first: lower_cudnn_sdpa), on the 420 sdpa rows of sets 3-16 (H100) and 390 (H200): 1-4.5 round
+// trips x overlap 0.1-0.4 per kernel tried; 2.5 round trips, and the overlaps below, take them
+// from 7.2% to 5.7% (H100) and 7.4% to 6.0% (H200). The 64-wide kernel keeps 0.1: at 0.15-0.3
+// seed 001's 16 x 8-128 heads of 512 tokens ran 10-14% fast (the suite 18 -> 20-26%).
+constexpr double kPrefillCausalUnitRoundTrips = 2.5;
 constexpr double kPrefillPipeOverlap = 0.1;
+// The 192- and 256-wide kernels overlap 0.3 (eleventh round, as above).
+constexpr double kPrefillPipeOverlapWide = 0.3;
 // The 128-wide kernel ("64x128x128", D of 65-128) overlaps more: long D = 128 prefills ran
 // 12-22% slow at 0.1 on both chips. Refitted per kernel in issue 16's tenth round, once the
 // H200's tensor clock was the H100's (its 360 sdpa rows of sets 3-14, H100: 7.9 -> 7.1%; 330 of
 // sets 3-13, H200: 7.8 -> 7.3%; 0.2-0.4 tried, and a share growing with D, which overlapped the
-// 192- and 256-wide kernels too much).
-constexpr double kPrefillPipeOverlapD128 = 0.3;
+// 192- and 256-wide kernels too much); 0.4 since the eleventh round (0.3-0.45 tried).
+constexpr double kPrefillPipeOverlapD128 = 0.4;
 // With an explicit mask the same prefill kernel runs each score tile this many times slower
 // than its tensor-core time alone (loading and adding the mask tile sits between QK^T and the
 // softmax). Calibrated on the masked layers of the calibration cases in
@@ -172,8 +179,11 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
   l.grid = {ctas, 1, 1};
 
   // The memset zeroes the dynamic tile scheduler's state; CTAs take units in order from a
-  // counter, the heaviest (longest causal rows, FA3-style reversed m) first. We replay that
-  // greedy longest-first schedule to get each CTA's units.
+  // counter: the (batch, head) pairs one after another, each one's query tiles heaviest first
+  // (FA3-style reversed m). We replay that greedy schedule to get each CTA's units. (Issue 16's
+  // eleventh round: taking every pair's heaviest tile first, a longest-first schedule over all
+  // units, balanced mid-length causal prefills too well: 5 x 8 heads of 558 keys at D = 256 ran
+  // 36.7 us against 26.3 simulated.)
   std::vector<std::int64_t> order(static_cast<std::size_t>(m_tiles));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
@@ -195,9 +205,9 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
     double scores = 0, rows = 0, keys = 0, units = 0;
   };
   std::vector<Acc> acc(static_cast<std::size_t>(ctas));
-  for (const std::int64_t m : order) {
-    const Unit& u = per_m[static_cast<std::size_t>(m)];
-    for (std::int64_t bh = 0; bh < p.B * p.H; ++bh) {
+  for (std::int64_t bh = 0; bh < p.B * p.H; ++bh) {
+    for (const std::int64_t m : order) {
+      const Unit& u = per_m[static_cast<std::size_t>(m)];
       Load slot = free_at.top();
       free_at.pop();
       Acc& a = acc[static_cast<std::size_t>(slot.cta)];
@@ -242,7 +252,9 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
                 hw.l2.hit_latency + sim::Time::from_ps(static_cast<std::int64_t>(a.units - 1) * unit_ps);
       // QK^T, softmax and PV of a tile depend on each other: the tensor and SIMT phases mostly
       // add up.
-      w.pipe_overlap = d_tile == 128 ? kPrefillPipeOverlapD128 : kPrefillPipeOverlap;
+      w.pipe_overlap = d_tile == 64    ? kPrefillPipeOverlap
+                       : d_tile == 128 ? kPrefillPipeOverlapD128
+                                       : kPrefillPipeOverlapWide;
     }
     detail::add_class(l, 1, w);
   }
