@@ -137,6 +137,12 @@ struct RowWork {
   double issue_cycles = 0;
 };
 
+// The L2 capacity an SM's re-reads can count on: its near partition (the H100's two halves; a
+// footprint reaching the far one pays 267 ns a hit, validation/data/hw_h100.json).
+double near_l2_bytes(const hw::HardwareSpec& hw) {
+  return static_cast<double>(hw.l2.size) / static_cast<double>(std::max(1, hw.l2.partitions));
+}
+
 // One CTA per `rows_per_cta` rows, R rows in total.
 Launch row_launch(const hw::HardwareSpec& hw, std::string name, std::string family, hw::Dim3 block,
                   int regs, std::int64_t smem, std::int64_t R, std::int64_t rows_per_cta,
@@ -185,15 +191,15 @@ std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_
   if (C % 4 == 0) {
     RowWork rw;
     // The second pass re-reads the row. It finds it in L2 while the rows of all resident CTAs
-    // fit there; past that (long rows: 2112 resident rows of 29 KB and more on an H100) each
-    // row is evicted before it comes back and the re-read goes to DRAM (random sets 3-5:
-    // 15891 x 14888 and 6590 x 29372 stream three row-passes at DRAM bandwidth).
+    // fit an SM's near L2 partition; past that (long rows: 2112 resident rows of 29 KB and more
+    // on an H100) each row is evicted before it comes back and the re-read goes to DRAM (random
+    // sets 3-5: 15891 x 14888 and 6590 x 29372 stream three row-passes at DRAM bandwidth).
     const int regs = rms ? 27 : 32;  // ops_h100.csv
     constexpr std::int64_t kSmem = 24;
     const auto occ = hw::compute_occupancy(hw.sm, hw::BlockResources{128, regs, kSmem});
     const double resident_rows = static_cast<double>(
         std::min<std::int64_t>(R, static_cast<std::int64_t>(hw.sm_count) * std::max(1, occ.ctas_per_sm)));
-    const bool rereads_miss = resident_rows * row > static_cast<double>(hw.l2.size);
+    const bool rereads_miss = resident_rows * row > near_l2_bytes(hw);
     rw.in_bytes = rereads_miss ? 2.0 * row : row;
     // X once (the second pass re-reads it from L1 while it fits there, else from DRAM, above),
     // gamma and beta from L2 in every CTA.
@@ -330,12 +336,20 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
           "void at::native::(anonymous namespace)::cunn_SoftMaxForward<{1}, {0}, float, {0}, "
           "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>",
           t, ilp);
-      // The max, sum and write passes each read the row, and each from DRAM: launches of many
-      // rows stream at DRAM bandwidth over three reads and a write even when the rows in flight
-      // would fit L2 (random sets 3-5, ops{3,4,5}_h100.json: 1011 x 32030 bf16 in 88 us, 605 x
-      // 24297 in 49, 2640 x 85232 fp32 in 1225), so the later passes do not hit L2.
+      // The max, sum and write passes each read the row (random sets 3-5, ops{3,4,5}_h100.json:
+      // 1011 x 32030 bf16 in 88 us, 605 x 24297 in 49, 2640 x 85232 fp32 in 1225, which rows too
+      // long to stay in L2, or the 16-bit rows' issue-bound passes, explain).
       rw.l2_in_bytes = 3.0 * row;
-      rw.in_bytes = 3.0 * row;
+      // Issue 16's eleventh round: the later passes find the row in L2 while the rows of all
+      // resident CTAs fit an SM's near L2 partition, as the norms' re-reads do; fp32 rows of
+      // 13-20 K elements over thousands of rows stream 2.2-2.4 TB/s counting one read and the
+      // write, more than DRAM gives three reads and a write (sets 3-16, H100: 12607 x 20485 in
+      // 855 us). The multi-pass rows of sets 3-16: 14.8 -> 10.4% (H100), 12.1 -> 10.5% (H200); the
+      // norms' re-reads at the near partition, not all of L2, 5.64 -> 5.59%, 6.27 -> 6.21%.
+      const auto occ = hw::compute_occupancy(hw.sm, hw::BlockResources{threads, regs, smem});
+      const double resident_rows = static_cast<double>(std::min<std::int64_t>(
+          R, static_cast<std::int64_t>(hw.sm_count) * std::max(1, occ.ctas_per_sm)));
+      rw.in_bytes = resident_rows * row > near_l2_bytes(hw) ? 3.0 * row : row;
     }
     const double inflight = static_cast<double>(threads) * 16.0;  // one 16-byte vector per thread
     // Register variant: load, block-wide max (warp shuffles, shared memory, two barriers),
