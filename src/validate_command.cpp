@@ -226,6 +226,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured16-h200", "h200", "ops16_h200.csv",
        "the thirteenth fresh set on an H200 SXM (all held out), measured at the end of the tenth "
        "round and compared once with its final model"},
+      {"measured17-h100", "h100", "ops17_h100.csv",
+       "issue 16's fourteenth fresh random set on the H100: 402 instances drawn the same way "
+       "(seed 30), all held out, measured at the tenth round's start, stored unread, and "
+       "compared once with the eleventh round's final model"},
+      {"measured17-h200", "h200", "ops17_h200.csv",
+       "the fourteenth fresh set on an H200 SXM (all held out), measured at the eleventh "
+       "round's start, stored unread, and compared once with its final model"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
