@@ -65,11 +65,11 @@ constexpr std::int64_t kDecodeMinTilesToSplit = 5;
 // The short-cache decode kernel ("knob_3 64x64xD", decode_kernel below): its fill and its
 // round trips per further 64-key tile, the 64-wide kernel's fill, and the 256-wide kernel's
 // scales; and the issue cycles per tile that its CTAs sharing an SM take in turn. Issue 16's
-// eleventh round, fitted on the 101 short-cache rows of sets 3-16 (H100) and 94 of sets 3-16
-// (H200): a lone CTA takes 4.7 us at two 64-key tiles, 5.5 at three, 6.6 at four (D = 128),
-// 3.9 / 5.0 / 5.8 (D = 64) and 8.7 / 13.2 / 15.5 (D = 256); 192 CTAs of two tiles, two on an
-// SM, take 8.8 (fill 4-10, 1.5-3.5 per tile, 0-4,000 cycles tried): 8.5 -> 2.7% (H100),
-// 10.6 -> 3.2% (H200) where they had run as the 16-row kernel.
+// eleventh round, fitted on the 101 short-cache rows of sets 3-16 (H100) and 94 of sets 3-13,
+// 15 and 16 (H200): a lone CTA takes 4.7 us at two 64-key tiles, 5.5 at three, 6.6 at four
+// (D = 128), 3.9 / 5.0 / 5.8 (D = 64) and 8.7 / 13.2 / 15.5 (D = 256); 192 CTAs of two tiles,
+// two on an SM, take 8.8 (fill 4-10, 1.5-3.5 per tile, 0-4,000 cycles tried): 8.5 -> 2.7%
+// (H100), 10.6 -> 3.2% (H200) where they had run as the 16-row kernel.
 constexpr double kShortDecodeFillRoundTrips = 6.0;
 constexpr double kShortDecodeFillRoundTrips64 = 4.0;
 constexpr double kShortDecodeRoundTripsPerTile = 2.5;
@@ -308,7 +308,8 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
   k.name = fmt::format(
       "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_{}_{}x{}x{}_{}_"
       "cga1x1x1_kernel0_0",
-      kk.knob, kk.rows, kk.short_cache ? tile_keys : kTileN, d_tile, kk.short_cache ? "4x1x1" : "1x4x1");
+      kk.knob, kk.rows, kk.short_cache ? tile_keys : kTileN, d_tile,
+      kk.short_cache ? "4x1x1" : "1x4x1");
   k.family = "cudnn_sdpa_decode";
   k.block = {128, 1, 1};
   k.regs_per_thread = kk.regs;

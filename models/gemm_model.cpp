@@ -102,8 +102,8 @@ std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool l
       if (c.wmma) {
         const std::string t = d == hw::DType::kBf16 ? "bf16" : "f16";
         return fmt::format("cutlass_{0}_wmma_tensorop_{1}_s161616gemm_{1}_{2}x{3}_{4}x{5}_{6}_align{7}",
-                           c.align == 1 ? 75 : 80, t, c.tile_n, c.tile_m, c.tile_k, c.stages, linear ? "tn" : "nn",
-                           c.align);
+                           c.align == 1 ? 75 : 80, t, c.tile_n, c.tile_m, c.tile_k, c.stages,
+                           linear ? "tn" : "nn", c.align);
       }
       if (c.align < 8) {
         const bool sm75 = c.register_staged;

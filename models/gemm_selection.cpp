@@ -369,7 +369,8 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
     // Registers as measured: 96, 168, 252 (128 threads) and 229 (256 threads). cuBLAS names a
     // tile N first: the 256x128 kernel's tiles span 256 columns and 128 rows (sets 3-16, H100:
     // 10360x1991x578 on 648 = 8 x 81 CTAs, 8976x1827x11243 on 568 x 3 split).
-    const std::int64_t shapes1[][3] = {{64, 64, 96}, {128, 64, 168}, {128, 128, 252}, {256, 128, 229}};
+    const std::int64_t shapes1[][3] = {
+        {64, 64, 96}, {128, 64, 168}, {128, 128, 252}, {256, 128, 229}};
     for (const auto& s : shapes1) {
       Config c;
       c.kind = GemmKind::kMmaSync;

@@ -337,8 +337,8 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
           "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>",
           t, ilp);
       // The max, sum and write passes each read the row (random sets 3-5, ops{3,4,5}_h100.json:
-      // 1011 x 32030 bf16 in 88 us, 605 x 24297 in 49, 2640 x 85232 fp32 in 1225, which rows too
-      // long to stay in L2, or the 16-bit rows' issue-bound passes, explain).
+      // 1011 x 32030 bf16 in 88 us, 605 x 24297 in 49, 2640 x 85232 fp32 in 1225: rows in flight
+      // beyond L2's near partition, or 16-bit rows' issue-bound passes).
       rw.l2_in_bytes = 3.0 * row;
       // Issue 16's eleventh round: the later passes find the row in L2 while the rows of all
       // resident CTAs fit an SM's near L2 partition, as the norms' re-reads do; fp32 rows of
@@ -346,7 +346,8 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
       // write, more than DRAM gives three reads and a write (sets 3-16, H100: 12607 x 20485 in
       // 855 us). The multi-pass rows of sets 3-16: 14.8 -> 10.4% (H100), 12.1 -> 10.5% (H200); the
       // norms' re-reads at the near partition, not all of L2, 5.64 -> 5.59%, 6.27 -> 6.21%.
-      const auto occ = hw::compute_occupancy(hw.sm, hw::BlockResources{threads, regs, smem});
+      const auto occ = hw::compute_occupancy(
+          hw.sm, hw::BlockResources{static_cast<int>(threads), regs, smem});
       const double resident_rows = static_cast<double>(std::min<std::int64_t>(
           R, static_cast<std::int64_t>(hw.sm_count) * std::max(1, occ.ctas_per_sm)));
       rw.in_bytes = resident_rows * row > near_l2_bytes(hw) ? 3.0 * row : row;
