@@ -272,8 +272,7 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
 // 142 / 213 / 175 registers and 24 / 40 / 40 KiB of shared memory at D = 64 / 128 / 256. The
 // rest run "knob_35 16x128xD" (one 16-row query tile, four warps across 128-key tiles).
 struct DecodeKernel {
-  bool short_cache;
-  int knob;
+  bool short_cache;  // "knob_3 64x64xD", else "knob_35 16x128xD"
   std::int64_t rows, tile_keys, d_tile;
   int regs;
   std::int64_t smem;
@@ -282,13 +281,13 @@ struct DecodeKernel {
 DecodeKernel decode_kernel(std::int64_t B, std::int64_t Hq, std::int64_t L, std::int64_t D) {
   const std::int64_t d_tile = D <= 64 ? 64 : (D <= 128 ? 128 : 256);
   if (L <= kTileN || (L <= 2 * kTileN && B * Hq <= 128)) {
-    return {true, 3, 64, 64, d_tile, d_tile == 64 ? 142 : (d_tile == 128 ? 213 : 175),
+    return {true, 64, 64, d_tile, d_tile == 64 ? 142 : (d_tile == 128 ? 213 : 175),
             d_tile == 64 ? 24576 : 40960};
   }
   // Head dimensions above 128 run the "16x128x256" kernel in the same shared memory, so its key
   // tiles are half as long (Gemma 2 at 1,024 keys split 16 ways, hf_models3_h100.json.gz).
   // Measured at 86336 B for head dimensions 96 to 256; below 128 the K/V stages scale with D.
-  return {false, 35, 16, D <= 128 ? kTileN : kTileN / 2, d_tile, 183,
+  return {false, 16, D <= 128 ? kTileN : kTileN / 2, d_tile, 183,
           d_tile >= 128 ? 86336 : 86336 * d_tile / 128};
 }
 
@@ -308,7 +307,7 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
   k.name = fmt::format(
       "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_{}_{}x{}x{}_{}_"
       "cga1x1x1_kernel0_0",
-      kk.knob, kk.rows, kk.short_cache ? tile_keys : kTileN, d_tile,
+      kk.short_cache ? 3 : 35, kk.rows, kk.short_cache ? tile_keys : kTileN, d_tile,
       kk.short_cache ? "4x1x1" : "1x4x1");
   k.family = "cudnn_sdpa_decode";
   k.block = {128, 1, 1};
@@ -375,15 +374,15 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
       const double fill = d_tile == 64    ? kShortDecodeFillRoundTrips64
                           : d_tile == 128 ? kShortDecodeFillRoundTrips
                                           : kShortDecodeFillRoundTrips * kShortDecodeWideFillScale;
-      const double per_tile =
-          kShortDecodeRoundTripsPerTile * (d_tile > 128 ? kShortDecodeWideTileScale : 1.0);
+      const double tile_scale = d_tile > 128 ? kShortDecodeWideTileScale : 1.0;
       w.critical_path = sim::Time::from_seconds(
-          (fill + per_tile * static_cast<double>(tiles - 1)) * hw.dram.latency.seconds());
+          (fill + kShortDecodeRoundTripsPerTile * tile_scale * static_cast<double>(tiles - 1)) *
+          hw.dram.latency.seconds());
       // Its 64-row tiles' softmax and MMA issue (three quarters of the rows are padding when
       // fewer than 64 query heads share a KV head): two CTAs on an SM take turns at it.
-      w.issue_path = sim::Time::from_seconds(
-          kShortDecodeIssueCyclesPerTile * static_cast<double>(tiles) *
-          (d_tile > 128 ? kShortDecodeWideTileScale : 1.0) / hw.clocks.sustained_other_hz);
+      w.issue_path = sim::Time::from_seconds(kShortDecodeIssueCyclesPerTile * tile_scale *
+                                             static_cast<double>(tiles) /
+                                             hw.clocks.sustained_other_hz);
       per_split.push_back(w);
       continue;
     }

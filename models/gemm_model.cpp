@@ -292,13 +292,21 @@ constexpr double kGemmsnChainFixedRoundTrips = 1.0;
 constexpr double kGemvFixedRoundTrips = 3.5;
 constexpr std::int64_t kGemvShortMaxK = 80;
 
-// The CTAs of a kernel that streams the weights once (GEMV, gemmSN): `mats` weight matrices of
-// N x K, `rows` input rows of K per matrix, spread evenly over the launch's grid, each CTA
-// keeping `inflight` bytes of loads outstanding and waiting `fixed_round_trips` DRAM round trips
-// (and an L2 hit) beyond its streaming; it ends with a reduction and the store.
+// The CTAs of a kernel that streams the weights once from DRAM (GEMV, gemmSN): `mats` weight
+// matrices of N x K, `rows` input rows of K per matrix, spread evenly over the launch's grid,
+// each CTA keeping `inflight` bytes of loads outstanding and waiting `fixed_round_trips` DRAM
+// round trips (and an L2 hit) beyond its streaming and `chain` of dependent steps; it ends with a
+// reduction and the store. `slab_readers` CTAs read each column block's weights through L2.
+struct StreamingCta {
+  double inflight = 0;
+  double fixed_round_trips = 0;
+  std::int64_t slab_readers = 1;
+  sim::Time chain;
+};
+
 void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t mats, std::int64_t N,
-                         std::int64_t K, std::int64_t rows, bool bias, double e, double inflight,
-                         double fixed_round_trips, const Names& names, const std::string& tag) {
+                         std::int64_t K, std::int64_t rows, bool bias, double e,
+                         const StreamingCta& s, const Names& names, const std::string& tag) {
   const double ctas = static_cast<double>(l.grid.count());
   const double w_bytes = static_cast<double>(mats * N * K) * e;
   const double x_bytes = static_cast<double>(rows * K) * e;
@@ -306,12 +314,15 @@ void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t
   const double bias_bytes = bias ? static_cast<double>(N) * e : 0.0;
   hw::CtaWork w;
   w.fp32_flops = 2.0 * static_cast<double>(rows * N * K) / ctas;
-  w.l2_bytes = (w_bytes + x_bytes * static_cast<double>(l.grid.x) + out + bias_bytes) / ctas;
+  const double slabs = w_bytes * static_cast<double>(s.slab_readers);
+  w.l2_bytes = (slabs + x_bytes * static_cast<double>(l.grid.x) + out + bias_bytes) / ctas;
   w.dram_read_bytes = (w_bytes + x_bytes + bias_bytes) / ctas;
   w.dram_write_bytes = out / ctas;
-  w.max_inflight_bytes = inflight;
+  w.max_inflight_bytes = s.inflight;
   // The first loads, then the final reduction and the store behind them.
-  w.fixed = sim::Time::from_seconds(fixed_round_trips * hw.dram.latency.seconds()) + hw.l2.hit_latency;
+  w.fixed =
+      sim::Time::from_seconds(s.fixed_round_trips * hw.dram.latency.seconds()) + hw.l2.hit_latency;
+  w.critical_path = s.chain;
   detail::add_class(l, l.grid.count(), w);
   l.reads = {detail::tensor(tag, names.a, x_bytes), detail::tensor(tag, names.b, w_bytes)};
   if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
@@ -340,8 +351,10 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
   l.regs_per_thread = 40;
   l.smem_per_cta = 0;
   // 16-byte loads, two in flight per thread.
-  fill_streaming_gemm(l, hw, p.batch, p.N, p.K, p.batch, bias, e, 128.0 * 16.0 * 2.0, kGemvFixedRoundTrips,
-                      names, tag);
+  StreamingCta cta;
+  cta.inflight = 128.0 * 16.0 * 2.0;
+  cta.fixed_round_trips = kGemvFixedRoundTrips;
+  fill_streaming_gemm(l, hw, p.batch, p.N, p.K, p.batch, bias, e, cta, names, tag);
   return l;
 }
 
@@ -419,21 +432,20 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
   const double per_thread = linear ? 8.0
                             : p.dtype == hw::DType::kFp32 ? kGemmsnFp32NnBytesInFlight
                                                           : kGemmsn16BitNnBytesInFlight;
-  fill_streaming_gemm(l, hw, 1, p.N, p.K, p.M, bias, e, static_cast<double>(g.threads) * per_thread,
-                      kStreamingFixedRoundTrips, names, tag);
+  StreamingCta cta;
+  cta.inflight = static_cast<double>(g.threads) * per_thread;
+  cta.fixed_round_trips = kStreamingFixedRoundTrips;
   // Each row group reads the whole weight slab of its columns (from L2 after the first).
-  const double ctas = static_cast<double>(l.grid.count());
-  const double w_bytes = static_cast<double>(p.N * p.K) * e;
+  cta.slab_readers = g.row_groups;
   // An NN thread walks its share of K one step after another, each waiting on its loads. (The
   // TN kernel's 16 K groups stream: GPT-2's 2 x 50257 x 768 lm_head, 6,283 CTAs, ran 40 us where
   // the chain gave 57; its few-CTA long-K rows run the tiled kernels here, uses_gemmsn.)
-  const double steps = static_cast<double>(ceil_div(p.K, g.k_groups));
-  for (auto& c : l.ctas) {
-    c.work.l2_bytes += static_cast<double>(g.row_groups - 1) * w_bytes / ctas;
-    if (linear) continue;
-    c.work.critical_path = sim::Time::from_seconds(
+  if (!linear) {
+    const double steps = static_cast<double>(ceil_div(p.K, g.k_groups));
+    cta.chain = sim::Time::from_seconds(
         (kGemmsnChainFixedRoundTrips + steps * kGemmsnStepRoundTrips) * hw.dram.latency.seconds());
   }
+  fill_streaming_gemm(l, hw, 1, p.N, p.K, p.M, bias, e, cta, names, tag);
   return l;
 }
 

@@ -587,10 +587,9 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
 
 // cuBLAS's small-M kernel (gemmSN) on sm_90, for 2..16 rows: fp32 products at least 256
 // columns wide, and 16-bit products whose rows allow only single-element loads (ops3_h100.csv;
-// GPT-2's 50257-wide lm_head in hf_models_h100.json.gz). Each thread keeps one load in flight
-// (4 bytes for the NN kernel's 256 threads, 8 for the TN kernel's 128): the kernels stream
-// 0.5-1.4 TB/s. The launch shapes as measured (sets 3-16, H100; the kernels' template arguments
-// give the rows per CTA and the K groups):
+// GPT-2's 50257-wide lm_head in hf_models_h100.json.gz). Each thread keeps a few bytes of loads
+// in flight (gemm_model.cpp): the kernels stream 0.5-1.4 TB/s. The launch shapes as measured
+// (sets 3-16, H100; the kernels' template arguments give the rows per CTA and the K groups):
 //  * columns per CTA: 64 for NN, 8 for TN (F.linear);
 //  * grid y splits the rows: NN 1 CTA up to 5 rows, 2 up to 14, 4 above (2 x 7 rows for 14,
 //    4 x 4 for 16); TN 1 up to 8 rows, 2 above;

@@ -137,10 +137,17 @@ struct RowWork {
   double issue_cycles = 0;
 };
 
-// The L2 capacity an SM's re-reads can count on: its near partition (the H100's two halves; a
-// footprint reaching the far one pays 267 ns a hit, validation/data/hw_h100.json).
-double near_l2_bytes(const hw::HardwareSpec& hw) {
-  return static_cast<double>(hw.l2.size) / static_cast<double>(std::max(1, hw.l2.partitions));
+// Whether a kernel's later passes over its rows miss L2: the rows of all its resident CTAs
+// (one row a CTA) must fit an SM's near L2 partition (the H100's two halves; a footprint
+// reaching the far one pays 267 ns a hit, validation/data/hw_h100.json).
+bool rereads_miss_l2(const hw::HardwareSpec& hw, std::int64_t R, double row_bytes,
+                     const hw::BlockResources& block) {
+  const auto occ = hw::compute_occupancy(hw.sm, block);
+  const double resident_rows = static_cast<double>(std::min<std::int64_t>(
+      R, static_cast<std::int64_t>(hw.sm_count) * std::max(1, occ.ctas_per_sm)));
+  const double near_l2 =
+      static_cast<double>(hw.l2.size) / static_cast<double>(std::max(1, hw.l2.partitions));
+  return resident_rows * row_bytes > near_l2;
 }
 
 // One CTA per `rows_per_cta` rows, R rows in total.
@@ -196,10 +203,7 @@ std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_
     // sets 3-5: 15891 x 14888 and 6590 x 29372 stream three row-passes at DRAM bandwidth).
     const int regs = rms ? 27 : 32;  // ops_h100.csv
     constexpr std::int64_t kSmem = 24;
-    const auto occ = hw::compute_occupancy(hw.sm, hw::BlockResources{128, regs, kSmem});
-    const double resident_rows = static_cast<double>(
-        std::min<std::int64_t>(R, static_cast<std::int64_t>(hw.sm_count) * std::max(1, occ.ctas_per_sm)));
-    const bool rereads_miss = resident_rows * row > near_l2_bytes(hw);
+    const bool rereads_miss = rereads_miss_l2(hw, R, row, hw::BlockResources{128, regs, kSmem});
     rw.in_bytes = rereads_miss ? 2.0 * row : row;
     // X once (the second pass re-reads it from L1 while it fits there, else from DRAM, above),
     // gamma and beta from L2 in every CTA.
@@ -346,11 +350,8 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
       // write, more than DRAM gives three reads and a write (sets 3-16, H100: 12607 x 20485 in
       // 855 us). The multi-pass rows of sets 3-16: 14.8 -> 10.4% (H100), 12.1 -> 10.5% (H200); the
       // norms' re-reads at the near partition, not all of L2, 5.64 -> 5.59%, 6.27 -> 6.21%.
-      const auto occ = hw::compute_occupancy(
-          hw.sm, hw::BlockResources{static_cast<int>(threads), regs, smem});
-      const double resident_rows = static_cast<double>(std::min<std::int64_t>(
-          R, static_cast<std::int64_t>(hw.sm_count) * std::max(1, occ.ctas_per_sm)));
-      rw.in_bytes = resident_rows * row > near_l2_bytes(hw) ? 3.0 * row : row;
+      const hw::BlockResources block{static_cast<int>(threads), regs, smem};
+      rw.in_bytes = rereads_miss_l2(hw, R, row, block) ? 3.0 * row : row;
     }
     const double inflight = static_cast<double>(threads) * 16.0;  // one 16-byte vector per thread
     // Register variant: load, block-wide max (warp shuffles, shared memory, two barriers),
