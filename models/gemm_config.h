@@ -63,6 +63,9 @@ struct Config {
   // Core-clock cycles a tile's epilogue spends issuing its stores, which the CTAs sharing an SM
   // take in turn (hw::CtaWork::issue_path); 0 where that does not bind.
   double epilogue_issue_cycles = 0;
+  // Core-clock cycles each K step spends issuing its loads, which the CTAs sharing an SM take in
+  // turn (register-staged kernels' single-element loads); 0 where that does not bind.
+  double k_step_issue_cycles = 0;
   // sm_90 tf32 kernels: the consumer warpgroups issuing wgmma (cuBLAS's "warpgroupsize<W>x1x1").
   int consumer_warpgroups = 2;
 };
@@ -120,6 +123,12 @@ inline double tensor_efficiency(const hw::HardwareSpec& hw, hw::DType d, const C
 inline double k_step_path(const hw::HardwareSpec& hw, const Config& c, double k_per_cta) {
   return std::ceil(k_per_cta / static_cast<double>(c.tile_k)) * c.k_step_round_trips *
          hw.dram.latency.seconds();
+}
+
+// Seconds one CTA's K steps spend issuing their loads (Config::k_step_issue_cycles).
+inline double k_step_issue_seconds(const hw::HardwareSpec& hw, const Config& c, double k_per_cta) {
+  return std::ceil(k_per_cta / static_cast<double>(c.tile_k)) * c.k_step_issue_cycles /
+         hw.clocks.sustained_other_hz;
 }
 
 // CTAs resident per SM for a configuration (1 when it cannot be computed).

@@ -160,12 +160,13 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   // Per unit (one tile, one K split): padded math, real-extent bytes spread over the units.
   hw::CtaWork unit = base_work(hw, p.dtype);
   unit.fixed = unit.fixed - sim::Time::from_ps(c.prologue_saved_half_round_trips * hw.dram.latency.ps() / 2);
-  if (c.kind == GemmKind::kNvjet) {
-    unit.critical_path = sim::Time::from_seconds(nvjet_step_path(hw, c, kk));
-    // The bias epilogue loads the bias before its first store: one more DRAM round trip
-    // (sets 3-8: small "_bias" kernels 0.3-0.5 us slower than the same shapes without).
-    if (bias) unit.fixed = unit.fixed + hw.dram.latency;
-  }
+  if (c.kind == GemmKind::kNvjet) unit.critical_path = sim::Time::from_seconds(nvjet_step_path(hw, c, kk));
+  // A bias epilogue loads the bias before its first store: one more DRAM round trip (sets 3-8:
+  // small "_bias" nvjet kernels 0.3-0.5 us slower than the same shapes without; issue 16's
+  // twelfth round, sets 3-17: one-step align1 kernels with the bias 18% slower than simulated
+  // without it). A split with a reduce kernel adds the bias there instead.
+  const bool bias_epilogue = c.kind == GemmKind::kNvjet || c.kind == GemmKind::kMmaSync;
+  if (bias && bias_epilogue && !ch.reduce) unit.fixed = unit.fixed + hw.dram.latency;
   const double flops = 2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk;
   if (p.dtype == hw::DType::kFp32) {
     unit.fp32_flops = flops;
@@ -198,8 +199,12 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   unit.bulk_copies = c.kind == GemmKind::kNvjet || c.kind == GemmKind::kSm90Tf32;  // TMA loads
   unit.tensor_efficiency = gemm_detail::tensor_efficiency(hw, p.dtype, c);
   // Chained K steps (align1 kernels, the small tf32 xmma kernel): every step waits for its loads.
-  if (c.k_step_round_trips > 0) unit.critical_path = sim::Time::from_seconds(k_step_path(hw, c, kk));
-  unit.issue_path = sim::Time::from_seconds(c.epilogue_issue_cycles / hw.clocks.sustained_other_hz);
+  const double step_issue = gemm_detail::k_step_issue_seconds(hw, c, kk);
+  if (c.k_step_round_trips > 0) {
+    unit.critical_path = sim::Time::from_seconds(k_step_path(hw, c, kk) + step_issue);
+  }
+  unit.issue_path = sim::Time::from_seconds(c.epilogue_issue_cycles / hw.clocks.sustained_other_hz +
+                                            step_issue);
   // Serial split-K: a slice reads what the slices before it added, adds its own and signals the
   // next; the fixups of one tile follow each other.
   if (ch.serial) {

@@ -150,15 +150,27 @@ std::optional<Config> mma_sync_config(const hw::HardwareSpec& hw, hw::DType d, s
   return c;
 }
 
-// DRAM latencies one K step of an align1 (sm_75-style, register-staged) kernel takes: about
-// 2.1 us per 32-deep step on H100 whatever the tile (64x64 to 256x128) and whatever the CTAs
+// DRAM latencies one K step of an sm_90 tf32 align1 kernel takes (the 16-bit align1 kernels' too
+// until issue 16's twelfth round): about 2.1 us per 32-deep step on H100 whatever the tile (64x64 to 256x128) and whatever the CTAs
 // per SM, so a chain of dependent latencies, not a throughput (calibration half of
 // validation/data/ops3_h100.csv: 1.5-2.2 us per step over 13 kernels). 5 since issue 16's ninth
 // round, refitted with the 16-bit kernels' prologue (tile_launch): their one-step kernels of
 // few CTAs had run 16% slow, their kernels of three and more steps 10-25% fast (sets 3-13, H100
 // and H200; 4-5.5 round trips a step x 1-4 fewer in the prologue tried, 5 and 3 best: 10.43 ->
 // 10.34% and 12.06 -> 11.90% over all their rows).
-constexpr double kAlign1StepRoundTrips = 5.0;
+constexpr double kTf32Align1StepRoundTrips = 5.0;
+
+// The 16-bit align1 kernels' K step, split into a latency and an issue part (issue 16's twelfth
+// round). Their step time grows with the CTAs an SM holds: on the H100, 64x64 tiles step in 1.21
+// us with one CTA an SM, 1.34 with two, 1.96 with four; 128x128 tiles in 1.37 with one and 2.11
+// with two (sets 3-17, least squares over the split and unsplit rows of one wave). Every CTA
+// issues its single-element loads, 32 a lane each step for a 64x64 tile, and the CTAs sharing
+// the SM take their turns (hw::CtaWork::issue_path), so a step is a latency chain plus the
+// issue of all resident CTAs. Fitted together on the 634 align1 rows of sets 3-17 (H100) and
+// 592 of sets 3-13 and 15-17 (H200): 3-4.25 round trips x 0.02-0.14 cycles an element tried;
+// 3.75 and 0.04 best, 14.4 -> 12.4% (H100) and 14.5 -> 13.1% (H200) with the minimum slice.
+constexpr double kAlign1StepRoundTrips = 3.75;
+constexpr double kAlign1StepIssueCyclesPerElement = 0.04;
 
 // An align1 kernel stores its tile element by element: about 1,000 issue cycles for a 64x64
 // tile (a quarter cycle an element), which the CTAs sharing an SM take in turn. Many-tile
@@ -246,7 +258,11 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
                                     : static_cast<double>(hw.sm_count) * occ;
   const double per_slot = std::ceil(static_cast<double>(units) / slots);
   double t_unit = std::max(t_math, unit_bytes / bw_cta);
-  if (c.k_step_round_trips > 0) t_unit = std::max(t_unit, k_step_path(hw, c, kk));
+  if (c.k_step_round_trips > 0) {
+    // Each K step issues its loads after those of the other CTAs sharing the SM.
+    const double sharing = std::min(static_cast<double>(occ), std::ceil(static_cast<double>(ctas) / hw.sm_count));
+    t_unit = std::max(t_unit, k_step_path(hw, c, kk) + sharing * k_step_issue_seconds(hw, c, kk));
+  }
   const double t_cta = per_slot * t_unit;
   const double unique = static_cast<double>(p.batch) *
                         (static_cast<double>(p.M * p.K + p.K * p.N) * e +
@@ -261,6 +277,13 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
   const double t_l2 = static_cast<double>(units) * unit_bytes / hw.l2.bandwidth;
   return std::max({t_cta, t_dram, t_l2}) + split_cost_seconds(hw, p, split);
 }
+
+// cuBLAS keeps the register-staged kernels' K slices deep: 64 and more of K in 191 of the 240
+// launches split with a reduce over fewer tiles than SMs (sets 3-17, H100, K above 80: 403x51x342
+// -> 5 slices, 847x37x152 -> 2), where the estimate alone splits about twice as fine. Issue
+// 16's twelfth round, fitted with the K step above: 32-64 tried, 48 best (the slices of 8-32
+// that cuBLAS cuts for some single-tile products stay a miss).
+constexpr std::int64_t kRegisterStagedMinSliceK = 48;
 
 // The K split cuBLAS takes for a configuration, where it follows a rule rather than the estimate.
 using SplitRule = std::int64_t (*)(const hw::HardwareSpec&, const Problem&, const Config&);
@@ -286,6 +309,7 @@ Choice choose(const hw::HardwareSpec& hw, const Problem& p, const std::vector<Co
     }
     for (std::int64_t s = 1; s <= top; ++s) {
       if (last_slice_empty(p, cfg, s)) continue;
+      if (cfg.register_staged && s > 1 && p.K < s * kRegisterStagedMinSliceK) continue;
       all.push_back({Choice{cfg, s, 0}, estimate(hw, p, cfg, s)});
     }
   }
@@ -385,6 +409,8 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
       c.align = 1;
       c.register_staged = true;
       c.k_step_round_trips = kAlign1StepRoundTrips;
+      c.k_step_issue_cycles =
+          kAlign1StepIssueCyclesPerElement * static_cast<double>((c.tile_m + c.tile_n) * c.tile_k);
       // No tensor maps, and the first loads wait in the K-step chain: three DRAM round trips
       // fewer before it (sets 3-13: one-step align1 kernels of a few CTAs take 2.8-3.1 us on the
       // H100; fitted with the step).
@@ -409,7 +435,7 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
         c->stages = 3;
         c->smem = c->stages * (c->tile_n + c->tile_m) * c->tile_k * 4;
         if (c->smem > hw.sm.shared_memory_per_cta) continue;
-        c->k_step_round_trips = kAlign1StepRoundTrips;
+        c->k_step_round_trips = kTf32Align1StepRoundTrips;
       }
       out.push_back(*c);
     }

@@ -390,13 +390,14 @@ TEST(GemmModelTest, MathPipeFollowsTheDtype) {
 TEST(GemmModelTest, Align1EpilogueStoresTakeTurnsAtTheSchedulers) {
   // A one-step align1 product of many 64x64 tiles (sets 3-14: 5467x10083x5 in 91 us on both
   // chips): each tile's element-wise stores issue for about 1,000 cycles, which the five CTAs an
-  // SM holds take in turn; the aligned kernels' stores have no such part.
+  // SM holds take in turn, as they do the single K step's loads (0.04 cycles an element of the
+  // 64x32 slabs of A and B); the aligned kernels' stores have no such part.
   const auto u = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{5467, 10083, 5}), h100());
   const auto& main = u.front().name.find("Memset") == std::string::npos ? u.front() : u[1];
   ASSERT_TRUE(contains(main.name, "64x64_nn_align1")) << main.name;
   const double cycles =
       main.ctas.front().work.issue_path.seconds() * h100().clocks.sustained_other_hz;
-  EXPECT_NEAR(cycles, 1000.0, 0.01);
+  EXPECT_NEAR(cycles, 1000.0 + 0.04 * (64 + 64) * 32, 0.01);
   const auto a = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{5472, 10080, 8}), h100());
   EXPECT_EQ(a.front().ctas.front().work.issue_path.ps(), 0);
   // Simulated, the launch runs within 15% of the measured 91 us; without the turns it ran 71.
@@ -722,7 +723,14 @@ TEST(GemmModelTest, BiasOnSingleElementRowsSplitsSeriallyInTheKernel) {
   const auto k2 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{6160, 153, 192}), h100());
   EXPECT_TRUE(contains(k1[0].name, "64x64")) << k1[0].name;
   EXPECT_EQ(k2[0].grid.count(), k1[0].grid.count());
-  EXPECT_EQ(k2[0].ctas.front().work.critical_path.ps(), 2 * k1[0].ctas.front().work.critical_path.ps());
+  const auto& w1 = k1[0].ctas.front().work;
+  const auto& w2 = k2[0].ctas.front().work;
+  EXPECT_NEAR(static_cast<double>(w2.critical_path.ps()),
+              2.0 * static_cast<double>(w1.critical_path.ps()), 2.0);
+  // Each step's loads are issued in turn with the other CTAs on the SM: the issue part grows
+  // with the depth too, over the epilogue's stores that both have once.
+  EXPECT_GT(w2.issue_path.ps(), w1.issue_path.ps());
+  EXPECT_LT(w2.issue_path.ps(), 2 * w1.issue_path.ps());
 }
 
 TEST(GemmModelTest, WorkspaceMemsetsCostTheLaunchAlone) {
