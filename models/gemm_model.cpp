@@ -160,7 +160,9 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   // Per unit (one tile, one K split): padded math, real-extent bytes spread over the units.
   hw::CtaWork unit = base_work(hw, p.dtype);
   unit.fixed = unit.fixed - sim::Time::from_ps(c.prologue_saved_half_round_trips * hw.dram.latency.ps() / 2);
-  if (c.kind == GemmKind::kNvjet) unit.critical_path = sim::Time::from_seconds(nvjet_step_path(hw, c, kk));
+  if (c.kind == GemmKind::kNvjet) {
+    unit.critical_path = sim::Time::from_seconds(nvjet_step_path(hw, c, kk));
+  }
   // A bias epilogue loads the bias before its first store: one more DRAM round trip (sets 3-8:
   // small "_bias" nvjet kernels 0.3-0.5 us slower than the same shapes without; issue 16's
   // twelfth round, sets 3-17: one-step align1 kernels with the bias 18% slower than simulated

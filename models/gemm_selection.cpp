@@ -151,13 +151,13 @@ std::optional<Config> mma_sync_config(const hw::HardwareSpec& hw, hw::DType d, s
 }
 
 // DRAM latencies one K step of an sm_90 tf32 align1 kernel takes (the 16-bit align1 kernels' too
-// until issue 16's twelfth round): about 2.1 us per 32-deep step on H100 whatever the tile (64x64 to 256x128) and whatever the CTAs
-// per SM, so a chain of dependent latencies, not a throughput (calibration half of
-// validation/data/ops3_h100.csv: 1.5-2.2 us per step over 13 kernels). 5 since issue 16's ninth
-// round, refitted with the 16-bit kernels' prologue (tile_launch): their one-step kernels of
-// few CTAs had run 16% slow, their kernels of three and more steps 10-25% fast (sets 3-13, H100
-// and H200; 4-5.5 round trips a step x 1-4 fewer in the prologue tried, 5 and 3 best: 10.43 ->
-// 10.34% and 12.06 -> 11.90% over all their rows).
+// until issue 16's twelfth round): about 2.1 us per 32-deep step on H100 whatever the tile (64x64
+// to 256x128) and whatever the CTAs per SM, so a chain of dependent latencies, not a throughput
+// (calibration half of validation/data/ops3_h100.csv: 1.5-2.2 us per step over 13 kernels). 5
+// since issue 16's ninth round, refitted with the 16-bit kernels' prologue (tile_launch): their
+// one-step kernels of few CTAs had run 16% slow, their kernels of three and more steps 10-25% fast
+// (sets 3-13, H100 and H200; 4-5.5 round trips a step x 1-4 fewer in the prologue tried, 5 and 3
+// best: 10.43 -> 10.34% and 12.06 -> 11.90% over all their rows).
 constexpr double kTf32Align1StepRoundTrips = 5.0;
 
 // The 16-bit align1 kernels' K step, split into a latency and an issue part (issue 16's twelfth
@@ -260,7 +260,8 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
   double t_unit = std::max(t_math, unit_bytes / bw_cta);
   if (c.k_step_round_trips > 0) {
     // Each K step issues its loads after those of the other CTAs sharing the SM.
-    const double sharing = std::min(static_cast<double>(occ), std::ceil(static_cast<double>(ctas) / hw.sm_count));
+    const double sharing = std::min(static_cast<double>(occ),
+                                    std::ceil(static_cast<double>(ctas) / hw.sm_count));
     t_unit = std::max(t_unit, k_step_path(hw, c, kk) + sharing * k_step_issue_seconds(hw, c, kk));
   }
   const double t_cta = per_slot * t_unit;
