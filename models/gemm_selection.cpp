@@ -425,9 +425,12 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
   const std::int64_t shapes[][2] = {{256, 128}, {128, 256}, {128, 128}, {128, 64},
                                     {64, 128},  {64, 64},   {128, 32},  {64, 32}};
   for (const auto& s : shapes) {
-    // Skinny products (M <= 32) take the 32-row tiles; others the 64- and 128-row ones (small
-    // warp tiles run mma.sync below its rate, which the estimate does not see).
-    if ((p.M <= 32) != (s[1] == 32)) continue;
+    // On sm_90 cuBLAS runs no 32-row cutlass_80 tile, whatever M (sets 3-17, H100: the 16-bit
+    // and tf32 products of 32 rows or fewer ran 64x64, 128x64 and 256x64 tiles, 136 launches).
+    // Elsewhere (not measured) skinny products (M <= 32) take the 32-row tiles, others the 64-
+    // and 128-row ones (small warp tiles run mma.sync below its rate, which the estimate does
+    // not see).
+    if (detail::is_hopper(hw) ? s[1] == 32 : (p.M <= 32) != (s[1] == 32)) continue;
     if (auto c = mma_sync_config(hw, p.dtype, s[0], s[1])) {
       c->align = align;
       if (align == 1 && p.dtype == hw::DType::kTf32 && hw.throughput.mma_sync_share < 1.0) {

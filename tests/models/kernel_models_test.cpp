@@ -409,6 +409,18 @@ TEST(GemmModelTest, Align1EpilogueStoresTakeTurnsAtTheSchedulers) {
   EXPECT_LT(simulated_us(no_turns), 0.8 * 91.0);
 }
 
+TEST(GemmModelTest, HopperRunsNoThirtyTwoRowCutlass80Tile) {
+  // Sets 3-17 (H100): products of 32 rows or fewer on cuBLAS's cutlass_80 kernels ran 64-row
+  // tiles (16x1056x10000 tf32: cutlass_80_tensorop_s1688gemm_128x64_32x6_nn_align1); the
+  // 32-row tiles stay for chips not measured.
+  const Op op(OpKind::kMatmul, DType::kTf32, MatmulShape{16, 1056, 10000});
+  const auto h = lower(op, h100());
+  EXPECT_TRUE(contains(h.front().name, "cutlass_80_tensorop")) << h.front().name;
+  EXPECT_FALSE(contains(h.front().name, "x32_")) << h.front().name;
+  const auto a = lower(op, a100());
+  EXPECT_TRUE(contains(a.front().name, "x32_")) << a.front().name;
+}
+
 TEST(GemmModelTest, UnalignedOperandsRunMmaSyncKernelsOnHopper) {
   // TMA needs 16-byte row strides: K = 578 (bf16) leaves cuBLAS its sm_75-style align1 kernels
   // (ops3_h100.csv: cutlass_75_tensorop_bf16_s1688gemm_bf16_256x128_nn_align1), far slower.
