@@ -85,6 +85,17 @@ constexpr double kMultiPassInstructionsPerElement32 = 28.0;
 // The block-wide max and sum (shuffles, shared memory, barriers across 32 warps): a few-row launch
 // spends about 2 us on them beyond its loads and arithmetic (same rows).
 constexpr double kSoftmaxBlockReduceRoundTrips = 6.0;
+// cunn_SoftMaxForwardReg (rows of 1,025 to 10,239 elements, up to 9 a thread): its chain is a
+// fixed part (the block-wide max and sum, the store) and about a DRAM round trip per element a
+// thread holds. A lone CTA takes 2.8 us at 3 elements a thread, 3.5 at 5, 4.8 at 9 (sets 3-17,
+// H100); many-row launches run a wave of resident CTAs in about that time (60105 x 2620 bf16:
+// 228 waves of two CTAs an SM in 612 us). It had been 1.5 round trips per element, no fixed
+// part, which ran short rows of many rows 17-21% fast. Issue 16's twelfth round, fitted on the
+// 84 register-variant rows of sets 3-17 (H100) and 81 (H200) with the registers as measured
+// (which hold one CTA an SM above 6 elements a thread): 0-5 x 0.5-1.5 tried, 3 and 0.85 best;
+// 11.5 -> 6.1% (H100), 14.7 -> 8.3% (H200).
+constexpr double kSoftmaxRegBaseRoundTrips = 3.0;
+constexpr double kSoftmaxRegRoundTripsPerElement = 0.85;
 // softmax_warp_forward: each lane loads its elements one after another (the loads are
 // predicated on the row length and do not overlap), each costing a part of a DRAM round trip,
 // fp32 rows overlapping somewhat more of them; then the warp reductions and the stores.
@@ -328,7 +339,10 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
           "void at::native::(anonymous namespace)::cunn_SoftMaxForwardReg<{0}, float, {0}, "
           "at::native::(anonymous namespace)::SoftMaxForwardEpilogue, long, {1}>",
           t, reg_cnt);
-      regs = 30;  // ops_h100.csv, reg_cnt 4 (bf16 and fp32)
+      // As measured (sets 3-17, H100 and H200, bf16 and fp32): 28-30 registers up to 6 elements
+      // a thread, then 34, 37 and 38-40 for 7, 8 and 9. Above 32, one 1024-thread CTA fills an
+      // SM's registers: rows of more than 6,144 elements run one CTA an SM, not two.
+      regs = reg_cnt <= 6 ? 30 : reg_cnt == 7 ? 34 : reg_cnt == 8 ? 37 : 40;
     } else if (smem_ok) {
       name = fmt::format(
           "void at::native::(anonymous namespace)::cunn_SoftMaxForwardSmem<{1}, {0}, float, {0}, "
@@ -355,13 +369,14 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
     }
     const double inflight = static_cast<double>(threads) * 16.0;  // one 16-byte vector per thread
     // Register variant: load, block-wide max (warp shuffles, shared memory, two barriers),
-    // block-wide sum, store: about 1.5 DRAM round trips per element a thread holds on the
-    // critical path (calibrated on the calibration rows of validation/data/ops_h100.csv).
+    // block-wide sum, store: a fixed chain plus a DRAM round trip or so per element a thread
+    // holds (kSoftmaxRegBaseRoundTrips).
     // Multi-pass variants: per iteration a DRAM round trip in the first pass and an L2 round trip
     // in each later pass (none from shared memory), plus the three passes' issue-bound
     // arithmetic (see the constants), which co-resident CTAs share.
     if (reg_cnt < 10) {
-      rw.serial_round_trips = 1.5 * static_cast<double>(reg_cnt);
+      rw.serial_round_trips = kSoftmaxRegBaseRoundTrips +
+                              kSoftmaxRegRoundTripsPerElement * static_cast<double>(reg_cnt);
     } else {
       const double iterations = static_cast<double>(ceil_div(C, threads * ilp));
       const double instructions =

@@ -940,6 +940,31 @@ TEST(RowReductionModelTest, SoftmaxPathsFollowHostSoftmax) {
   }
 }
 
+// cunn_SoftMaxForwardReg's registers as measured (sets 3-17): above 6 elements a thread its
+// 1024-thread CTA needs more than half an SM's registers, so one runs an SM instead of two; its
+// chain is a fixed part and about a round trip per element a thread holds.
+TEST(RowReductionModelTest, SoftmaxRegisterVariantHoldsOneCtaAnSmAboveSixElements) {
+  const auto launch = [](std::int64_t C) {
+    return lower(Op(OpKind::kSoftmax, DType::kBf16, RowShape{8588, C}), h100()).front();
+  };
+  const auto six = launch(6000), seven = launch(6493);
+  ASSERT_TRUE(contains(six.name, "cunn_SoftMaxForwardReg")) << six.name;
+  ASSERT_TRUE(contains(seven.name, "long, 7>")) << seven.name;
+  EXPECT_EQ(six.regs_per_thread, 30);
+  EXPECT_EQ(seven.regs_per_thread, 34);
+  const auto occupancy = [](const hw::Launch& l) {
+    return hw::compute_occupancy(h100().sm, hw::BlockResources{1024, l.regs_per_thread,
+                                                               l.smem_per_cta})
+        .ctas_per_sm;
+  };
+  EXPECT_EQ(occupancy(six), 2);
+  EXPECT_EQ(occupancy(seven), 1);
+  // 3 + 0.85 x 7 round trips against 3 + 0.85 x 6.
+  const double rt = h100().dram.latency.seconds();
+  EXPECT_NEAR(seven.ctas[0].work.critical_path.seconds() - six.ctas[0].work.critical_path.seconds(),
+              0.85 * rt, 1e-12);
+}
+
 // The warp kernel's chain follows the elements a lane loads (not the power of two it is compiled
 // for), 16-bit rows slower per element than fp32 ones; the multi-pass kernel's time follows the
 // element count (issue-bound passes), not the bytes.
