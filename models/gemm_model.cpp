@@ -360,7 +360,11 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
   // 16-byte loads, two in flight per thread.
   StreamingCta cta;
   cta.inflight = 128.0 * 16.0 * 2.0;
-  cta.fixed_round_trips = kGemvFixedRoundTrips;
+  // With a bias (beta = 1, lower_gemm) the kernel reads the output before it stores it: one DRAM
+  // round trip more (sets 3-17, H100: one-row products with a bias 0.2-0.9 us slower than
+  // without; issue 16's twelfth round, with the copy: the GEMV rows of sets 3-17 17.2 -> 16.0%
+  // (H100), 20.8 -> 19.8% (H200); 2 round trips did no better).
+  cta.fixed_round_trips = kGemvFixedRoundTrips + (bias ? 1.0 : 0.0);
   fill_streaming_gemm(l, hw, p.batch, p.N, p.K, p.batch, bias, e, cta, names, tag);
   return l;
 }
@@ -483,8 +487,25 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   if (plan.path == GemmPath::kGemv) {
     // One output column: the GEMV over A's rows (y = A x).
     if (p.N == 1 && p.M > 1) {
-      return {gemv_launch(hw, Problem{1, p.M, p.K, 1, p.dtype}, gp.bias, linear, true,
-                          Names{gp.b, gp.a, gp.c, gp.bias_name}, tag)};
+      std::vector<Launch> out;
+      // F.linear's addmm takes cuBLASLt's bias epilogue only for outputs of more than one row and
+      // column; otherwise ATen copies the bias into the output and runs the GEMV with beta = 1.
+      // Broadcast down a column the copy is the legacy elementwise kernel (sets 3-17, H100:
+      // 209x1x2, 153x1x5, 84x1x231 with a bias ran direct_copy on one CTA, 1.4-1.6 us, before
+      // gemvx); across a row it is a contiguous memcpy, not a kernel.
+      if (gp.bias) {
+        ElementwiseProblem copy;
+        copy.func = EwFunc::kCopy;
+        copy.n = p.M;
+        copy.in = copy.out = p.dtype;
+        copy.inputs = {gp.bias_name};
+        copy.output = gp.c;
+        copy.strided = true;
+        out = lower_elementwise(copy, hw, tag);
+      }
+      out.push_back(gemv_launch(hw, Problem{1, p.M, p.K, 1, p.dtype}, gp.bias, linear, true,
+                                Names{gp.b, gp.a, gp.c, gp.bias_name}, tag));
+      return out;
     }
     return {gemv_launch(hw, p, gp.bias, linear, false, names, tag)};
   }

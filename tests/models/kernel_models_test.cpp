@@ -500,6 +500,30 @@ TEST(GemmModelTest, Tf32OnHopperFollowsItsMeasuredKernels) {
   EXPECT_DOUBLE_EQ(a.front().ctas.front().work.tensor_efficiency, 1.0);
 }
 
+TEST(GemmModelTest, GemvWithABiasCopiesItIntoTheOutputFirst) {
+  // F.linear's addmm without cuBLASLt's bias epilogue (one output column or row): ATen copies the
+  // bias into the output, then runs the GEMV with beta = 1, which reads the output before its
+  // store (sets 3-17, H100: 209x1x2 with a bias ran direct_copy on one CTA, then gemvx).
+  const auto linear = [](std::int64_t m, std::int64_t n, std::int64_t k, bool bias) {
+    return lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{m, n, k, bias}), h100());
+  };
+  const auto column = linear(209, 1, 2, true);
+  ASSERT_EQ(column.size(), 2u);
+  EXPECT_TRUE(contains(column[0].name, "elementwise_kernel<128, 4")) << column[0].name;
+  EXPECT_TRUE(contains(column[0].name, "direct_copy")) << column[0].name;
+  EXPECT_EQ(column[0].writes.front().tensor, column[1].writes.front().tensor);
+  EXPECT_TRUE(contains(column[1].name, "gemvx")) << column[1].name;
+  const auto plain = linear(209, 1, 2, false);
+  ASSERT_EQ(plain.size(), 1u);
+  const auto& h = h100();
+  const auto fixed = [](const hw::Launch& l) { return l.ctas.front().work.fixed.seconds(); };
+  EXPECT_NEAR(fixed(column[1]) - fixed(plain[0]), h.dram.latency.seconds(), 1e-12);
+  // Across a row the copy is a contiguous memcpy, not a kernel: the GEMV alone.
+  const auto row = linear(1, 8, 44, true);
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_TRUE(contains(row[0].name, "gemvx")) << row[0].name;
+}
+
 TEST(GemmModelTest, OneRowOrColumnProductsOnHopperRunGemvOrDotKernels) {
   // Sets 3-5 (ops{3,4,5}_h100.json): a few long dot products ran dot_kernel (32 chunks of K per
   // product) and reduce_1Block_kernel; other single rows or columns the GEMV, columns over A's
