@@ -483,31 +483,34 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   }
   const GemmPlan plan = plan_gemm(hw, p, gp.bias, linear);
   if (plan.path == GemmPath::kGemmsn) return {gemmsn_launch(hw, p, gp.bias, linear, names, tag)};
-  if (plan.path == GemmPath::kDot) return dot_launches(hw, p, gp.bias, names, tag);
-  if (plan.path == GemmPath::kGemv) {
-    // One output column: the GEMV over A's rows (y = A x).
-    if (p.N == 1 && p.M > 1) {
-      std::vector<Launch> out;
-      // F.linear's addmm takes cuBLASLt's bias epilogue only for outputs of more than one row and
-      // column; otherwise ATen copies the bias into the output and runs the GEMV with beta = 1.
-      // Broadcast down a column the copy is the legacy elementwise kernel (sets 3-17, H100:
-      // 209x1x2, 153x1x5, 84x1x231 with a bias ran direct_copy on one CTA, 1.4-1.6 us, before
-      // gemvx); across a row it is a contiguous memcpy, not a kernel.
-      if (gp.bias) {
-        ElementwiseProblem copy;
-        copy.func = EwFunc::kCopy;
-        copy.n = p.M;
-        copy.in = copy.out = p.dtype;
-        copy.inputs = {gp.bias_name};
-        copy.output = gp.c;
-        copy.strided = true;
-        out = lower_elementwise(copy, hw, tag);
-      }
-      out.push_back(gemv_launch(hw, Problem{1, p.M, p.K, 1, p.dtype}, gp.bias, linear, true,
-                                Names{gp.b, gp.a, gp.c, gp.bias_name}, tag));
-      return out;
+  if (plan.path == GemmPath::kDot || plan.path == GemmPath::kGemv) {
+    // F.linear's addmm takes cuBLASLt's bias epilogue only for outputs of more than one row and
+    // column; otherwise ATen copies the bias into the output and runs the GEMV (or the dot
+    // kernels) with beta = 1. Broadcast down a column the copy is the legacy elementwise kernel
+    // (sets 3-17, H100: 209x1x2, 153x1x5, 84x1x231 and 16x1x15570 with a bias ran direct_copy on
+    // one CTA, 1.3-1.6 us, first); across a row it is a contiguous memcpy, not a kernel.
+    std::vector<Launch> out;
+    if (gp.bias && p.N == 1 && p.M > 1) {
+      ElementwiseProblem copy;
+      copy.func = EwFunc::kCopy;
+      copy.n = p.M;
+      copy.in = copy.out = p.dtype;
+      copy.inputs = {gp.bias_name};
+      copy.output = gp.c;
+      copy.strided = true;
+      out = lower_elementwise(copy, hw, tag);
     }
-    return {gemv_launch(hw, p, gp.bias, linear, false, names, tag)};
+    std::vector<Launch> product;
+    if (plan.path == GemmPath::kDot) {
+      product = dot_launches(hw, p, gp.bias, names, tag);
+    } else if (p.N == 1 && p.M > 1) {  // one output column: the GEMV over A's rows (y = A x)
+      product = {gemv_launch(hw, Problem{1, p.M, p.K, 1, p.dtype}, gp.bias, linear, true,
+                             Names{gp.b, gp.a, gp.c, gp.bias_name}, tag)};
+    } else {
+      product = {gemv_launch(hw, p, gp.bias, linear, false, names, tag)};
+    }
+    out.insert(out.end(), product.begin(), product.end());
+    return out;
   }
 
   const Choice& ch = plan.choice;

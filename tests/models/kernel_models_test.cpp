@@ -518,6 +518,11 @@ TEST(GemmModelTest, GemvWithABiasCopiesItIntoTheOutputFirst) {
   const auto& h = h100();
   const auto fixed = [](const hw::Launch& l) { return l.ctas.front().work.fixed.seconds(); };
   EXPECT_NEAR(fixed(column[1]) - fixed(plain[0]), h.dram.latency.seconds(), 1e-12);
+  // The dot kernels of a long column too (16x1x15570: direct_copy, dot_kernel, reduce).
+  const auto dot = linear(16, 1, 15570, true);
+  ASSERT_EQ(dot.size(), 3u);
+  EXPECT_TRUE(contains(dot[0].name, "direct_copy")) << dot[0].name;
+  EXPECT_TRUE(contains(dot[1].name, "dot_kernel")) << dot[1].name;
   // Across a row the copy is a contiguous memcpy, not a kernel: the GEMV alone.
   const auto row = linear(1, 8, 44, true);
   ASSERT_EQ(row.size(), 1u);
