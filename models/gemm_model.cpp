@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -472,6 +473,27 @@ Problem checked_problem(const GemmProblem& gp) {
   return Problem{gp.M, gp.N, gp.K, gp.batch, gp.dtype, gp.lda, gp.ldb};
 }
 
+// F.linear's addmm takes cuBLASLt's bias epilogue only when the output has more than one row
+// and column and K exceeds 1; otherwise ATen copies the bias into the output and runs the GEMM
+// with beta = 1 (whose epilogue then reads the output, as a bias epilogue reads the bias). The
+// copy broadcasts the bias over the rows with the legacy elementwise kernel (sets 3-17, H100:
+// 209x1x2, 153x1x5, 84x1x231 and 16x1x15570 with a bias ran direct_copy on one CTA, 1.3-1.6 us,
+// first; 171x1427x1 on 477 CTAs in 2.4 us); for a single row the expanded bias is contiguous and
+// the copy a memcpy, not a kernel.
+std::vector<Launch> bias_copy_launches(const GemmProblem& gp, const hw::HardwareSpec& hw,
+                                       const std::string& tag) {
+  const bool epilogue = gp.M > 1 && gp.N > 1 && gp.K > 1;
+  if (!gp.bias || epilogue || gp.M == 1) return {};
+  ElementwiseProblem copy;
+  copy.func = EwFunc::kCopy;
+  copy.n = gp.batch * gp.M * gp.N;
+  copy.in = copy.out = gp.dtype;
+  copy.inputs = {gp.bias_name};
+  copy.output = gp.c;
+  copy.strided = true;
+  return lower_elementwise(copy, hw, tag);
+}
+
 }  // namespace
 
 std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw,
@@ -482,39 +504,25 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
     throw ModelError(fmt::format("gemm: {} has no {} tensor-core path", hw.name, name(gp.dtype)));
   }
   const GemmPlan plan = plan_gemm(hw, p, gp.bias, linear);
-  if (plan.path == GemmPath::kGemmsn) return {gemmsn_launch(hw, p, gp.bias, linear, names, tag)};
-  if (plan.path == GemmPath::kDot || plan.path == GemmPath::kGemv) {
-    // F.linear's addmm takes cuBLASLt's bias epilogue only for outputs of more than one row and
-    // column; otherwise ATen copies the bias into the output and runs the GEMV (or the dot
-    // kernels) with beta = 1. Broadcast down a column the copy is the legacy elementwise kernel
-    // (sets 3-17, H100: 209x1x2, 153x1x5, 84x1x231 and 16x1x15570 with a bias ran direct_copy on
-    // one CTA, 1.3-1.6 us, first); across a row it is a contiguous memcpy, not a kernel.
-    std::vector<Launch> out;
-    if (gp.bias && p.N == 1 && p.M > 1) {
-      ElementwiseProblem copy;
-      copy.func = EwFunc::kCopy;
-      copy.n = p.M;
-      copy.in = copy.out = p.dtype;
-      copy.inputs = {gp.bias_name};
-      copy.output = gp.c;
-      copy.strided = true;
-      out = lower_elementwise(copy, hw, tag);
-    }
-    std::vector<Launch> product;
-    if (plan.path == GemmPath::kDot) {
-      product = dot_launches(hw, p, gp.bias, names, tag);
-    } else if (p.N == 1 && p.M > 1) {  // one output column: the GEMV over A's rows (y = A x)
-      product = {gemv_launch(hw, Problem{1, p.M, p.K, 1, p.dtype}, gp.bias, linear, true,
-                             Names{gp.b, gp.a, gp.c, gp.bias_name}, tag)};
-    } else {
-      product = {gemv_launch(hw, p, gp.bias, linear, false, names, tag)};
-    }
-    out.insert(out.end(), product.begin(), product.end());
-    return out;
+  std::vector<Launch> out = bias_copy_launches(gp, hw, tag);
+  switch (plan.path) {
+    case GemmPath::kGemmsn:
+      out.push_back(gemmsn_launch(hw, p, gp.bias, linear, names, tag));
+      return out;
+    case GemmPath::kDot:
+      for (auto& l : dot_launches(hw, p, gp.bias, names, tag)) out.push_back(std::move(l));
+      return out;
+    case GemmPath::kGemv:
+      // One output column: the GEMV over A's rows (y = A x).
+      out.push_back(p.N == 1 && p.M > 1
+                        ? gemv_launch(hw, Problem{1, p.M, p.K, 1, p.dtype}, gp.bias, linear, true,
+                                      Names{gp.b, gp.a, gp.c, gp.bias_name}, tag)
+                        : gemv_launch(hw, p, gp.bias, linear, false, names, tag));
+      return out;
+    case GemmPath::kTiled:
+      break;
   }
-
   const Choice& ch = plan.choice;
-  std::vector<Launch> out;
   const std::int64_t units = units_of(p, ch.cfg, ch.split);
   const std::int64_t ctas = grid_ctas(hw, p, ch.cfg, ch.split);
   if (ch.cfg.persistent && units >= 3 * ctas) {

@@ -500,10 +500,11 @@ TEST(GemmModelTest, Tf32OnHopperFollowsItsMeasuredKernels) {
   EXPECT_DOUBLE_EQ(a.front().ctas.front().work.tensor_efficiency, 1.0);
 }
 
-TEST(GemmModelTest, GemvWithABiasCopiesItIntoTheOutputFirst) {
-  // F.linear's addmm without cuBLASLt's bias epilogue (one output column or row): ATen copies the
-  // bias into the output, then runs the GEMV with beta = 1, which reads the output before its
-  // store (sets 3-17, H100: 209x1x2 with a bias ran direct_copy on one CTA, then gemvx).
+TEST(GemmModelTest, LinearWithoutTheBiasEpilogueCopiesTheBiasFirst) {
+  // F.linear's addmm without cuBLASLt's bias epilogue (one output column or row, or K = 1):
+  // ATen copies the bias into the output, then runs the GEMM with beta = 1, whose GEMV reads the
+  // output before its store (sets 3-17, H100: 209x1x2 with a bias ran direct_copy on one CTA,
+  // then gemvx).
   const auto linear = [](std::int64_t m, std::int64_t n, std::int64_t k, bool bias) {
     return lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{m, n, k, bias}), h100());
   };
@@ -523,6 +524,13 @@ TEST(GemmModelTest, GemvWithABiasCopiesItIntoTheOutputFirst) {
   ASSERT_EQ(dot.size(), 3u);
   EXPECT_TRUE(contains(dot[0].name, "direct_copy")) << dot[0].name;
   EXPECT_TRUE(contains(dot[1].name, "dot_kernel")) << dot[1].name;
+  // One deep (K = 1): the copy over the whole output ahead of the tiled kernel (171x1427x1: 477
+  // CTAs of 512 elements).
+  const auto outer = linear(171, 1427, 1, true);
+  ASSERT_EQ(outer.size(), 2u);
+  EXPECT_TRUE(contains(outer[0].name, "direct_copy")) << outer[0].name;
+  EXPECT_EQ(testing::dims(outer[0].grid), "477x1x1");
+  EXPECT_TRUE(contains(outer[1].name, "cutlass_75_tensorop")) << outer[1].name;
   // Across a row the copy is a contiguous memcpy, not a kernel: the GEMV alone.
   const auto row = linear(1, 8, 44, true);
   ASSERT_EQ(row.size(), 1u);
