@@ -233,6 +233,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured17-h200", "h200", "ops17_h200.csv",
        "the fourteenth fresh set on an H200 SXM (all held out), measured at the eleventh "
        "round's start, stored unread, and compared once with its final model"},
+      {"measured18-h100", "h100", "ops18_h100.csv",
+       "issue 16's fifteenth fresh random set on the H100: 403 instances drawn the same way "
+       "(seed 31), all held out, measured at the eleventh round's start, stored unread, and "
+       "compared once with the twelfth round's final model"},
+      {"measured18-h200", "h200", "ops18_h200.csv",
+       "the fifteenth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
+       "unread, and compared once with the twelfth round's final model"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
