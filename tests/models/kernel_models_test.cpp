@@ -473,6 +473,11 @@ TEST(GemmModelTest, Tf32OnHopperFollowsItsMeasuredKernels) {
   EXPECT_EQ(small[0].smem_per_cta, 49152);  // 3 stages of 32x64 A and B slabs, as measured
   EXPECT_EQ(small[0].regs_per_thread, 72);
   EXPECT_GT(small[0].ctas[0].work.critical_path.ps(), 6 * h100().dram.latency.ps());
+  // Up to K = 640: 17x2x597 ran it, 12x527x756 a cutlass_80 kernel split over K.
+  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{17, 2, 597}), h100())
+                           .front().name, "tilesize32x32x64"));
+  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{12, 527, 756}), h100())
+                           .front().name, "cutlass_80_tensorop"));
   // Few-row tf32 products never ran gemmSN (13x64x55 ran sm80_xmma's 32x32x64 kernel).
   for (const auto& l : lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{13, 64, 55}), h100())) {
     EXPECT_FALSE(contains(l.name, "gemmSN")) << l.name;
