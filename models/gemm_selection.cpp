@@ -752,8 +752,9 @@ std::int64_t nvjet_split(const hw::HardwareSpec& hw, const Problem& p, const Con
 // 128 threads, 72 registers, 48 KiB); deeper or larger ones the cutlass align1/align2 kernels
 // (6x25x1360 split 114, 1226x7783x107, 58x2047x2591). Up to K = 640 since issue 16's twelfth
 // round (was 1024): sets 3-17 (H100) ran it up to K = 597 (17x2x597, 57x12x563) and cutlass_80
-// for all 9 products of K = 682 to 1023 (4x110x763, 12x527x756, 907x2x682 split); the tf32
-// cutlass_80 and xmma rows 12.2 -> 11.8% (H100), 13.3 -> 13.0% (H200).
+// for all 10 products of K = 682 to 1023 (4x110x763, 12x527x756, 907x2x682 split; 326x103x609
+// too, below the bound: a miss); the tf32 cutlass_80 and xmma rows 12.2 -> 11.8% (H100), 13.3 ->
+// 13.0% (H200).
 constexpr std::int64_t kXmmaTf32MaxK = 640;
 constexpr double kXmmaTf32MaxWork = 1e8;  // M x N x K
 
