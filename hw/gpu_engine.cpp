@@ -584,11 +584,10 @@ class Engine {
   }
 
   // Seconds of latency-bound occupancy one unit of the cohort's progress holds per CTA:
-  // bytes x latency, DRAM bytes at DRAM latency (stretched by `dram_stretch`, the loaded
-  // latency's factor) and the rest of its L2 traffic at L2 latency.
-  double inflight_seconds(const Cohort& c, double dram_stretch = 1.0) const {
+  // bytes x latency, DRAM bytes at DRAM latency and the rest of its L2 traffic at L2 latency.
+  double inflight_seconds(const Cohort& c) const {
     const double loads = c.dram_bytes - c.write_bytes;
-    return loads * hw_.dram.latency.seconds() * dram_stretch +
+    return loads * hw_.dram.latency.seconds() +
            std::max(0.0, c.l2_bytes - loads) * hw_.l2.hit_latency.seconds();
   }
 
@@ -667,10 +666,12 @@ class Engine {
         // into registers keep the idle latency here: the SM's miss slots, below, were fitted so.
         // Issue 16's twelfth round: with the loaded latency for them too, the model suites ran
         // 2-6 points worse.)
-        const double stretch = c.bulk_copies ? 1.0 + utilization : 1.0;
-        const bool may_bind = c.bulk_copies && 2.0 * inflight_seconds(c) / c.inflight > seconds;
-        critical_path_may_bind_ = critical_path_may_bind_ || may_bind;
-        seconds = std::max(seconds, inflight_seconds(c, stretch) / c.inflight);
+        double held = inflight_seconds(c);
+        if (c.bulk_copies) {
+          critical_path_may_bind_ = critical_path_may_bind_ || 2.0 * held / c.inflight > seconds;
+          held += utilization * (c.dram_bytes - c.write_bytes) * hw_.dram.latency.seconds();
+        }
+        seconds = std::max(seconds, held / c.inflight);
       }
       // A dependent chain waits on memory, whose latency grows with DRAM load (queueing): up to
       // twice the idle latency at full bandwidth, from the utilization of the last solution.

@@ -138,6 +138,12 @@ inline int ctas_per_sm(const hw::HardwareSpec& hw, const Config& c) {
   return std::max(1, occ.ctas_per_sm);
 }
 
+// CTAs an SM actually holds at once for a launch of `ctas`, at most its occupancy `occ`: they
+// share its pipes and take turns at its schedulers.
+inline double ctas_sharing_an_sm(const hw::HardwareSpec& hw, int occ, double ctas) {
+  return std::min(static_cast<double>(occ), std::ceil(ctas / static_cast<double>(hw.sm_count)));
+}
+
 inline std::int64_t units_of(const Problem& p, const Config& c, std::int64_t split) {
   return ceil_div(p.N, c.tile_n) * ceil_div(p.M, c.tile_m) * p.batch * split;
 }

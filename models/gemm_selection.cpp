@@ -260,8 +260,7 @@ double estimate(const hw::HardwareSpec& hw, const Problem& p, const Config& c, s
   double t_unit = std::max(t_math, unit_bytes / bw_cta);
   if (c.k_step_round_trips > 0) {
     // Each K step issues its loads after those of the other CTAs sharing the SM.
-    const double sharing = std::min(static_cast<double>(occ),
-                                    std::ceil(static_cast<double>(ctas) / hw.sm_count));
+    const double sharing = ctas_sharing_an_sm(hw, occ, static_cast<double>(ctas));
     t_unit = std::max(t_unit, k_step_path(hw, c, kk) + sharing * k_step_issue_seconds(hw, c, kk));
   }
   const double t_cta = per_slot * t_unit;
@@ -600,9 +599,7 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
       // where cuBLAS does not: 11909x16x875 on 373 CTAs of the 32x32 tile, simulated split 4
       // ways at 27 us against 48 measured. The fp32 SIMT rows of sets 3-16: 14.0 -> 12.8%
       // (H100), 15.7 -> 14.6% (H200). The tensor-core estimate did no better for it.)
-      const double sharing =
-          std::min<double>(occ, std::ceil(ctas / static_cast<double>(hw.sm_count)));
-      const double rate = full_rate / sharing;
+      const double rate = full_rate / ctas_sharing_an_sm(hw, occ, ctas);
       const double kk = static_cast<double>(k_per_split(p, c, split));
       const double t = waves * (fixed + std::max(2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk / rate,
                                                  simt_k_step_path(hw, kk, c.tile_k))) +
