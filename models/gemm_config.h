@@ -173,6 +173,32 @@ inline double reduce_chain_seconds(const hw::HardwareSpec& hw, std::int64_t spli
   return static_cast<double>(ceil_div(split, kReducePartialsPerRoundTrip)) * hw.l2.hit_latency.seconds();
 }
 
+// cuBLAS's sm80_xmma SIMT kernels split K into fp32 partials that their own reduce
+// ("..._execute_split_k_kernel") sums, not cuBLASLt's splitKreduce_kernel: one or two CTAs a
+// tile (the main kernel's threads), each thread walking the partials in turn with its share of
+// the tile's outputs, 16 at a time (sets 3-19, H100, 53 launches: 2.0 us + 0.23 us per partial
+// and 16 outputs a thread, 7% MAPE, from 2.5 us for 2 partials to 10 us for 33 of a 64x32
+// tile and 6.9 us for 3 of a 256x128 tile). The step is about 1.6 L2 round trips (partials hit
+// in L2 near or far); the rest is three DRAM round trips after the launch.
+constexpr double kXmmaSplitKStepL2RoundTrips = 1.6;
+constexpr int kXmmaSplitKFixedRoundTrips = 3;
+constexpr std::int64_t kXmmaSplitKOutputsPerStep = 16;
+
+// CTAs per tile of the xmma split-K reduce: two where a tile holds more than 16 outputs a
+// thread (the measured grids: one for 32x32 tiles of 64 threads, two for 64x32 and larger).
+inline std::int64_t xmma_splitk_ctas_per_tile(const Config& c) {
+  return c.tile_m * c.tile_n > c.threads * kXmmaSplitKOutputsPerStep ? 2 : 1;
+}
+
+// The xmma reduce's chain: every partial, 16 outputs a thread at a time.
+inline double xmma_splitk_chain_seconds(const hw::HardwareSpec& hw, const Config& c,
+                                        std::int64_t split) {
+  const std::int64_t per_thread =
+      ceil_div(c.tile_m * c.tile_n, xmma_splitk_ctas_per_tile(c) * c.threads);
+  const double steps = static_cast<double>(split * ceil_div(per_thread, kXmmaSplitKOutputsPerStep));
+  return steps * kXmmaSplitKStepL2RoundTrips * hw.l2.hit_latency.seconds();
+}
+
 // SIMT GEMMs issue shared-memory loads and address arithmetic beside their FFMAs: the FP32 pipe
 // runs FFMAs about 77% of the time in CUTLASS's kernels (the 256x128 tile, calibrated on the
 // 2048^3 fp32 calibration row; its smaller tiles keep that share, as the split-K slices of

@@ -41,12 +41,15 @@ using gemm_detail::grid_ctas;
 using gemm_detail::k_per_split;
 using gemm_detail::k_step_path;
 using gemm_detail::kDotChunks;
+using gemm_detail::kXmmaSplitKFixedRoundTrips;
 using gemm_detail::plan_gemm;
 using gemm_detail::Problem;
 using gemm_detail::reduce_chain_seconds;
 using gemm_detail::simt_ffma_share;
 using gemm_detail::simt_k_step_path;
 using gemm_detail::units_of;
+using gemm_detail::xmma_splitk_chain_seconds;
+using gemm_detail::xmma_splitk_ctas_per_tile;
 
 // SM cycles one K step of an nvjet mainloop takes at least: the consumer waits on its stage's
 // barrier, runs its wgmma chain, and releases the stage to the TMA producer. A kernel of few CTAs
@@ -71,6 +74,16 @@ std::string dtype_code(hw::DType d) {
   return "?";
 }
 
+// An sm80_xmma SIMT kernel's name; `part` is "execute_kernel" for the GEMM itself and
+// "execute_split_k_kernel" for its split-K reduce.
+std::string xmma_simt_name(const Config& c, bool linear, std::string_view part) {
+  return fmt::format(
+      "sm80_xmma_gemm_f32f32_f32f32_f32_{}_n_tilesize{}x{}x8_stage3_warpsize{}_ffma_aligna4_"
+      "alignc4_{}__5x_cublas",
+      linear ? "tn" : "nn", c.tile_m, c.tile_n,
+      c.threads == 64 ? "1x2x1" : c.tile_m * c.tile_n >= 128 * 64 ? "2x2x1" : "1x4x1", part);
+}
+
 std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool linear) {
   const char* layout = linear ? "TNT" : "NNT";  // F.linear reads W transposed
   switch (c.kind) {
@@ -88,11 +101,7 @@ std::string kernel_name(const Config& c, std::int64_t split, hw::DType d, bool l
       return fmt::format("cutlass_80_simt_sgemm_{}x{}_8x{}_{}_align1", c.tile_n, c.tile_m, c.stages,
                          linear ? "tn" : "nn");
     case GemmKind::kSimtBatched:
-      return fmt::format(
-          "sm80_xmma_gemm_f32f32_f32f32_f32_{}_n_tilesize{}x{}x8_stage3_warpsize{}_ffma_aligna4_"
-          "alignc4_execute_kernel__5x_cublas",
-          linear ? "tn" : "nn", c.tile_m, c.tile_n,
-          c.threads == 64 ? "1x2x1" : c.tile_m * c.tile_n >= 128 * 64 ? "2x2x1" : "1x4x1");
+      return xmma_simt_name(c, linear, "execute_kernel");
     case GemmKind::kMmaSync:
       if (c.xmma_tf32_small) {
         return fmt::format(
@@ -272,6 +281,40 @@ hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int6
   // Before that chain, one DRAM round trip (random sets 3-8 on the H100: the reduce of s
   // partials takes 1.37 + 0.032 s us, 36 to 257 partials; the chain alone gives 1 + 0.036 s).
   w.fixed = hw.dram.latency;
+  detail::add_class(l, l.grid.count(), w);
+  l.reads = {detail::tensor(tag, "splitk_workspace", in)};
+  if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
+  l.writes = {detail::tensor(tag, names.c, out)};
+  return l;
+}
+
+// The sm80_xmma SIMT kernels' own split-K reduce (gemm_config.h, xmma_splitk_chain_seconds):
+// grid (tiles along M, tiles along N, CTAs a tile), the main kernel's threads, 72 registers and
+// shared memory for its share of the tile (sets 3-19, H100: 4608 B for 64x32 tiles, 8704 for
+// 64x64).
+hw::Launch xmma_splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, const Choice& ch,
+                              bool linear, bool bias, const Names& names, const std::string& tag) {
+  const Config& c = ch.cfg;
+  const double e = detail::elt_bytes(p.dtype);
+  const std::int64_t per_tile = xmma_splitk_ctas_per_tile(c);
+  hw::Launch l;
+  l.name = xmma_simt_name(c, linear, "execute_split_k_kernel");
+  l.family = "gemm_splitk_reduce";
+  l.grid = {ceil_div(p.M, c.tile_m), ceil_div(p.N, c.tile_n), p.batch * per_tile};
+  l.block = {c.threads, 1, 1};
+  l.regs_per_thread = 72;
+  l.smem_per_cta = c.tile_m * c.tile_n * 4 / per_tile + 512;
+  const double ctas = static_cast<double>(l.grid.count());
+  const double in = static_cast<double>(ch.split * p.batch * p.M * p.N) * 4.0;
+  const double out = static_cast<double>(p.batch * p.M * p.N) * e;
+  const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
+  hw::CtaWork w;
+  w.fp32_flops = static_cast<double>(ch.split * p.batch * p.M * p.N) / ctas;
+  w.l2_bytes = (in + out + bias_bytes * static_cast<double>(l.grid.x)) / ctas;
+  w.dram_read_bytes = (in + bias_bytes) / ctas;
+  w.dram_write_bytes = out / ctas;
+  w.critical_path = sim::Time::from_seconds(xmma_splitk_chain_seconds(hw, c, ch.split));
+  w.fixed = sim::Time::from_ps(kXmmaSplitKFixedRoundTrips * hw.dram.latency.ps());
   detail::add_class(l, l.grid.count(), w);
   l.reads = {detail::tensor(tag, "splitk_workspace", in)};
   if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
@@ -530,7 +573,11 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   }
   if (ch.serial) out.push_back(detail::memset_launch(tag, "splitk_semaphores", 4 * units_of(p, ch.cfg, 1)));
   out.push_back(tile_launch(hw, p, ch, gp.bias && !ch.reduce, linear, names, tag));
-  if (ch.reduce) out.push_back(splitk_reduce(hw, p, ch.split, gp.bias, names, tag));
+  if (ch.reduce) {
+    out.push_back(ch.cfg.kind == GemmKind::kSimtBatched
+                      ? xmma_splitk_reduce(hw, p, ch, linear, gp.bias, names, tag)
+                      : splitk_reduce(hw, p, ch.split, gp.bias, names, tag));
+  }
   return out;
 }
 

@@ -541,6 +541,25 @@ std::optional<Choice> simt_split_variant(const Problem& p) {
   return ch;
 }
 
+// cuBLAS splits an sm80_xmma SIMT product at most 33 ways (sets 3-19, H100: 5 to 12 tiles of
+// 64x32 over K = 3104-9136 all took 33, none more). It splits fewer of them than the estimate
+// does (K = 291 its shallowest split; 192x192x208 and 1215x27x195 unsplit on 36-38 tiles of
+// 32x32), but holding the estimate to that (K >= 256, fewer tiles than SMs) fit worse: all rows
+// of sets 3-19 8.650% with it, 8.625% without (H100), 9.805 and 9.794% (H200). The tiles cuBLAS
+// split instead (64x128, 128x64) are not offered. Issue 16's thirteenth round.
+constexpr std::int64_t kXmmaSimtMaxSplit = 33;
+
+// What a split adds to an sm80_xmma SIMT product: the partials through L2 and the kernel's own
+// reduce (xmma_splitk_chain_seconds), one launch more.
+double xmma_split_cost_seconds(const hw::HardwareSpec& hw, const Problem& p, const Config& c,
+                               std::int64_t split) {
+  if (split <= 1) return 0.0;
+  return 2.0 * static_cast<double>(split * p.batch * p.M * p.N) * 4.0 / hw.l2.bandwidth +
+         xmma_splitk_chain_seconds(hw, c, split) +
+         static_cast<double>(kXmmaSplitKFixedRoundTrips) * hw.dram.latency.seconds() +
+         hw.launch.kernel_overhead.seconds() + hw.launch.graph_gap.seconds();
+}
+
 // A single fp32 GEMM (and the tf32 products that run the SIMT kernels): outer products and tf32
 // take the 128x32 kernel unsplit, shallow products of few tiles the 64x64 split-K variant (above);
 // the rest choose among CUTLASS's 256x128 tile (K >= 64), sm80_xmma's 64x64 and 128x128 (K >=
@@ -576,6 +595,11 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   // and 8 rows) gained as much there but put cs336's fp32 forwards 3-5% fast: their FFMA share
   // is interpolated, not measured, so the choice is not offered them.
   for (const auto& t : kSm80XmmaSimtTiles) tiles.push_back(sm80_xmma_simt(t));
+  // CUTLASS's 64x64 kernel, split through cuBLASLt's reduce, for products of few tiles: 146 of its
+  // 161 launches in sets 3-19 (H100) were split, up to 107 ways (35x51x7250), 141 of them over
+  // fewer than 33 tiles; the rest are the split-K variant above.
+  const Config split_only = cutlass_simt(64, 64, 5, 128, 76, 20480);
+  tiles.push_back(split_only);
   if (p.K >= kSimtWideTileMinK) tiles.push_back(big);
   if (p.K >= kSimtSquareTileMinK) tiles.push_back(square);
   if (p.M <= 32) tiles.push_back(skinny);
@@ -589,8 +613,14 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
     const std::int64_t max_split =
         few_tiles ? std::min<std::int64_t>(256, std::max<std::int64_t>(1, p.K / 16)) : 4;
     const double fixed = few_tiles ? cta_fixed : 0.0;
+    const bool xmma = c.kind == GemmKind::kSimtBatched;
     for (std::int64_t split = 1; split <= max_split; ++split) {
       if (last_slice_empty(p, c, split)) continue;
+      if (xmma && split > kXmmaSimtMaxSplit) break;
+      if (c.kind == split_only.kind && c.tile_m == split_only.tile_m &&
+          c.tile_n == split_only.tile_n && (split == 1 || !few_tiles)) {
+        continue;
+      }
       const double ctas = static_cast<double>(units_of(p, c, split));
       const double waves = std::ceil(ctas / (static_cast<double>(hw.sm_count) * occ));
       // The CTAs an SM actually holds share its FP32 pipes: a launch of few CTAs leaves each
@@ -603,7 +633,8 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
       const double kk = static_cast<double>(k_per_split(p, c, split));
       const double t = waves * (fixed + std::max(2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk / rate,
                                                  simt_k_step_path(hw, kk, c.tile_k))) +
-                       split_cost_seconds(hw, p, split);
+                       (xmma ? xmma_split_cost_seconds(hw, p, c, split)
+                             : split_cost_seconds(hw, p, split));
       if (t < best.est_seconds * 0.97) best = Choice{c, split, t, split > 1};
     }
   }
@@ -745,8 +776,8 @@ std::int64_t nvjet_split(const hw::HardwareSpec& hw, const Problem& p, const Con
 
 // The tiled (nvjet or mma.sync) kernel and split for a 16-bit, fp8 or tf32 product.
 // Small tf32 products with rows that are not 16-byte multiples run sm80_xmma's 32x32x64 kernel
-// on sm_90, unsplit (sets 3-5: 5165x14x136, 253x18x443, 567x204x161, 11x12401x232, 13x64x55;
-// 128 threads, 72 registers, 48 KiB); deeper or larger ones the cutlass align1/align2 kernels
+// on sm_90, unsplit (sets 3-5: 253x18x443, 567x204x161, 13x64x55; 128 threads, 72 registers, 48
+// KiB); deeper or larger ones the cutlass align1/align2 kernels
 // (6x25x1360 split 114, 1226x7783x107, 58x2047x2591). Up to K = 640 since issue 16's twelfth
 // round (was 1024): sets 3-17 (H100) ran it up to K = 597 (17x2x597, 57x12x563) and cutlass_80
 // for all 10 products of K = 682 to 1023 (4x110x763, 12x527x756, 907x2x682 split; 326x103x609

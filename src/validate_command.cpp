@@ -248,6 +248,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured19-h200", "h200", "ops19_h200.csv",
        "the sixteenth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
        "unread, and compared once with the twelfth round's final model"},
+      {"measured20-h100", "h100", "ops20_h100.csv",
+       "issue 16's seventeenth fresh random set on the H100: 401 instances drawn the same way "
+       "(seed 33), all held out, measured at the twelfth round's end, stored unread, and "
+       "compared once with the thirteenth round's final model"},
+      {"measured20-h200", "h200", "ops20_h200.csv",
+       "the seventeenth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
+       "unread, and compared once with the thirteenth round's final model"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "

@@ -645,6 +645,38 @@ TEST(GemmModelTest, Fp32SkinnyShapesSplitLongKManyWays) {
   ASSERT_EQ(ls.size(), 2u);  // the tiles and the split-K reduce
 }
 
+TEST(GemmModelTest, XmmaSimtSplitsReduceInTheirOwnKernel) {
+  // sets 3-19 (H100): sm80_xmma's SIMT kernels sum their split-K partials in their own
+  // "execute_split_k_kernel", two CTAs a tile of the main kernel's threads walking the partials
+  // in turn (2192x16x11600 on 128x32 tiles: 35 x 1 x 2 CTAs, 5.6 us for 15 partials), not in
+  // cuBLASLt's splitKreduce_kernel, which sums four partials a round trip.
+  const auto ls = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{2192, 16, 11600}), h100());
+  ASSERT_EQ(ls.size(), 2u);
+  EXPECT_TRUE(contains(ls[0].name, "tilesize128x32x8") && contains(ls[0].name, "execute_kernel"))
+      << ls[0].name;
+  EXPECT_TRUE(contains(ls[1].name, "tilesize128x32x8") &&
+              contains(ls[1].name, "execute_split_k_kernel"))
+      << ls[1].name;
+  EXPECT_EQ(testing::dims(ls[1].grid), "18x1x2");
+  EXPECT_EQ(ls[1].block.x, ls[0].block.x);
+  const std::int64_t split = ls[0].grid.count() / 18;
+  ASSERT_GT(split, 1);
+  EXPECT_LE(split, 33);  // cuBLAS's most
+  // Each thread holds 128 x 32 / (2 x 128) = 16 outputs: one L2 round trip and a half a partial.
+  const auto& h = h100();
+  EXPECT_NEAR(ls[1].ctas.front().work.critical_path.seconds(),
+              static_cast<double>(split) * 1.6 * h.l2.hit_latency.seconds(), 1e-12);
+  // Its time follows the partials: far dearer than cuBLASLt's reduce of as many.
+  EXPECT_GT(simulated_us({ls[1]}), 2.0 + 0.15 * static_cast<double>(split));
+  // Few-tile products split on CUTLASS's 64x64 kernel and cuBLASLt's reduce (61x502x1773: 8
+  // tiles, 16 slices measured); products of many tiles never run it (6115x1281x1 on 128x32).
+  const auto few = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{61, 502, 1773}), h100());
+  ASSERT_EQ(few.size(), 2u);
+  EXPECT_EQ(few[0].name, "cutlass_80_simt_sgemm_64x64_8x5_nn_align1");
+  EXPECT_GE(few[0].grid.count(), 8 * 8);
+  EXPECT_TRUE(contains(few[1].name, "splitKreduce_kernel")) << few[1].name;
+}
+
 TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   // ops3_h100.csv: fp32 16x10624x2528 ran gemmSN_NN on 166x4 CTAs of 256 threads; GPT-2's
   // lm_head (4 x 50257 x 768, rows of an odd number of bf16) gemmSN_TN on 6283 CTAs of 128.
