@@ -229,12 +229,17 @@ bool last_slice_empty(const Problem& p, const Config& c, std::int64_t split) {
 }
 
 // What a split adds to a GEMM as the kernel choice sees it: the fp32 partials go out and come
-// back through L2, and the reduce is one more kernel walking its partials.
-double split_cost_seconds(const hw::HardwareSpec& hw, const Problem& p, std::int64_t split) {
+// back through L2, and the reduce is one more kernel walking its partials for `reduce_seconds`.
+double split_cost_seconds(const hw::HardwareSpec& hw, const Problem& p, std::int64_t split,
+                          double reduce_seconds) {
   if (split <= 1) return 0.0;
   return 2.0 * static_cast<double>(split * p.batch * p.M * p.N) * 4.0 / hw.l2.bandwidth +
-         reduce_chain_seconds(hw, split) + hw.launch.kernel_overhead.seconds() +
-         hw.launch.graph_gap.seconds();
+         reduce_seconds + hw.launch.kernel_overhead.seconds() + hw.launch.graph_gap.seconds();
+}
+
+// The same with cuBLASLt's splitKreduce_kernel.
+double split_cost_seconds(const hw::HardwareSpec& hw, const Problem& p, std::int64_t split) {
+  return split_cost_seconds(hw, p, split, reduce_chain_seconds(hw, split));
 }
 
 // The cost estimate the choice minimizes (seconds). Only hardware parameters enter it.
@@ -549,15 +554,13 @@ std::optional<Choice> simt_split_variant(const Problem& p) {
 // split instead (64x128, 128x64) are not offered. Issue 16's thirteenth round.
 constexpr std::int64_t kXmmaSimtMaxSplit = 33;
 
-// What a split adds to an sm80_xmma SIMT product: the partials through L2 and the kernel's own
-// reduce (xmma_splitk_chain_seconds), one launch more.
+// What a split adds to an sm80_xmma SIMT product: its own reduce (xmma_splitk_chain_seconds).
 double xmma_split_cost_seconds(const hw::HardwareSpec& hw, const Problem& p, const Config& c,
                                std::int64_t split) {
-  if (split <= 1) return 0.0;
-  return 2.0 * static_cast<double>(split * p.batch * p.M * p.N) * 4.0 / hw.l2.bandwidth +
-         xmma_splitk_chain_seconds(hw, c, split) +
-         static_cast<double>(kXmmaSplitKFixedRoundTrips) * hw.dram.latency.seconds() +
-         hw.launch.kernel_overhead.seconds() + hw.launch.graph_gap.seconds();
+  return split_cost_seconds(
+      hw, p, split,
+      xmma_splitk_chain_seconds(hw, c, split) +
+          static_cast<double>(kXmmaSplitKFixedRoundTrips) * hw.dram.latency.seconds());
 }
 
 // A single fp32 GEMM (and the tf32 products that run the SIMT kernels): outer products and tf32
@@ -599,6 +602,10 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   // 161 launches in sets 3-19 (H100) were split, up to 107 ways (35x51x7250), 141 of them over
   // fewer than 33 tiles; the rest are the split-K variant above.
   const Config split_only = cutlass_simt(64, 64, 5, 128, 76, 20480);
+  const auto is_split_only = [&](const Config& c) {
+    return c.kind == split_only.kind && c.tile_m == split_only.tile_m &&
+           c.tile_n == split_only.tile_n;
+  };
   tiles.push_back(split_only);
   if (p.K >= kSimtWideTileMinK) tiles.push_back(big);
   if (p.K >= kSimtSquareTileMinK) tiles.push_back(square);
@@ -617,10 +624,7 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
     for (std::int64_t split = 1; split <= max_split; ++split) {
       if (last_slice_empty(p, c, split)) continue;
       if (xmma && split > kXmmaSimtMaxSplit) break;
-      if (c.kind == split_only.kind && c.tile_m == split_only.tile_m &&
-          c.tile_n == split_only.tile_n && (split == 1 || !few_tiles)) {
-        continue;
-      }
+      if (is_split_only(c) && (split == 1 || !few_tiles)) continue;
       const double ctas = static_cast<double>(units_of(p, c, split));
       const double waves = std::ceil(ctas / (static_cast<double>(hw.sm_count) * occ));
       // The CTAs an SM actually holds share its FP32 pipes: a launch of few CTAs leaves each
