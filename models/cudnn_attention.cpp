@@ -55,13 +55,16 @@ constexpr double kDecodeChainCap64KiB = 8.0;
 // leaves the loads less to overlap). Fitted on the 69 D = 256 sdpa_decode rows of sets 3-13 (H100
 // and H200; fill 2-3 x cap 3-unbounded tried): they ran 15% (H100) and 20% (H200) slow at the
 // 128-deep kernel's cap and a fill of 2 (1 x 4 x 1 heads at 88 keys take 8.7 us, at 427 keys
-// 19.1).
-constexpr double kDecodeWideFillScale = 2.75;
+// 19.1). Refitted in issue 16's thirteenth round with the split rule that counts its two halves
+// as one CTA (below), on the 126 D = 256 rows of sets 3-20 (H100) and 119 (H200): fill 1.75-2.75
+// x cap 24-96 tried, 2.5 and 48 best; those rows 9.3 -> 7.1% (H100), 10.1 -> 8.5% (H200).
+constexpr double kDecodeWideFillScale = 2.5;
 constexpr double kDecodeWideChainCap64KiB = 48.0;
 // cuDNN leaves caches of up to four 128-key tiles unsplit: sets 3-16 split every cache of 513
 // keys and more on few CTAs (513 keys, 16 CTAs: 4 splits) and none up to 506 (1 x 2 heads at 412
 // keys, 8 x 2 at 399); GPT-2 at 257 keys with 48 CTAs ran one kernel (hf_models_h100.json.gz).
 constexpr std::int64_t kDecodeMinTilesToSplit = 5;
+constexpr std::int64_t kDecodeMaxSplits = 64;
 // The short-cache decode kernel ("knob_3 64x64xD", decode_kernel below): its fill and its
 // round trips per further 64-key tile, the 64-wide kernel's fill, and the 256-wide kernel's
 // scales; and the issue cycles per tile that its CTAs sharing an SM take in turn. Issue 16's
@@ -301,7 +304,6 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
   const std::int64_t base = B * head_tiles;
   const std::int64_t d_tile = kk.d_tile;
   const std::int64_t tile_keys = kk.tile_keys;
-  const std::int64_t kv_tiles = ceil_div(L, tile_keys);
 
   hw::Launch k;
   k.name = fmt::format(
@@ -323,16 +325,18 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
   const std::int64_t slots = static_cast<std::int64_t>(hw.sm_count) * std::max(1, occ.ctas_per_sm);
   // Head dimensions above 128 split the output's 256 columns over two CTAs, each computing the
   // whole QK^T for its keys (reading all of K) and half of PV (ops3_h100.csv, ops4_h100.csv:
-  // grid x = 2 x splits for every D = 256 decode, e.g. 32 x 1 x 5 for 16 splits; the split rule
-  // counts both halves: Gemma 2 at 4 x 4 heads, 1,024 keys, 8 splits, grid 16 x 4 x 4).
+  // grid x = 2 x splits for every D = 256 decode, e.g. 32 x 1 x 5 for 16 splits). The split rule
+  // counts the pair as one CTA (issue 16's thirteenth round; sets 3-20, H100: 1 x 4 heads at
+  // 13,706 keys ran 64 splits, 512 CTAs; 40 x 1 at 23,702 keys 4 splits; 22 x 4 unsplit).
   const std::int64_t d_halves = D > 128 ? 2 : 1;
-  const std::int64_t unsplit_ctas = base * d_halves;
   std::int64_t splits = 1;
-  // Counted in 128-key tiles whatever the kernel's tile (D = 256: 3 x 1 heads at 299 keys ran
-  // unsplit, 4 x 4 at 535 split 4 ways; ops4_h100.csv, ops5_h100.csv).
-  const std::int64_t split_tiles = ceil_div(L, kTileN);
-  if (2 * unsplit_ctas <= hw.sm_count && split_tiles >= kDecodeMinTilesToSplit) {
-    while (splits * 2 * unsplit_ctas <= slots && splits * 2 <= kv_tiles) splits *= 2;
+  // Counted in whole 128-key tiles whatever the kernel's tile, at most 64 splits (sets 3-20,
+  // H100: 936, 939 and 996 keys split 4 ways, 1,968 keys 8; no cache more than 64 ways, 2 heads
+  // at 18,988 keys 64; D = 256: 3 x 1 heads at 299 keys ran unsplit, 4 x 4 at 535 split 4 ways).
+  // Caches of up to four tiles stay unsplit (kDecodeMinTilesToSplit).
+  const std::int64_t whole_tiles = std::min(L / kTileN, kDecodeMaxSplits);
+  if (2 * base <= hw.sm_count && ceil_div(L, kTileN) >= kDecodeMinTilesToSplit) {
+    while (splits * 2 * base <= slots && splits * 2 <= whole_tiles) splits *= 2;
   }
   k.grid = {splits * d_halves, head_tiles, B};
 

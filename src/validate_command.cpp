@@ -255,6 +255,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured20-h200", "h200", "ops20_h200.csv",
        "the seventeenth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
        "unread, and compared once with the thirteenth round's final model"},
+      {"measured21-h100", "h100", "ops21_h100.csv",
+       "issue 16's eighteenth fresh random set on the H100: 403 instances drawn the same way "
+       "(seed 34), all held out, measured in the thirteenth round after set 20's comparison, "
+       "stored unread, and compared once with the round's final model"},
+      {"measured21-h200", "h200", "ops21_h200.csv",
+       "the eighteenth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
+       "unread, and compared once with the thirteenth round's final model"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "

@@ -1203,8 +1203,19 @@ TEST(FlashAttentionModelTest, CudnnRunsHeadDimsUpTo256WithTheMeasuredGrids) {
   const auto short_cache = lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{3, 4, 1, 299, 256}), h100());
   ASSERT_EQ(short_cache.size(), 1u);
   EXPECT_EQ(testing::dims(short_cache[0].grid), "2x1x3");
-  // Its fill is 2.75 times the 128-wide kernel's: a one-tile split waits that much longer; and its
-  // chain keeps growing past the 128-wide kernel's cap (1,536 keys: 12 x 64 KiB of K and V).
+  // The split rule counts the two halves as one CTA (sets 3-20: 1 x 4 heads at 13,706 keys ran
+  // 64 splits, grid 128 x 4 x 1; 40 x 1 heads at 23,702 keys 4 splits, grid 8 x 1 x 40), whole
+  // 128-key tiles (935 keys: 4 splits) and at most 64 splits (4 heads at 21,261 keys: 64).
+  const auto grid = [](std::int64_t B, std::int64_t Hq, std::int64_t Hkv, std::int64_t L) {
+    return testing::dims(
+        lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{B, Hq, Hkv, L, 256}), h100())[0]
+            .grid);
+  };
+  EXPECT_EQ(grid(1, 8, 4, 13706), "128x4x1");
+  EXPECT_EQ(grid(40, 4, 1, 23702), "8x1x40");
+  EXPECT_EQ(grid(23, 4, 1, 935), "8x1x23");
+  EXPECT_EQ(grid(1, 4, 1, 21261), "128x1x1");
+  // Its chain keeps growing past the 128-wide kernel's cap (1,536 keys: 12 x 64 KiB of K and V).
   const auto chain = [](std::int64_t D, std::int64_t L) {
     return lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{1, 4, 1, L, D}), h100())[0]
         .ctas[0].work.critical_path.ps();
