@@ -334,9 +334,9 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
   // H100: 936, 939 and 996 keys split 4 ways, 1,968 keys 8; no cache more than 64 ways, 2 heads
   // at 18,988 keys 64; D = 256: 3 x 1 heads at 299 keys ran unsplit, 4 x 4 at 535 split 4 ways).
   // Caches of up to four tiles stay unsplit (kDecodeMinTilesToSplit).
-  const std::int64_t whole_tiles = std::min(L / kTileN, kDecodeMaxSplits);
+  const std::int64_t split_limit = std::min(L / kTileN, kDecodeMaxSplits);
   if (2 * base <= hw.sm_count && ceil_div(L, kTileN) >= kDecodeMinTilesToSplit) {
-    while (splits * 2 * base <= slots && splits * 2 <= whole_tiles) splits *= 2;
+    while (splits * 2 * base <= slots && splits * 2 <= split_limit) splits *= 2;
   }
   k.grid = {splits * d_halves, head_tiles, B};
 
