@@ -184,6 +184,10 @@ constexpr double kXmmaSplitKStepL2RoundTrips = 1.6;
 constexpr int kXmmaSplitKFixedRoundTrips = 3;
 constexpr std::int64_t kXmmaSplitKOutputsPerStep = 16;
 
+// Whether a configuration's split-K partials go to its own reduce kernel (sm80_xmma's SIMT
+// kernels) rather than cuBLASLt's splitKreduce_kernel.
+inline bool reduces_in_own_kernel(const Config& c) { return c.kind == GemmKind::kSimtBatched; }
+
 // CTAs per tile of the xmma split-K reduce: two where a tile holds more than 16 outputs a
 // thread (the measured grids: one for 32x32 tiles of 64 threads, two for 64x32 and larger).
 inline std::int64_t xmma_splitk_ctas_per_tile(const Config& c) {

@@ -45,6 +45,7 @@ using gemm_detail::kXmmaSplitKFixedRoundTrips;
 using gemm_detail::plan_gemm;
 using gemm_detail::Problem;
 using gemm_detail::reduce_chain_seconds;
+using gemm_detail::reduces_in_own_kernel;
 using gemm_detail::simt_ffma_share;
 using gemm_detail::simt_k_step_path;
 using gemm_detail::units_of;
@@ -250,11 +251,31 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   return l;
 }
 
+// The work every split-K reduce does, whichever kernel sums the partials: read `split` fp32
+// partials of the output (and the bias, `bias_reads` times through L2), add them and write the
+// output, spread evenly over the launch's CTAs. `w` brings the kernel's own latency structure.
+void add_reduce_work(hw::Launch& l, const Problem& p, std::int64_t split, bool bias,
+                     std::int64_t bias_reads, hw::CtaWork w, const Names& names,
+                     const std::string& tag) {
+  const double e = detail::elt_bytes(p.dtype);
+  const double ctas = static_cast<double>(l.grid.count());
+  const double in = static_cast<double>(split * p.batch * p.M * p.N) * 4.0;
+  const double out = static_cast<double>(p.batch * p.M * p.N) * e;
+  const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
+  w.fp32_flops = static_cast<double>(split * p.batch * p.M * p.N) / ctas;  // one add per partial
+  w.l2_bytes = (in + out + bias_bytes * static_cast<double>(bias_reads)) / ctas;
+  w.dram_read_bytes = (in + bias_bytes) / ctas;
+  w.dram_write_bytes = out / ctas;
+  detail::add_class(l, l.grid.count(), w);
+  l.reads = {detail::tensor(tag, "splitk_workspace", in)};
+  if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
+  l.writes = {detail::tensor(tag, names.c, out)};
+}
+
 // cublasLt::splitKreduce_kernel<32, 16, ...>: 32x16 threads, one output element each; grid
 // (ceil(N / 32), ceil(M / 16)) (ops_h100.csv: 128 CTAs for N = 4096, 48 for N = 1536).
 hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int64_t split,
                          bool bias, const Names& names, const std::string& tag) {
-  const double e = detail::elt_bytes(p.dtype);
   hw::Launch l;
   // Template arguments as cuBLAS names them: the output type (fp16's partials too are __half).
   const char* out_type = p.dtype == hw::DType::kFp16  ? "__half"
@@ -267,24 +288,13 @@ hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int6
   l.block = {32, 16, 1};
   l.regs_per_thread = 32;
   l.smem_per_cta = 0;
-  const double ctas = static_cast<double>(l.grid.count());
-  const double in = static_cast<double>(split * p.batch * p.M * p.N) * 4.0;
-  const double out = static_cast<double>(p.batch * p.M * p.N) * e;
-  const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
   hw::CtaWork w;
-  w.fp32_flops = static_cast<double>(split * p.batch * p.M * p.N) / ctas;  // one add per partial
-  w.l2_bytes = (in + out + bias_bytes * ceil_div(p.M, 16)) / ctas;
-  w.dram_read_bytes = (in + bias_bytes) / ctas;
-  w.dram_write_bytes = out / ctas;
   w.max_inflight_bytes = 512.0 * 4.0 * static_cast<double>(split);  // every thread loads its partials
   w.critical_path = sim::Time::from_seconds(reduce_chain_seconds(hw, split));
   // Before that chain, one DRAM round trip (random sets 3-8 on the H100: the reduce of s
   // partials takes 1.37 + 0.032 s us, 36 to 257 partials; the chain alone gives 1 + 0.036 s).
   w.fixed = hw.dram.latency;
-  detail::add_class(l, l.grid.count(), w);
-  l.reads = {detail::tensor(tag, "splitk_workspace", in)};
-  if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
-  l.writes = {detail::tensor(tag, names.c, out)};
+  add_reduce_work(l, p, split, bias, ceil_div(p.M, 16), w, names, tag);
   return l;
 }
 
@@ -295,7 +305,6 @@ hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int6
 hw::Launch xmma_splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, const Choice& ch,
                               bool linear, bool bias, const Names& names, const std::string& tag) {
   const Config& c = ch.cfg;
-  const double e = detail::elt_bytes(p.dtype);
   const std::int64_t per_tile = xmma_splitk_ctas_per_tile(c);
   hw::Launch l;
   l.name = xmma_simt_name(c, linear, "execute_split_k_kernel");
@@ -304,21 +313,10 @@ hw::Launch xmma_splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, cons
   l.block = {c.threads, 1, 1};
   l.regs_per_thread = 72;
   l.smem_per_cta = c.tile_m * c.tile_n * 4 / per_tile + 512;
-  const double ctas = static_cast<double>(l.grid.count());
-  const double in = static_cast<double>(ch.split * p.batch * p.M * p.N) * 4.0;
-  const double out = static_cast<double>(p.batch * p.M * p.N) * e;
-  const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
   hw::CtaWork w;
-  w.fp32_flops = static_cast<double>(ch.split * p.batch * p.M * p.N) / ctas;
-  w.l2_bytes = (in + out + bias_bytes * static_cast<double>(l.grid.x)) / ctas;
-  w.dram_read_bytes = (in + bias_bytes) / ctas;
-  w.dram_write_bytes = out / ctas;
   w.critical_path = sim::Time::from_seconds(xmma_splitk_chain_seconds(hw, c, ch.split));
   w.fixed = sim::Time::from_ps(kXmmaSplitKFixedRoundTrips * hw.dram.latency.ps());
-  detail::add_class(l, l.grid.count(), w);
-  l.reads = {detail::tensor(tag, "splitk_workspace", in)};
-  if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
-  l.writes = {detail::tensor(tag, names.c, out)};
+  add_reduce_work(l, p, ch.split, bias, l.grid.x, w, names, tag);
   return l;
 }
 
@@ -574,7 +572,7 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   if (ch.serial) out.push_back(detail::memset_launch(tag, "splitk_semaphores", 4 * units_of(p, ch.cfg, 1)));
   out.push_back(tile_launch(hw, p, ch, gp.bias && !ch.reduce, linear, names, tag));
   if (ch.reduce) {
-    out.push_back(ch.cfg.kind == GemmKind::kSimtBatched
+    out.push_back(reduces_in_own_kernel(ch.cfg)
                       ? xmma_splitk_reduce(hw, p, ch, linear, gp.bias, names, tag)
                       : splitk_reduce(hw, p, ch.split, gp.bias, names, tag));
   }

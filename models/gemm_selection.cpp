@@ -637,8 +637,8 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
       const double kk = static_cast<double>(k_per_split(p, c, split));
       const double t = waves * (fixed + std::max(2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk / rate,
                                                  simt_k_step_path(hw, kk, c.tile_k))) +
-                       (xmma ? xmma_split_cost_seconds(hw, p, c, split)
-                             : split_cost_seconds(hw, p, split));
+                       (reduces_in_own_kernel(c) ? xmma_split_cost_seconds(hw, p, c, split)
+                                                 : split_cost_seconds(hw, p, split));
       if (t < best.est_seconds * 0.97) best = Choice{c, split, t, split > 1};
     }
   }
