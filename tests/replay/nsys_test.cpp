@@ -15,6 +15,7 @@
 #include "sim/error.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/model_workloads.h"
+#include "tests/support/temp_files.h"
 
 namespace gpusim::replay {
 namespace {
@@ -97,7 +98,7 @@ TEST(ReplayNsys, StreamWaitsOrderStreamsAsInTheProfilerTrace) {
 
 // A database with `sql` run in it.
 std::string database(const std::string& name, const std::string& sql) {
-  const auto path = (std::filesystem::temp_directory_path() / ("gpusim_nsys_test_" + name + ".sqlite")).string();
+  const auto path = gpusim::testing::test_temp_path(name + ".sqlite").string();
   std::filesystem::remove(path);
   sqlite3* db = nullptr;
   EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
@@ -152,7 +153,7 @@ TEST(ReplayNsys, BadExportsAreClearErrors) {
                 .find("not an Nsight Systems export gpusim reads"),
             std::string::npos);
   // A file that starts like SQLite but is damaged.
-  const auto damaged = (std::filesystem::temp_directory_path() / "gpusim_nsys_test_damaged.sqlite").string();
+  const auto damaged = gpusim::testing::test_temp_path("damaged.sqlite").string();
   {
     std::ofstream out(damaged, std::ios::binary);
     out << std::string("SQLite format 3\0", 16) << std::string(4000, 'x');

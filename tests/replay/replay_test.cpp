@@ -18,6 +18,7 @@
 #include "tests/support/cli_runner.h"
 #include "tests/support/gzip.h"
 #include "tests/support/model_workloads.h"
+#include "tests/support/temp_files.h"
 
 namespace gpusim::replay {
 namespace {
@@ -91,7 +92,7 @@ TEST(ReplayTrace, BadInputIsAClearConfigError) {
 }
 
 std::filesystem::path write_temp(const std::string& name, const std::string& bytes) {
-  const auto path = std::filesystem::temp_directory_path() / ("gpusim_replay_test_" + name);
+  const auto path = gpusim::testing::test_temp_path(name);
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }

@@ -13,6 +13,7 @@
 #include "serve/step_timer.h"
 #include "sim/error.h"
 #include "tests/support/model_workloads.h"
+#include "tests/support/temp_files.h"
 #include "workloads/transformer_phases.h"
 
 namespace gpusim::serve {
@@ -21,7 +22,7 @@ namespace {
 const std::filesystem::path kRepo = GPUSIM_REPO_DIR;
 
 std::filesystem::path write(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("gpusim_hf_engine_test_" + name);
+  const auto path = gpusim::testing::test_temp_path(name);
   std::ofstream(path) << text;
   return path;
 }

@@ -13,6 +13,7 @@
 #include "models/kernel_model.h"
 #include "serve/serve_spec.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/temp_files.h"
 #include "workloads/op_lowering_cache.h"
 #include "workloads/parameter_count.h"
 #include "workloads/transformer_phases.h"
@@ -25,7 +26,7 @@ using testing::config_dir;
 using testing::run_gpusim;
 
 std::string write(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("gpusim_serve_parallel_" + name);
+  const auto path = gpusim::testing::test_temp_path(name);
   std::ofstream(path) << text;
   return path.string();
 }

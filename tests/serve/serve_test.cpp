@@ -16,6 +16,7 @@
 #include "sim/error.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/model_workloads.h"
+#include "tests/support/temp_files.h"
 #include "workloads/layer_repeat.h"
 #include "workloads/model_run.h"
 
@@ -26,7 +27,7 @@ using nlohmann::json;
 const std::filesystem::path kRepo = GPUSIM_REPO_DIR;
 
 std::string temp_file(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("gpusim_serve_test_" + name);
+  const auto path = gpusim::testing::test_temp_path(name);
   std::ofstream(path) << text;
   return path.string();
 }
@@ -242,7 +243,7 @@ TEST(ServeSweep, AStudyOverAServeFileRecordsServeMetrics) {
   const auto file = serve_file("sweep", kGenerated);
   const auto study = temp_file("study.yaml", "workload: " + file + "\nhw: h100\ngrid:\n  workload.requests.rate: [5, 400]\n"
                                              "metrics: [completed, ttft_p99_s, tpot_p50_s, mean_batch]\n");
-  const auto out = (std::filesystem::temp_directory_path() / "gpusim_serve_sweep").string();
+  const auto out = gpusim::testing::test_temp_path("sweep").string();
   std::filesystem::remove_all(out);
   const auto r = gpusim::testing::run_gpusim({"sweep", study, "--out", out});
   ASSERT_EQ(r.status, 0) << r.err;

@@ -22,6 +22,16 @@ inline std::string read_file(const std::filesystem::path& p) {
   return text;
 }
 
+// A file path of this test and process alone: ctest runs tests in parallel (each in its own
+// process), and the normal and sanitizer builds may run the same test at once, so a fixed name in
+// the temporary folder can be truncated by one run while another reads it.
+inline std::filesystem::path test_temp_path(const std::string& name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return std::filesystem::temp_directory_path() /
+         (std::string("gpusim_") + info->test_suite_name() + "_" + info->name() + "_" +
+          std::to_string(::getpid()) + "_" + name);
+}
+
 class TempDir {
  public:
   TempDir() {

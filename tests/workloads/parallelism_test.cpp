@@ -22,7 +22,7 @@ using testing::run_json;
 hw::PresetCatalog catalog() { return hw::PresetCatalog(std::vector{config_dir() / "hw", config_dir() / "systems"}); }
 
 std::filesystem::path write(const std::string& name, const std::string& text) {
-  const auto p = std::filesystem::temp_directory_path() / ("gpusim_parallel_" + name);
+  const auto p = gpusim::testing::test_temp_path(name);
   std::ofstream(p) << text;
   return p;
 }
