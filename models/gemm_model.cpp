@@ -339,7 +339,12 @@ constexpr double kGemmsnChainFixedRoundTrips = 1.0;
 // and the stores behind it (sets 3-8 on the H100: one-row products of K = 2..30 take 2.3-2.8 us
 // against 1.85 simulated with two; 3-4 tried, the GEMV rows 28 -> 16% (bf16), 20 -> 12% (tf32)).
 constexpr double kGemvFixedRoundTrips = 3.5;
-constexpr std::int64_t kGemvShortMaxK = 80;
+// gemvx's short variant serves rows of K up to 128 bytes (sets 3-21, H100: bf16 K <= 52 and
+// fp32 K <= 31 ran it, 120x1x73 bf16 and 1213x1x70 fp32 the long one), with 32 registers a
+// thread; the long variant holds 158-166 (issue 16's fourteenth round).
+constexpr double kGemvShortMaxRowBytes = 128.0;
+constexpr int kGemvShortRegs = 32;
+constexpr int kGemvLongRegs = 160;
 
 // The CTAs of a kernel that streams the weights once from DRAM (GEMV, gemmSN): `mats` weight
 // matrices of N x K, `rows` input rows of K per matrix, spread evenly over the launch's grid,
@@ -380,24 +385,45 @@ void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t
 
 // cuBLAS's gemvx kernel for one-row products on sm_80 / sm_120 (not measured here): 128
 // threads, one warp per output element, 4 outputs per CTA, each warp streaming a row of W.
+// Products whose outputs each walk a contiguous row (a column over A's rows, or F.linear's
+// one-row product over W's rows) run gemv2T_kernel_val instead when there are many outputs: 8
+// outputs per CTA and 66 registers (sets 3-21, H100: 11777x1x210, 12946x1x607, 11422x1x2142,
+// 12942x1x2579 and 1x9384x1487 linear on outputs/8 CTAs; 6844x1x239 ran gemvx). Below that,
+// cuBLAS picks gemv2T with split-K for some deep products (979x1x9269 on 123x1x8 CTAs and a
+// reduce) and gemvx for others (742x1x8298 linear, 1x2454x6496 linear) by a rule these sets
+// do not pin down: those keep gemvx. Off Hopper gemvx (seed 003's RTX 5090 decode: 1x11008x4096
+// linear).
+constexpr std::int64_t kGemv2TMinOutputs = 8192;
+constexpr std::int64_t kGemv2TOutputsPerCta = 8;
+constexpr int kGemv2TRegs = 66;
+
 hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear, bool column,
                        const Names& names, const std::string& tag) {
   const double e = detail::elt_bytes(p.dtype);
   Config c;
   c.kind = GemmKind::kGemv;
   hw::Launch l;
-  l.name = kernel_name(c, 1, p.dtype, linear);
   l.family = "gemv";
   // Outputs per CTA, as the measured grids give them (sets 3-13, H100): 64 for the short-K
-  // variant (K <= 80: 1x2572x2 on 41 CTAs, 15111x1x13 on 237); the long-K one takes 4 for a
-  // column over A's rows (6844x1x239 on 1711) and for a row below 2048 outputs (1x902x234 on
-  // 226), 16 below 8192 (1x2581x787 on 162) and 32 above (1x9946x782 on 311). A CTA's warps walk
-  // its outputs in turn, so fewer, longer CTAs stream the weights.
-  const std::int64_t rows_per_cta =
-      p.K <= kGemvShortMaxK ? 64 : (column || p.N < 2048) ? 4 : p.N < 8192 ? 16 : 32;
+  // variant (a row of K within 128 bytes: 1x2572x2 on 41 CTAs, 15111x1x13 on 237); the long-K
+  // one takes 4 for a column over A's rows (6844x1x239 on 1711) and for a row below 2048 outputs
+  // (1x902x234 on 226), 16 below 8192 (1x2581x787 on 162) and 32 above (1x9946x782 on 311). A
+  // CTA's warps walk its outputs in turn, so fewer, longer CTAs stream the weights. The short
+  // variant holds 32 registers a thread, the long one 158-166 (sets 3-21): three CTAs an SM, so
+  // 1711 CTAs of 6844x1x239 run in four and a half waves (9.95 us measured, 5.85 simulated with
+  // one wave).
+  const bool short_k = static_cast<double>(p.K) * e <= kGemvShortMaxRowBytes;
+  const bool gemv2t =
+      detail::is_hopper(hw) && (column || linear) && !short_k && p.N >= kGemv2TMinOutputs;
+  const std::int64_t rows_per_cta = gemv2t    ? kGemv2TOutputsPerCta
+                                    : short_k ? 64
+                                    : (column || p.N < 2048) ? 4
+                                    : p.N < 8192 ? 16
+                                                 : 32;
+  l.name = gemv2t ? fmt::format("gemv2T_kernel_val<{}>", name(p.dtype)) : kernel_name(c, 1, p.dtype, linear);
   l.grid = {ceil_div(p.N, rows_per_cta), p.batch, 1};
   l.block = {128, 1, 1};
-  l.regs_per_thread = 40;
+  l.regs_per_thread = gemv2t ? kGemv2TRegs : short_k ? kGemvShortRegs : kGemvLongRegs;
   l.smem_per_cta = 0;
   // 16-byte loads, two in flight per thread.
   StreamingCta cta;

@@ -585,6 +585,42 @@ TEST(GemmModelTest, OneRowOrColumnProductsOnHopperRunGemvOrDotKernels) {
   EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{16, 1664, 576}), h100())[0].name, "gemmSN"));
 }
 
+TEST(GemmModelTest, GemvVariantsHoldTheirRegistersAndManyOutputsRunGemv2T) {
+  // Sets 3-21 (H100): gemvx's long variant holds about 160 registers a thread, so the 1711 CTAs
+  // of 6844x1x239 run three an SM, in waves; the short variant (rows of K within 128 bytes) 32.
+  const auto gemv = [](DType d, std::int64_t m, std::int64_t n, std::int64_t k) {
+    return lower(Op(OpKind::kMatmul, d, MatmulShape{m, n, k}), h100())[0];
+  };
+  const auto long_k = gemv(DType::kBf16, 6844, 1, 239);
+  EXPECT_TRUE(contains(long_k.name, "gemvx")) << long_k.name;
+  EXPECT_EQ(long_k.regs_per_thread, 160);
+  EXPECT_EQ(hw::compute_occupancy(h100().sm, {128, 160, 0}).ctas_per_sm, 3);
+  EXPECT_EQ(gemv(DType::kBf16, 11518, 1, 52).regs_per_thread, 32);  // 104-byte rows: short
+  EXPECT_EQ(gemv(DType::kFp32, 3421, 1, 31).regs_per_thread, 32);   // 124 bytes: short
+  const auto fp32_70 = gemv(DType::kFp32, 1213, 1, 70);              // 280 bytes: long, 4 a CTA
+  EXPECT_EQ(fp32_70.regs_per_thread, 160);
+  EXPECT_EQ(fp32_70.grid.count(), 304);
+  // Many outputs, each a contiguous row: gemv2T_kernel_val, 8 outputs a CTA, 66 registers
+  // (11777x1x210 linear on 1473 CTAs, 1x9384x1487 linear on 1173), for columns too.
+  const auto linear = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{m, n, k, false}), h100())[0];
+  };
+  const auto column = linear(11777, 1, 210);
+  EXPECT_TRUE(contains(column.name, "gemv2T_kernel_val")) << column.name;
+  EXPECT_EQ(column.grid.count(), 1473);
+  EXPECT_EQ(column.regs_per_thread, 66);
+  EXPECT_EQ(linear(1, 9384, 1487).grid.count(), 1173);
+  EXPECT_TRUE(contains(gemv(DType::kFp16, 11422, 1, 2142).name, "gemv2T_kernel_val"));
+  // Fewer outputs keep gemvx; so does a matmul's row, whose outputs are W's columns.
+  EXPECT_TRUE(contains(linear(742, 1, 8298).name, "gemvx"));
+  EXPECT_TRUE(contains(gemv(DType::kBf16, 1, 9946, 782).name, "gemvx"));
+  // More registers a thread, fewer CTAs at once: the columns of 6844x1x239 take longer than
+  // if they all fit in one wave, as measured (9.95 us).
+  auto one_wave = long_k;
+  one_wave.regs_per_thread = 32;
+  EXPECT_GT(simulated_us({long_k}), 1.4 * simulated_us({one_wave}));
+}
+
 TEST(GemmModelTest, Fp32KernelChoiceFollowsCublas) {
   const auto fp32 = [](std::int64_t m, std::int64_t n, std::int64_t k) {
     return lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{m, n, k}), h100());
