@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "hw/occupancy.h"
 #include "models/common.h"
 #include "models/families.h"
 #include "models/gemm_config.h"
@@ -351,10 +352,13 @@ constexpr int kGemvLongRegs = 160;
 // each CTA keeping `inflight` bytes of loads outstanding and waiting `fixed_round_trips` DRAM
 // round trips (and an L2 hit) beyond its streaming and `chain` of dependent steps; it ends with a
 // reduction and the store. `slab_readers` CTAs read each column block's weights through L2.
+// Split `split` ways along K (grid z), each CTA stores fp32 partials for a reduce kernel, which
+// adds the bias.
 struct StreamingCta {
   double inflight = 0;
   double fixed_round_trips = 0;
   std::int64_t slab_readers = 1;
+  std::int64_t split = 1;
   sim::Time chain;
 };
 
@@ -364,7 +368,9 @@ void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t
   const double ctas = static_cast<double>(l.grid.count());
   const double w_bytes = static_cast<double>(mats * N * K) * e;
   const double x_bytes = static_cast<double>(rows * K) * e;
-  const double out = static_cast<double>(rows * N) * e;
+  const bool partials = s.split > 1;
+  const double out = static_cast<double>(rows * N) * (partials ? 4.0 * static_cast<double>(s.split) : e);
+  if (partials) bias = false;
   const double bias_bytes = bias ? static_cast<double>(N) * e : 0.0;
   hw::CtaWork w;
   w.fp32_flops = 2.0 * static_cast<double>(rows * N * K) / ctas;
@@ -380,25 +386,39 @@ void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t
   detail::add_class(l, l.grid.count(), w);
   l.reads = {detail::tensor(tag, names.a, x_bytes), detail::tensor(tag, names.b, w_bytes)};
   if (bias) l.reads.push_back(detail::tensor(tag, names.bias, bias_bytes));
-  l.writes = {detail::tensor(tag, names.c, out)};
+  l.writes = {detail::tensor(tag, partials ? "splitk_workspace" : names.c, out)};
 }
 
 // cuBLAS's gemvx kernel for one-row products on sm_80 / sm_120 (not measured here): 128
 // threads, one warp per output element, 4 outputs per CTA, each warp streaming a row of W.
 // Products whose outputs each walk a contiguous row (a column over A's rows, or F.linear's
-// one-row product over W's rows) run gemv2T_kernel_val instead when there are many outputs: 8
-// outputs per CTA and 66 registers (sets 3-21, H100: 11777x1x210, 12946x1x607, 11422x1x2142,
-// 12942x1x2579 and 1x9384x1487 linear on outputs/8 CTAs; 6844x1x239 ran gemvx). Below that,
-// cuBLAS picks gemv2T with split-K for some deep products (979x1x9269 on 123x1x8 CTAs and a
-// reduce) and gemvx for others (742x1x8298 linear, 1x2454x6496 linear) by a rule these sets
-// do not pin down: those keep gemvx. Off Hopper gemvx (seed 003's RTX 5090 decode: 1x11008x4096
-// linear).
+// one-row product over W's rows) run gemv2T_kernel_val instead when there are many outputs or K
+// is deep: 8 outputs per CTA and 66 registers (sets 3-21, H100: 11777x1x210, 12946x1x607,
+// 11422x1x2142, 12942x1x2579, 1x9384x1487 linear, 7548x1x4493 on outputs/8 CTAs; 6844x1x239 ran
+// gemvx). Off Hopper gemvx (seed 003's RTX 5090 decode: 1x11008x4096 linear).
 constexpr std::int64_t kGemv2TMinOutputs = 8192;
+constexpr std::int64_t kGemv2TMinK = 4096;
 constexpr std::int64_t kGemv2TOutputsPerCta = 8;
+constexpr int kGemv2TThreads = 128;
 constexpr int kGemv2TRegs = 66;
+// gemv2T of fewer CTAs than four an SM splits K to about two waves of resident CTAs, at most 8
+// ways, with splitKreduce_kernel after (2977x1x8286 on 373x1x5, 3654x1x6443 and 3725x1x9235 on
+// 4 slices of 457 and 466, 979x1x9269 on 123x1x8, 127x1x7108 and 1x77x5869 linear 8 ways;
+// 7548x1x4493 on 944 CTAs and 5997x1x4629 on 750 unsplit). 742x1x8298 and 1x2454x6496 (linear)
+// ran gemvx unsplit instead: a miss.
+constexpr std::int64_t kGemv2TSplitMaxCtasPerSm = 4;
+constexpr std::int64_t kGemv2TSplitWaves = 2;
+constexpr std::int64_t kGemv2TMaxSplit = 8;
 
-hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear, bool column,
-                       const Names& names, const std::string& tag) {
+std::int64_t gemv2t_split(const hw::HardwareSpec& hw, std::int64_t ctas) {
+  if (ctas >= kGemv2TSplitMaxCtasPerSm * hw.sm_count) return 1;
+  const auto occ = hw::compute_occupancy(hw.sm, hw::BlockResources{kGemv2TThreads, kGemv2TRegs, 0});
+  const std::int64_t target = kGemv2TSplitWaves * occ.ctas_per_sm * hw.sm_count;
+  return std::clamp<std::int64_t>((target + ctas / 2) / ctas, 1, kGemv2TMaxSplit);
+}
+
+std::vector<hw::Launch> gemv_launches(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear,
+                                      bool column, const Names& names, const std::string& tag) {
   const double e = detail::elt_bytes(p.dtype);
   Config c;
   c.kind = GemmKind::kGemv;
@@ -413,15 +433,16 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
   // 1711 CTAs of 6844x1x239 run in four and a half waves (9.95 us measured, 5.85 simulated with
   // one wave).
   const bool short_k = static_cast<double>(p.K) * e <= kGemvShortMaxRowBytes;
-  const bool gemv2t =
-      detail::is_hopper(hw) && (column || linear) && !short_k && p.N >= kGemv2TMinOutputs;
+  const bool gemv2t = detail::is_hopper(hw) && (column || linear) && !short_k &&
+                      (p.N >= kGemv2TMinOutputs || p.K >= kGemv2TMinK);
   const std::int64_t rows_per_cta = gemv2t    ? kGemv2TOutputsPerCta
                                     : short_k ? 64
                                     : (column || p.N < 2048) ? 4
                                     : p.N < 8192 ? 16
                                                  : 32;
   l.name = gemv2t ? fmt::format("gemv2T_kernel_val<{}>", name(p.dtype)) : kernel_name(c, 1, p.dtype, linear);
-  l.grid = {ceil_div(p.N, rows_per_cta), p.batch, 1};
+  const std::int64_t split = gemv2t ? gemv2t_split(hw, ceil_div(p.N, rows_per_cta) * p.batch) : 1;
+  l.grid = {ceil_div(p.N, rows_per_cta), p.batch, split};
   l.block = {128, 1, 1};
   l.regs_per_thread = gemv2t ? kGemv2TRegs : short_k ? kGemvShortRegs : kGemvLongRegs;
   l.smem_per_cta = 0;
@@ -432,9 +453,15 @@ hw::Launch gemv_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias, 
   // round trip more (sets 3-17, H100: one-row products with a bias 0.2-0.9 us slower than
   // without; issue 16's twelfth round, with the copy: the GEMV rows of sets 3-17 17.2 -> 16.0%
   // (H100), 20.8 -> 19.8% (H200); 2 round trips did no better).
-  cta.fixed_round_trips = kGemvFixedRoundTrips + (bias ? 1.0 : 0.0);
+  cta.fixed_round_trips = kGemvFixedRoundTrips + (bias && split == 1 ? 1.0 : 0.0);
+  cta.split = split;
   fill_streaming_gemm(l, hw, p.batch, p.N, p.K, p.batch, bias, e, cta, names, tag);
-  return l;
+  std::vector<hw::Launch> out{std::move(l)};
+  // The reduce sees the outputs as a column (grid 1 x outputs/16: 1x187x1 for 2977 outputs).
+  if (split > 1) {
+    out.push_back(splitk_reduce(hw, Problem{p.N, 1, p.K, p.batch, p.dtype}, split, bias, names, tag));
+  }
+  return out;
 }
 
 // dot_kernel and reduce_1Block_kernel for one output row or column (which products run them,
@@ -581,10 +608,12 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
       return out;
     case GemmPath::kGemv:
       // One output column: the GEMV over A's rows (y = A x).
-      out.push_back(p.N == 1 && p.M > 1
-                        ? gemv_launch(hw, Problem{1, p.M, p.K, 1, p.dtype}, gp.bias, linear, true,
-                                      Names{gp.b, gp.a, gp.c, gp.bias_name}, tag)
-                        : gemv_launch(hw, p, gp.bias, linear, false, names, tag));
+      for (auto& l : p.N == 1 && p.M > 1
+                         ? gemv_launches(hw, Problem{1, p.M, p.K, 1, p.dtype}, gp.bias, linear, true,
+                                         Names{gp.b, gp.a, gp.c, gp.bias_name}, tag)
+                         : gemv_launches(hw, p, gp.bias, linear, false, names, tag)) {
+        out.push_back(std::move(l));
+      }
       return out;
     case GemmPath::kTiled:
       break;

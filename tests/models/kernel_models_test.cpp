@@ -611,9 +611,24 @@ TEST(GemmModelTest, GemvVariantsHoldTheirRegistersAndManyOutputsRunGemv2T) {
   EXPECT_EQ(column.regs_per_thread, 66);
   EXPECT_EQ(linear(1, 9384, 1487).grid.count(), 1173);
   EXPECT_TRUE(contains(gemv(DType::kFp16, 11422, 1, 2142).name, "gemv2T_kernel_val"));
-  // Fewer outputs keep gemvx; so does a matmul's row, whose outputs are W's columns.
-  EXPECT_TRUE(contains(linear(742, 1, 8298).name, "gemvx"));
+  // Fewer outputs keep gemvx unless K is deep; so does a matmul's row, whose outputs are W's
+  // columns.
+  EXPECT_TRUE(contains(linear(2689, 1, 467).name, "gemvx"));
   EXPECT_TRUE(contains(gemv(DType::kBf16, 1, 9946, 782).name, "gemvx"));
+  // Deep K over fewer CTAs than four an SM: split to about two waves of resident CTAs (seven an
+  // SM), at most 8 ways, and splitKreduce_kernel adds the fp32 partials (2977x1x8286 on 373x1x5,
+  // the reduce on 1x187; 979x1x9269 on 123x1x8); 944 CTAs of 7548x1x4493 unsplit.
+  const auto deep = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{2977, 1, 8286}), h100());
+  ASSERT_EQ(deep.size(), 2u);
+  EXPECT_TRUE(contains(deep[0].name, "gemv2T_kernel_val")) << deep[0].name;
+  EXPECT_EQ(testing::dims(deep[0].grid), "373x1x5");
+  EXPECT_TRUE(contains(deep[1].name, "splitKreduce_kernel")) << deep[1].name;
+  EXPECT_EQ(testing::dims(deep[1].grid), "1x187x1");
+  EXPECT_DOUBLE_EQ(totals(deep).dram_write_bytes, 2977.0 * 5 * 4 + 2977.0 * 2);  // partials, then y
+  EXPECT_EQ(testing::dims(gemv(DType::kBf16, 979, 1, 9269).grid), "123x1x8");
+  const auto unsplit = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{7548, 1, 4493}), h100());
+  ASSERT_EQ(unsplit.size(), 1u);
+  EXPECT_EQ(testing::dims(unsplit[0].grid), "944x1x1");
   // More registers a thread, fewer CTAs at once: the columns of 6844x1x239 take longer than
   // if they all fit in one wave, as measured (9.95 us).
   auto one_wave = long_k;
