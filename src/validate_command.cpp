@@ -262,6 +262,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured21-h200", "h200", "ops21_h200.csv",
        "the eighteenth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
        "unread, and compared once with the thirteenth round's final model"},
+      {"measured22-h100", "h100", "ops22_h100.csv",
+       "issue 16's nineteenth fresh random set on the H100: 400 instances drawn the same way "
+       "(seed 35), all held out, measured at the thirteenth round's end, stored unread, and "
+       "compared once after the fourteenth round's GEMV changes"},
+      {"measured22-h200", "h200", "ops22_h200.csv",
+       "the nineteenth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
+       "unread, and compared once after the fourteenth round's GEMV changes"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
