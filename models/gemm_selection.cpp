@@ -538,9 +538,24 @@ constexpr std::int64_t kSimtSplitVariantMaxTiles = 63;
 constexpr std::int64_t kSimtSplitVariantSliceK = 4;
 constexpr std::int64_t kSimtSplitVariantMaxSplit = 4;
 
-std::optional<Choice> simt_split_variant(const Problem& p) {
+// Of those, long thin products (more than 26 such tiles, more than 32 rows and columns, one side
+// at least 10 times the other) ran sm80_xmma's unsplit 32x32 tile instead (sets 3-22, H100: 7 of
+// 8, 96x1040x32 to 3593x62x5, 2.7-3.5 us; 144x1120x32 ran it too, 125x1273x2 the 128x64 variant:
+// misses). Squarer ones ran the 128x64 variant or sm80_xmma's 64x64 split 5-6 ways (880x112x16,
+// 825x193x16: 5.5-6.7 us). Issue 16's fourteenth round.
+constexpr std::int64_t kSimtSplitVariantNarrowMaxDim = 32;
+constexpr std::int64_t kSimtSplitVariantWideMaxTiles = 26;
+constexpr std::int64_t kSimtSplitVariantXmmaMinAspect = 10;
+
+std::optional<Choice> shallow_simt_choice(const Problem& p) {
   const Config c64 = cutlass_simt(64, 64, 5, 128, 76, 20480);
-  if (p.K < 2 || p.K >= kSimtWideTileMinK || units_of(p, c64, 1) > kSimtSplitVariantMaxTiles) return std::nullopt;
+  const std::int64_t tiles = units_of(p, c64, 1);
+  if (p.K < 2 || p.K >= kSimtWideTileMinK || tiles > kSimtSplitVariantMaxTiles) return std::nullopt;
+  const std::int64_t narrow = std::min(p.M, p.N);
+  if (narrow > kSimtSplitVariantNarrowMaxDim && tiles > kSimtSplitVariantWideMaxTiles &&
+      std::max(p.M, p.N) >= kSimtSplitVariantXmmaMinAspect * narrow) {
+    return Choice{sm80_xmma_simt(kSm80XmmaSimtTiles[0]), 1, 0};  // the 32x32 tile
+  }
   Choice ch{c64, std::min(kSimtSplitVariantMaxSplit, ceil_div(p.K, kSimtSplitVariantSliceK)), 0};
   ch.reduce = true;
   return ch;
@@ -577,7 +592,7 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   // 11 tf32 products of K = 1, 5x473 to 10573x4222; tf32 192x9463x14, 462x16278x3).
   const Config skinny = cutlass_simt(128, 32, 5, 128, 80, 25600);
   if (p.K == 1 || p.dtype == hw::DType::kTf32) return Choice{skinny, 1, 0};
-  if (auto v = simt_split_variant(p)) return *v;
+  if (auto v = shallow_simt_choice(p)) return *v;
   const Config big = cutlass_simt_256x128();
   const Config small = sm80_xmma_simt(b_transposed ? SimtTile{64, 64, 128, 128, 13056}
                                                   : SimtTile{64, 64, 128, 121, 12672});

@@ -654,6 +654,14 @@ TEST(GemmModelTest, Fp32KernelChoiceFollowsCublas) {
   const auto unsplit = fp32(19, 398, 2);
   ASSERT_EQ(unsplit.size(), 2u);
   EXPECT_EQ(unsplit[0].grid.count(), 7);
+  // Long thin ones of more than 26 such tiles run sm80_xmma's 32x32 tile unsplit, no reduce
+  // (2928x64x16 on 92x2 CTAs in 2.9 us); as thin but squarer ones keep the split-K variant.
+  const auto thin = fp32(2928, 64, 16);
+  ASSERT_EQ(thin.size(), 1u);
+  EXPECT_TRUE(contains(thin[0].name, "tilesize32x32x8")) << thin[0].name;
+  EXPECT_EQ(testing::dims(thin[0].grid), "92x2x1");
+  EXPECT_EQ(fp32(880, 112, 16)[0].name, "cutlass_80_simt_sgemm_64x64_8x5_nn_align1");
+  EXPECT_EQ(fp32(4032, 16, 16)[0].name, "cutlass_80_simt_sgemm_64x64_8x5_nn_align1");
   // Shallow products of many tiles never take the 256x128 tile (3969x10157x43 ran sm80_xmma 64x64).
   EXPECT_TRUE(contains(fp32(3969, 10157, 43)[0].name, "tilesize64x64x8")) << fp32(3969, 10157, 43)[0].name;
   // Deep ones may take sm80_xmma's 128x128 tile, at the FFMA share of 128 outputs a thread.
