@@ -269,6 +269,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured22-h200", "h200", "ops22_h200.csv",
        "the nineteenth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
        "unread, and compared once after the fourteenth round's GEMV changes"},
+      {"measured23-h100", "h100", "ops23_h100.csv",
+       "issue 16's twentieth fresh random set on the H100: 400 instances drawn the same way "
+       "(seed 36), all held out, measured in the fourteenth round before set 22's comparison, "
+       "stored unread, and compared once after the round's GEMV and fp32 changes"},
+      {"measured23-h200", "h200", "ops23_h200.csv",
+       "the twentieth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
+       "unread, and compared once after the fourteenth round's GEMV and fp32 changes"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
