@@ -346,6 +346,12 @@ constexpr double kGemvFixedRoundTrips = 3.5;
 constexpr double kGemvShortMaxRowBytes = 128.0;
 constexpr int kGemvShortRegs = 32;
 constexpr int kGemvLongRegs = 160;
+// Outputs bounds of the long variant's grids (gemv_shape), and its 512-thread CTAs.
+constexpr std::int64_t kGemvFewOutputs = 2048;
+constexpr std::int64_t kGemvRowFewOutputs = 1024;
+constexpr std::int64_t kGemvRowManyOutputs = 4096;
+constexpr int kGemvWideThreads = 512;
+constexpr int kGemvWideRegs = 128;
 
 // The CTAs of a kernel that streams the weights once from DRAM (GEMV, gemmSN): `mats` weight
 // matrices of N x K, `rows` input rows of K per matrix, spread evenly over the launch's grid,
@@ -417,6 +423,55 @@ std::int64_t gemv2t_split(const hw::HardwareSpec& hw, std::int64_t ctas) {
   return std::clamp<std::int64_t>((target + ctas / 2) / ctas, 1, kGemv2TMaxSplit);
 }
 
+// One GEMV launch's shape: outputs per CTA, threads and registers, as the measured grids give
+// them (sets 3-23, H100). The short-K variant (a row of K within 128 bytes) takes 64 outputs a CTA
+// (1x2572x2 on 41 CTAs, 15111x1x13 on 237) with 32 registers a thread. The long variant's CTAs
+// hold 158-166: three an SM, so the 1711 CTAs of 6844x1x239 run in four and a half waves (9.95 us
+// measured, 5.85 simulated in one). Its outputs per CTA: 4 where each output walks a contiguous
+// row (columns over A's rows, 6844x1x239; F.linear's rows below 2048 outputs, 1x902x234 on 226)
+// and 16 above (1x3325x574); a matmul's 16-bit row, whose outputs are W's columns, 4 below 1024
+// outputs (1x113x893 on 29 CTAs), 16 on 512 threads below 4096 (1x2581x787 on 162, 1x1201x3565 on
+// 76), 64 on 512 threads below 8192 (1x5179x1097 on 81, 1x6512x647 on 102) and 32 above (1x9946x782
+// on 311); the 512-thread CTAs hold 128 registers. fp32 rows keep 4, 16 and 32 by the linear
+// rows' bounds (their measured grids vary more: 32x2, 4x32, 8x32, 64x2 and 64x8 blocks).
+struct GemvShape {
+  bool gemv2t = false;
+  std::int64_t outputs_per_cta = 4;
+  int threads = 128;
+  int regs = kGemvLongRegs;
+};
+
+GemvShape gemv_shape(const hw::HardwareSpec& hw, const Problem& p, bool linear, bool column) {
+  const double e = detail::elt_bytes(p.dtype);
+  GemvShape g;
+  if (static_cast<double>(p.K) * e <= kGemvShortMaxRowBytes) {
+    g.outputs_per_cta = 64;
+    g.regs = kGemvShortRegs;
+    return g;
+  }
+  if (detail::is_hopper(hw) && (column || linear) && (p.N >= kGemv2TMinOutputs || p.K >= kGemv2TMinK)) {
+    g.gemv2t = true;
+    g.outputs_per_cta = kGemv2TOutputsPerCta;
+    g.threads = kGemv2TThreads;
+    g.regs = kGemv2TRegs;
+    return g;
+  }
+  const bool matmul_row_16bit = !column && !linear && e == 2.0;
+  if (!matmul_row_16bit) {
+    g.outputs_per_cta = column || p.N < kGemvFewOutputs ? 4 : p.N < kGemv2TMinOutputs ? 16 : 32;
+    return g;
+  }
+  g.outputs_per_cta = p.N < kGemvRowFewOutputs    ? 4
+                      : p.N < kGemvRowManyOutputs ? 16
+                      : p.N < kGemv2TMinOutputs   ? 64
+                                                  : 32;
+  if (g.outputs_per_cta == 16 || g.outputs_per_cta == 64) {
+    g.threads = kGemvWideThreads;
+    g.regs = kGemvWideRegs;
+  }
+  return g;
+}
+
 std::vector<hw::Launch> gemv_launches(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear,
                                       bool column, const Names& names, const std::string& tag) {
   const double e = detail::elt_bytes(p.dtype);
@@ -424,31 +479,17 @@ std::vector<hw::Launch> gemv_launches(const hw::HardwareSpec& hw, const Problem&
   c.kind = GemmKind::kGemv;
   hw::Launch l;
   l.family = "gemv";
-  // Outputs per CTA, as the measured grids give them (sets 3-13, H100): 64 for the short-K
-  // variant (a row of K within 128 bytes: 1x2572x2 on 41 CTAs, 15111x1x13 on 237); the long-K
-  // one takes 4 for a column over A's rows (6844x1x239 on 1711) and for a row below 2048 outputs
-  // (1x902x234 on 226), 16 below 8192 (1x2581x787 on 162) and 32 above (1x9946x782 on 311). A
-  // CTA's warps walk its outputs in turn, so fewer, longer CTAs stream the weights. The short
-  // variant holds 32 registers a thread, the long one 158-166 (sets 3-21): three CTAs an SM, so
-  // 1711 CTAs of 6844x1x239 run in four and a half waves (9.95 us measured, 5.85 simulated with
-  // one wave).
-  const bool short_k = static_cast<double>(p.K) * e <= kGemvShortMaxRowBytes;
-  const bool gemv2t = detail::is_hopper(hw) && (column || linear) && !short_k &&
-                      (p.N >= kGemv2TMinOutputs || p.K >= kGemv2TMinK);
-  const std::int64_t rows_per_cta = gemv2t    ? kGemv2TOutputsPerCta
-                                    : short_k ? 64
-                                    : (column || p.N < 2048) ? 4
-                                    : p.N < 8192 ? 16
-                                                 : 32;
-  l.name = gemv2t ? fmt::format("gemv2T_kernel_val<{}>", name(p.dtype)) : kernel_name(c, 1, p.dtype, linear);
-  const std::int64_t split = gemv2t ? gemv2t_split(hw, ceil_div(p.N, rows_per_cta) * p.batch) : 1;
-  l.grid = {ceil_div(p.N, rows_per_cta), p.batch, split};
-  l.block = {128, 1, 1};
-  l.regs_per_thread = gemv2t ? kGemv2TRegs : short_k ? kGemvShortRegs : kGemvLongRegs;
+  const GemvShape g = gemv_shape(hw, p, linear, column);
+  l.name = g.gemv2t ? fmt::format("gemv2T_kernel_val<{}>", name(p.dtype)) : kernel_name(c, 1, p.dtype, linear);
+  const std::int64_t ctas = ceil_div(p.N, g.outputs_per_cta);
+  const std::int64_t split = g.gemv2t ? gemv2t_split(hw, ctas * p.batch) : 1;
+  l.grid = {ctas, p.batch, split};
+  l.block = {g.threads, 1, 1};
+  l.regs_per_thread = g.regs;
   l.smem_per_cta = 0;
   // 16-byte loads, two in flight per thread.
   StreamingCta cta;
-  cta.inflight = 128.0 * 16.0 * 2.0;
+  cta.inflight = static_cast<double>(g.threads) * 16.0 * 2.0;
   // With a bias (beta = 1, lower_gemm) the kernel reads the output before it stores it: one DRAM
   // round trip more (sets 3-17, H100: one-row products with a bias 0.2-0.9 us slower than
   // without; issue 16's twelfth round, with the copy: the GEMV rows of sets 3-17 17.2 -> 16.0%

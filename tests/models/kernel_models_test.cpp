@@ -615,6 +615,14 @@ TEST(GemmModelTest, GemvVariantsHoldTheirRegistersAndManyOutputsRunGemv2T) {
   // columns.
   EXPECT_TRUE(contains(linear(2689, 1, 467).name, "gemvx"));
   EXPECT_TRUE(contains(gemv(DType::kBf16, 1, 9946, 782).name, "gemvx"));
+  // A matmul's 16-bit row: 4 outputs a CTA below 1024, then 16 and 64 on CTAs of 512 threads
+  // and 128 registers, 32 from 8192 (1x113x893 on 29 CTAs, 1x6512x647 on 102, 1x9946x782 on 311).
+  EXPECT_EQ(gemv(DType::kBf16, 1, 113, 893).grid.count(), 29);
+  const auto wide = gemv(DType::kBf16, 1, 6512, 647);
+  EXPECT_EQ(wide.grid.count(), 102);
+  EXPECT_EQ(wide.block.count(), 512);
+  EXPECT_EQ(wide.regs_per_thread, 128);
+  EXPECT_EQ(gemv(DType::kBf16, 1, 9946, 782).block.count(), 128);
   // Deep K over fewer CTAs than four an SM: split to about two waves of resident CTAs (seven an
   // SM), at most 8 ways, and splitKreduce_kernel adds the fp32 partials (2977x1x8286 on 373x1x5,
   // the reduce on 1x187; 979x1x9269 on 123x1x8); 944 CTAs of 7548x1x4493 unsplit.
