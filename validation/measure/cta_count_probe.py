@@ -43,13 +43,9 @@ def groups():
 
 
 def main():
-    s2.GROUPS = groups()
-    s2.CALIB, s2.FRESH, s2.SPLITS = SPLIT, "probe_unused", (SPLIT, "probe_unused")
-    s2.FILE_PREFIX = "cta_probe"
-    s2.SCRIPT = "validation/measure/cta_count_probe.py"
-    s2.SPLIT_TEXT = ("probe (held_out = 0): series of equal-work CTAs, 1..264 of them, to see how "
-                     "a kernel's time grows with its CTA count (a mechanism probe)")
-    s2.main()
+    s2.run_groups(groups(), SPLIT, "probe_unused", "cta_probe", "validation/measure/cta_count_probe.py",
+                  "probe (held_out = 0): series of equal-work CTAs, 1..264 of them, to see how a "
+                  "kernel's time grows with its CTA count (a mechanism probe)")
 
 
 if __name__ == "__main__":

@@ -152,6 +152,16 @@ def build_instances_set2():
     return insts
 
 
+def run_groups(groups, calib, fresh, prefix, script, split_text):
+    """Measures another set's GROUPS through main(): its split names, output file prefix, the
+    script named in the provenance and the split's description."""
+    global GROUPS, CALIB, FRESH, SPLITS, FILE_PREFIX, SCRIPT, SPLIT_TEXT
+    GROUPS = groups
+    CALIB, FRESH, SPLITS = calib, fresh, (calib, fresh)
+    FILE_PREFIX, SCRIPT, SPLIT_TEXT = prefix, script, split_text
+    main()
+
+
 # ============================================================================ main (op_kernels.main's loop)
 
 def main():
