@@ -395,13 +395,13 @@ void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t
   l.writes = {detail::tensor(tag, partials ? "splitk_workspace" : names.c, out)};
 }
 
-// cuBLAS's gemvx kernel for one-row products on sm_80 / sm_120 (not measured here): 128
-// threads, one warp per output element, 4 outputs per CTA, each warp streaming a row of W.
-// Products whose outputs each walk a contiguous row (a column over A's rows, or F.linear's
-// one-row product over W's rows) run gemv2T_kernel_val instead when there are many outputs or K
-// is deep: 8 outputs per CTA and 66 registers (sets 3-21, H100: 11777x1x210, 12946x1x607,
-// 11422x1x2142, 12942x1x2579, 1x9384x1487 linear, 7548x1x4493 on outputs/8 CTAs; 6844x1x239 ran
-// gemvx). Off Hopper gemvx (seed 003's RTX 5090 decode: 1x11008x4096 linear).
+// cuBLAS's GEMV kernels for one-row (one-column) products: gemvx, its CTAs' warps streaming W
+// (gemv_shape gives the grids), and on Hopper gemv2T_kernel_val, where each output walks a
+// contiguous row (a column over A's rows, or F.linear's one-row product over W's rows) and there
+// are many outputs or K is deep: 8 outputs per CTA and 66 registers (sets 3-21, H100:
+// 11777x1x210, 12946x1x607, 11422x1x2142, 12942x1x2579, 1x9384x1487 linear, 7548x1x4493 on
+// outputs/8 CTAs; 6844x1x239 ran gemvx). Off Hopper gemvx (seed 003's RTX 5090 decode:
+// 1x11008x4096 linear).
 constexpr std::int64_t kGemv2TMinOutputs = 8192;
 constexpr std::int64_t kGemv2TMinK = 4096;
 constexpr std::int64_t kGemv2TOutputsPerCta = 8;
@@ -410,8 +410,9 @@ constexpr int kGemv2TRegs = 66;
 // gemv2T of fewer CTAs than four an SM splits K to about two waves of resident CTAs, at most 8
 // ways, with splitKreduce_kernel after (2977x1x8286 on 373x1x5, 3654x1x6443 and 3725x1x9235 on
 // 4 slices of 457 and 466, 979x1x9269 on 123x1x8, 127x1x7108 and 1x77x5869 linear 8 ways;
-// 7548x1x4493 on 944 CTAs and 5997x1x4629 on 750 unsplit). 742x1x8298 and 1x2454x6496 (linear)
-// ran gemvx unsplit instead: a miss.
+// 7548x1x4493 on 944 CTAs and 5997x1x4629 on 750 unsplit). Misses: 742x1x8298 and 1x2454x6496
+// (linear) ran gemvx unsplit; 127x1x7108 and 1x77x5869 run the dot kernels here (at most 128
+// outputs, kDotMaxProducts).
 constexpr std::int64_t kGemv2TSplitMaxCtasPerSm = 4;
 constexpr std::int64_t kGemv2TSplitWaves = 2;
 constexpr std::int64_t kGemv2TMaxSplit = 8;
