@@ -100,10 +100,11 @@ bool same_main_kernel(const validation::Comparison& r) {
 }
 
 // Whether gpusim picks the kernel the library ran: the class (validation/kernel_class.h) of each
-// op's primary simulated kernel against its primary measured one, over all ops and the GEMMs;
+// op's primary simulated kernel against its primary measured one, over all ops and the GEMMs; and
+// for GEMMs whose measured kernel names its tile, whether gpusim's is the same class and tile.
 // nullopt where the reference has no per-kernel times.
 std::optional<std::string> kernel_choice_line(const std::vector<validation::Comparison>& rows) {
-  int compared = 0, agreed = 0, gemms = 0, gemms_agreed = 0;
+  int compared = 0, agreed = 0, gemms = 0, gemms_agreed = 0, tiled = 0, tiles_agreed = 0;
   for (const auto& r : rows) {
     if (r.reference.primary_kernel.empty() || r.primary_kernel.empty()) continue;
     const bool same = same_main_kernel(r);
@@ -112,6 +113,11 @@ std::optional<std::string> kernel_choice_line(const std::vector<validation::Comp
     if (r.reference.family == "matmul" || r.reference.family == "linear") {
       ++gemms;
       gemms_agreed += same ? 1 : 0;
+      const std::string tile = validation::kernel_tile(r.reference.primary_kernel);
+      if (!tile.empty()) {
+        ++tiled;
+        tiles_agreed += same && validation::kernel_tile(r.primary_kernel) == tile ? 1 : 0;
+      }
     }
   }
   if (compared == 0) return std::nullopt;
@@ -119,6 +125,10 @@ std::optional<std::string> kernel_choice_line(const std::vector<validation::Comp
                                  agreed, compared, 100.0 * agreed / compared);
   if (gemms > 0) {
     text += fmt::format("; GEMMs {} of {} ({:.1f}%)", gemms_agreed, gemms, 100.0 * gemms_agreed / gemms);
+  }
+  if (tiled > 0) {
+    text += fmt::format("; class and tile, of the {} GEMMs whose kernel names a tile: {} ({:.1f}%)", tiled,
+                        tiles_agreed, 100.0 * tiles_agreed / tiled);
   }
   return text;
 }

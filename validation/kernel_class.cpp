@@ -42,6 +42,20 @@ std::string kernel_class(std::string_view name) {
   return std::regex_replace(id, tile, "");
 }
 
+std::string kernel_tile(std::string_view name) {
+  // nvjet_sm90_tst_64x8_64x16_...: the tile, then the K step and stages; CUTLASS's first
+  // "_<N>x<M>_" after the instruction shape (s16816gemm, s1688gemm, sgemm); sm80_xmma's tilesize.
+  static const std::regex nvjet("nvjet_sm\\d+_[a-z0-9]+_(\\d+x\\d+)_");
+  static const std::regex cutlass("cutlass_\\d+_\\w*?gemm_(?:[a-z][a-z0-9]*_)?(\\d+x\\d+)_");
+  static const std::regex xmma("xmma_gemm_\\w*?tilesize(\\d+x\\d+)x\\d+");
+  const std::string s(name);
+  std::smatch m;
+  for (const auto* pattern : {&nvjet, &cutlass, &xmma}) {
+    if (std::regex_search(s, m, *pattern)) return m[1].str();
+  }
+  return "";
+}
+
 bool is_helper_kernel(std::string_view name) {
   return name.find("splitKreduce_kernel") != std::string_view::npos || name.find("Memset") != std::string_view::npos;
 }

@@ -40,6 +40,26 @@ TEST(KernelClass, TilesAndTemplateArgumentsAside) {
             "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35");
 }
 
+TEST(KernelClass, TheTileALibraryGemmNames) {
+  // cuBLAS's names and gpusim's give the same tile, in cuBLAS's order (N first).
+  EXPECT_EQ(kernel_tile("nvjet_sm90_tst_64x8_64x16_1x2_h_bz_NNT"), "64x8");
+  EXPECT_EQ(kernel_tile("nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopA_NNT"), "192x128");
+  EXPECT_EQ(kernel_tile("void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_64x64_nn_align1>("
+                        "cutlass_75_tensorop_bf16_s1688gemm_bf16_64x64_nn_align1::Params)"),
+            "64x64");
+  EXPECT_EQ(kernel_tile("cutlass_80_tensorop_s1688gemm_128x256_32x3_nn_align1"),
+            kernel_tile("cutlass_80_tensorop_s1688gemm_tf32_128x256_32x3_nn_align1"));
+  EXPECT_EQ(kernel_tile("cutlass_80_simt_sgemm_128x32_8x5_nn_align1"), "128x32");
+  EXPECT_EQ(kernel_tile("cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_nn_align2"), "32x32");
+  EXPECT_EQ(kernel_tile("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x32x8_stage3_warpsize2x1x1_ffma"),
+            "64x32");
+  EXPECT_NE(kernel_tile("nvjet_sm90_tst_64x8_64x16_1x2_h_bz_NNT"), kernel_tile("nvjet_sm90_tst_64x16_64x16_2x1_v_bz_NNT"));
+  // Kernels that name no tile.
+  EXPECT_EQ(kernel_tile("void gemmSN_NN_kernel<float, 256, 4, 2, 8, 4, 4, false, ...>(...)"), "");
+  EXPECT_EQ(kernel_tile("void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::BFloat16>>"),
+            "");
+}
+
 TEST(KernelClass, HelpersAreTheReduceAndTheMemset) {
   EXPECT_TRUE(is_helper_kernel("void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>(...)"));
   EXPECT_TRUE(is_helper_kernel("Memset (Device)"));
