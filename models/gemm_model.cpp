@@ -348,6 +348,7 @@ constexpr int kGemvShortRegs = 32;
 constexpr int kGemvLongRegs = 160;
 // Outputs bounds of the long variant's grids (gemv_shape), and its 512-thread CTAs.
 constexpr std::int64_t kGemvFewOutputs = 2048;
+constexpr std::int64_t kGemvManyOutputs = 8192;
 constexpr std::int64_t kGemvRowFewOutputs = 1024;
 constexpr std::int64_t kGemvRowManyOutputs = 4096;
 constexpr int kGemvWideThreads = 512;
@@ -358,8 +359,8 @@ constexpr int kGemvWideRegs = 128;
 // each CTA keeping `inflight` bytes of loads outstanding and waiting `fixed_round_trips` DRAM
 // round trips (and an L2 hit) beyond its streaming and `chain` of dependent steps; it ends with a
 // reduction and the store. `slab_readers` CTAs read each column block's weights through L2.
-// Split `split` ways along K (grid z), each CTA stores fp32 partials for a reduce kernel, which
-// adds the bias.
+// Split `split` ways along K (grid z), each CTA stores fp32 partials for a reduce kernel (which
+// adds any bias: the caller passes `bias` only for an unsplit kernel).
 struct StreamingCta {
   double inflight = 0;
   double fixed_round_trips = 0;
@@ -376,7 +377,6 @@ void fill_streaming_gemm(hw::Launch& l, const hw::HardwareSpec& hw, std::int64_t
   const double x_bytes = static_cast<double>(rows * K) * e;
   const bool partials = s.split > 1;
   const double out = static_cast<double>(rows * N) * (partials ? 4.0 * static_cast<double>(s.split) : e);
-  if (partials) bias = false;
   const double bias_bytes = bias ? static_cast<double>(N) * e : 0.0;
   hw::CtaWork w;
   w.fp32_flops = 2.0 * static_cast<double>(rows * N * K) / ctas;
@@ -459,12 +459,12 @@ GemvShape gemv_shape(const hw::HardwareSpec& hw, const Problem& p, bool linear, 
   }
   const bool matmul_row_16bit = !column && !linear && e == 2.0;
   if (!matmul_row_16bit) {
-    g.outputs_per_cta = column || p.N < kGemvFewOutputs ? 4 : p.N < kGemv2TMinOutputs ? 16 : 32;
+    g.outputs_per_cta = column || p.N < kGemvFewOutputs ? 4 : p.N < kGemvManyOutputs ? 16 : 32;
     return g;
   }
   g.outputs_per_cta = p.N < kGemvRowFewOutputs    ? 4
                       : p.N < kGemvRowManyOutputs ? 16
-                      : p.N < kGemv2TMinOutputs   ? 64
+                      : p.N < kGemvManyOutputs    ? 64
                                                   : 32;
   if (g.outputs_per_cta == 16 || g.outputs_per_cta == 64) {
     g.threads = kGemvWideThreads;
@@ -495,9 +495,10 @@ std::vector<hw::Launch> gemv_launches(const hw::HardwareSpec& hw, const Problem&
   // round trip more (sets 3-17, H100: one-row products with a bias 0.2-0.9 us slower than
   // without; issue 16's twelfth round, with the copy: the GEMV rows of sets 3-17 17.2 -> 16.0%
   // (H100), 20.8 -> 19.8% (H200); 2 round trips did no better).
-  cta.fixed_round_trips = kGemvFixedRoundTrips + (bias && split == 1 ? 1.0 : 0.0);
+  const bool bias_in_kernel = bias && split == 1;  // else the reduce adds it
+  cta.fixed_round_trips = kGemvFixedRoundTrips + (bias_in_kernel ? 1.0 : 0.0);
   cta.split = split;
-  fill_streaming_gemm(l, hw, p.batch, p.N, p.K, p.batch, bias, e, cta, names, tag);
+  fill_streaming_gemm(l, hw, p.batch, p.N, p.K, p.batch, bias_in_kernel, e, cta, names, tag);
   std::vector<hw::Launch> out{std::move(l)};
   // The reduce sees the outputs as a column (grid 1 x outputs/16: 1x187x1 for 2977 outputs).
   if (split > 1) {

@@ -472,6 +472,7 @@ Config cutlass_simt(std::int64_t tile_n, std::int64_t tile_m, std::int64_t stage
 }
 
 Config cutlass_simt_256x128() { return cutlass_simt(256, 128, 4, 256, 202, 49152); }
+Config cutlass_simt_64x64() { return cutlass_simt(64, 64, 5, 128, 76, 20480); }
 
 // One of cuBLAS's sm80_xmma SIMT kernels as measured: its tile, threads, registers and shared
 // memory.
@@ -548,7 +549,7 @@ constexpr std::int64_t kSimtSplitVariantWideMaxTiles = 26;
 constexpr std::int64_t kSimtSplitVariantXmmaMinAspect = 10;
 
 std::optional<Choice> shallow_simt_choice(const Problem& p) {
-  const Config c64 = cutlass_simt(64, 64, 5, 128, 76, 20480);
+  const Config c64 = cutlass_simt_64x64();
   const std::int64_t tiles = units_of(p, c64, 1);
   if (p.K < 2 || p.K >= kSimtWideTileMinK || tiles > kSimtSplitVariantMaxTiles) return std::nullopt;
   const std::int64_t narrow = std::min(p.M, p.N);
@@ -616,7 +617,7 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   // CUTLASS's 64x64 kernel, split through cuBLASLt's reduce, for products of few tiles: 146 of its
   // 161 launches in sets 3-19 (H100) were split, up to 107 ways (35x51x7250), 141 of them over
   // fewer than 33 tiles; the rest are the split-K variant above.
-  const Config split_only = cutlass_simt(64, 64, 5, 128, 76, 20480);
+  const Config split_only = cutlass_simt_64x64();
   const auto is_split_only = [&](const Config& c) {
     return c.kind == split_only.kind && c.tile_m == split_only.tile_m &&
            c.tile_n == split_only.tile_n;
