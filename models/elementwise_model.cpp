@@ -32,6 +32,10 @@ struct Func {
   int regs = 32;            // registers per thread (ops_h100.csv)
   std::string functor;      // the kernel's functor, as the profiler names it
   int bool_inputs = 0;      // further inputs of one byte an element (dropout's mask)
+  // Cycles one element's arithmetic takes as a dependent chain, where the functor's branches
+  // (IEEE division's range check, erff's argument ranges) keep the compiler from interleaving a
+  // thread's elements: they run one after another once its loads arrive (0: interleaved, hidden).
+  double chain_cycles = 0;
 };
 
 std::string scalar_name(hw::DType d, bool is_bool = false) {
@@ -60,20 +64,28 @@ Func func_of(const ElementwiseProblem& p) {
               fmt::format("at::native::AUnaryFunctor<{0}, {0}, {0}, "
                           "at::native::binary_internal::MulFunctor<float> >",
                           t)};
-    case EwFunc::kSilu:  // x / (1 + exp(-x)): ex2 and a reciprocal on the SFU, a few FP32 ops
+    // x / (1 + exp(-x)): ex2 and a reciprocal on the SFU, a few FP32 ops. The division's range
+    // check and branch make each element a chain of about 130 cycles (ex2, reciprocal, Newton
+    // steps, check, conversions): launches of up to 2000 CTAs ran 0.3-0.5 us longer than their
+    // loads alone (issue 16's sets 3-23, 69 bf16 rows a GPU; 100-160 cycles tried, 130 best).
+    case EwFunc::kSilu:
       return {1, 4, 2, 32,
               fmt::format("at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)"
                           "::{{lambda({})#1}}",
-                          t)};
+                          t),
+              0, 130};
     // 0.5 x (1 + erf(x / sqrt 2)): erff's polynomials, branches and an exp, with the bf16
-    // conversions about 40 issue slots (80 FP32 "flops") an element: large launches on the H200,
-    // whose bandwidth outruns them, run at 1.34-1.46 ns per million elements (sets 3-13, 11 rows),
-    // where silu streams at 1.04-1.10; the H100 stays bandwidth-bound either way.
+    // conversions about 44 issue slots (88 FP32 "flops") an element: large launches on the H200,
+    // whose bandwidth outruns them, run at 1.34-1.46 ns per million elements (sets 3-23; 80 left
+    // them 9% fast). An element's chain is about 90 cycles (small launches 0.25-0.4 us longer
+    // than their loads; 60-100 tried). The H100 runs large ones 6% slower than either its
+    // bandwidth or this rate allows alone: the two interfere, which the engine's max does not.
     case EwFunc::kGelu:
-      return {1, 80, 1, 32,
+      return {1, 88, 1, 32,
               fmt::format("at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
                           "at::native::GeluType)::{{lambda({})#1}}",
-                          t)};
+                          t),
+              0, 90};
     case EwFunc::kCast:  // one conversion
       return {1, 1, 0, 32,
               p.out == hw::DType::kBf16 ? "at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}"
@@ -253,6 +265,11 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
       // chain (the strided RoPE and MoE kernels of validation/data/hf_models_h100.json.gz).
       w.max_inflight_bytes = static_cast<double>(kThreads) * in_bytes;
       w.critical_path = sim::Time::from_seconds(mine * hw.dram.latency.seconds());
+    }
+    // Elements whose arithmetic is a branchy chain run one after another after the loads.
+    if (path == Path::kVectorized && f.chain_cycles > 0) {
+      w.critical_path = sim::Time::from_seconds(hw.dram.latency.seconds() +
+                                                mine * f.chain_cycles / hw.clocks.sustained_other_hz);
     }
     // Precise sin/cos (range reduction with a slow path) add about 2 DRAM round trips' worth
     // of dependent arithmetic to a thread (rotary table rows of the same file).

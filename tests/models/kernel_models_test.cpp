@@ -944,6 +944,26 @@ TEST(ElementwiseModelTest, GeluIsIssueBoundWhereBandwidthOutrunsIt) {
   EXPECT_LT(fp32_vs_dram(h100()), 1.0);
 }
 
+TEST(ElementwiseModelTest, BranchyFunctorsRunTheirElementsAsAChain) {
+  // silu's IEEE division and gelu's erff branch per element: a thread's eight elements run one
+  // after another once its loads arrive (sets 3-23: small launches 0.3-0.5 us over their loads).
+  const auto& hw = h100();
+  const auto chain = [&](OpKind k, std::int64_t n) {
+    const auto l = lower(Op(k, DType::kBf16, ElementwiseShape{n}), hw);
+    return l[0].ctas.back().work.critical_path.seconds() - hw.dram.latency.seconds();
+  };
+  const double cycle = 1.0 / hw.clocks.sustained_other_hz;
+  EXPECT_NEAR(chain(OpKind::kSilu, 1024), 8 * 130 * cycle, 1e-12);  // a full CTA: 8 a thread
+  EXPECT_NEAR(chain(OpKind::kSilu, 1025), 1 * 130 * cycle, 1e-12);  // its tail CTA: one
+  EXPECT_NEAR(chain(OpKind::kGelu, 1024), 8 * 90 * cycle, 1e-12);
+  const auto mul = lower(Op(OpKind::kMul, DType::kBf16, ElementwiseShape{1024}), hw);
+  EXPECT_EQ(mul[0].ctas[0].work.critical_path.seconds(), 0.0);  // interleaved: hidden
+  // So a small silu outlasts a small multiply of more bytes.
+  const double silu_us = simulated_us(lower(Op(OpKind::kSilu, DType::kBf16, ElementwiseShape{8192}), hw));
+  const double mul_us = simulated_us(lower(Op(OpKind::kMul, DType::kBf16, ElementwiseShape{8192}), hw));
+  EXPECT_GT(silu_us, mul_us + 0.3);
+}
+
 TEST(ElementwiseModelTest, CastsPickTheirKernels) {
   // fp32 -> bf16: bfloat16_copy_kernel_cuda, vectorized <8>; bf16 -> fp32: the unrolled
   // kernel with LoadWithCast, 512 elements per CTA (ops_h100.csv: grid 128 for 65536).
