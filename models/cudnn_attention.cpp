@@ -103,6 +103,10 @@ constexpr double kPrefillCtaFixedRoundTrips = 10.0;
 // from 7.2% to 5.7% (H100) and 7.4% to 6.0% (H200). The 64-wide kernel keeps 0.1: at 0.15-0.3
 // seed 001's 16 x 8-128 heads of 512 tokens ran 10-14% fast (the suite 18 -> 20-26%).
 constexpr double kPrefillCausalUnitRoundTrips = 2.5;
+// The 64-wide kernel's causal units cost one round trip each (issue 16's fifteenth round: at 2.5
+// its causal rows of sets 3-23 ran 5-15% slow at every length, 0-2.5 tried; its non-causal rows
+// and the wider kernels do not move): its O tile is half as wide, its masking half as long.
+constexpr double kPrefillCausalUnitRoundTrips64 = 1.0;
 constexpr double kPrefillPipeOverlap = 0.1;
 // The 192- and 256-wide kernels overlap 0.3 (eleventh round, as above).
 constexpr double kPrefillPipeOverlapWide = 0.3;
@@ -196,7 +200,9 @@ std::vector<hw::Launch> lower_cudnn_sdpa(const FlashFwdProblem& p, const hw::Har
   // rate, and a causal unit's round trips.
   const double tile_ps = 4.0 * static_cast<double>(kTileM * kTileN * d_tile) /
                          (hw.tensor_flops_per_cycle(p.dtype) * hw.clocks.sustained_tensor_hz) * 1e12;
-  const auto unit_ps = static_cast<std::int64_t>((p.causal ? kPrefillCausalUnitRoundTrips : 0.0) *
+  const double unit_round_trips =
+      d_tile == 64 ? kPrefillCausalUnitRoundTrips64 : kPrefillCausalUnitRoundTrips;
+  const auto unit_ps = static_cast<std::int64_t>((p.causal ? unit_round_trips : 0.0) *
                                                  static_cast<double>(hw.dram.latency.ps()));
   struct Load {
     std::int64_t cost, cta;
