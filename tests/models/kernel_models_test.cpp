@@ -1234,6 +1234,12 @@ TEST(FlashAttentionModelTest, CausalUnitsCostRoundTripsAndSteerTheScheduler) {
   ASSERT_EQ(fixed.size(), 2u);
   EXPECT_EQ(*fixed.rbegin() - *fixed.begin(),
             static_cast<std::int64_t>(2.5 * static_cast<double>(h100().dram.latency.ps())));
+  // The 64-wide kernel's causal units cost one round trip (its causal rows of sets 3-23).
+  const auto narrow = lower(Op(OpKind::kSdpa, DType::kBf16, SdpaShape{5, 12, 297, 64, true}), h100());
+  std::set<std::int64_t> narrow_fixed;
+  for (const auto& cls : narrow.back().ctas) narrow_fixed.insert(cls.work.fixed.ps());
+  ASSERT_EQ(narrow_fixed.size(), 2u);
+  EXPECT_EQ(*narrow_fixed.rbegin() - *narrow_fixed.begin(), h100().dram.latency.ps());
 }
 
 TEST(FlashAttentionModelTest, CudnnDecodesShortCachesWithSixtyFourRowTiles) {
