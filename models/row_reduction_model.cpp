@@ -103,8 +103,15 @@ constexpr double kSoftmaxRegRoundTripsPerElement = 0.85;
 // holds (bf16 1 x 1553, 29 x 669, 8 x 499), fp32 rows 0.09-0.11 us (6 x 618, 8 x 1506,
 // 216 x 1408), and many-row launches stream at one element per lane in flight (4959 x 1153 bf16
 // moves 23 MB in 20 us, far below DRAM bandwidth).
-constexpr double kWarpSoftmaxBaseRoundTrips = 1.5;
-constexpr double kWarpSoftmaxRoundTripsPerLoad = 0.4;
+// Issue 16's fifteenth round: a lane loads the elements of both its rows when a warp holds two
+// (next_pow2(C) <= 128), and it takes every element of its padded row (max, exponential, sum over
+// all next_pow2(C) / 32, the masked ones too) through a short chain: refitted on the 269 bf16 and
+// 89 fp32 rows of sets 3-23 (H100; 0.15-0.4 round trips a load, 0-100 cycles an element, 0.5-1.5
+// round trips before tried): rows of 129-256 ran 10-20% slow and rows of 65-128 5-14% fast with
+// one row's loads (8.1 -> 6.8% H100, 9.8 -> 8.4% H200).
+constexpr double kWarpSoftmaxBaseRoundTrips = 1.0;
+constexpr double kWarpSoftmaxRoundTripsPerLoad = 0.35;
+constexpr double kWarpSoftmaxCyclesPerElement = 15.0;
 constexpr double kWarpSoftmaxLoadsInFlight16 = 1.0;
 constexpr double kWarpSoftmaxLoadsInFlight32 = 1.5;
 // Of that path, the cycles a CTA's four warps spend issuing (the shuffles of the warp
@@ -310,7 +317,10 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
     // written: a fixed part (the first load, the two warp reductions, the stores) and a part per
     // element a lane loads (see the constants).
     const double lane_loads = static_cast<double>(ceil_div(C, warp));
-    rw.serial_round_trips = kWarpSoftmaxBaseRoundTrips + kWarpSoftmaxRoundTripsPerLoad * lane_loads / in_flight;
+    const double rows = static_cast<double>(rows_per_warp);
+    rw.serial_round_trips =
+        kWarpSoftmaxBaseRoundTrips + kWarpSoftmaxRoundTripsPerLoad * rows * lane_loads / in_flight;
+    rw.serial_cycles = kWarpSoftmaxCyclesPerElement * rows * static_cast<double>(pow2 / warp);
     rw.issue_cycles = kWarpSoftmaxIssueCycles + kWarpSoftmaxIssueCyclesPerLoad * lane_loads;
     for (std::int64_t done = 0; done < R; done += chunk) {
       const std::int64_t rows = std::min(chunk, R - done);

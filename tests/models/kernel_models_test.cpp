@@ -1142,6 +1142,12 @@ TEST(RowReductionModelTest, SoftmaxChainsFollowTheElementsLoaded) {
   const double f = chain(1, 40000, DType::kFp32);
   EXPECT_GT(f, b);
   EXPECT_LT(f, 1.5 * b);
+  // A warp holds two rows up to 128 elements: its lanes load both (4 + 4 at 128, as 8 at 256),
+  // and every lane takes all of its padded row's elements through the reductions, so 129
+  // elements (5 loads of a 256-wide row) chain less than 128 (sets 3-23: rows of 65-128 had
+  // run 5-14% fast, rows of 129-256 10-20% slow).
+  EXPECT_NEAR(chain(1, 128, DType::kBf16), chain(1, 256, DType::kBf16), 1e-15);
+  EXPECT_LT(chain(1, 129, DType::kBf16), chain(1, 128, DType::kBf16));
 }
 
 TEST(RowReductionModelTest, ManyRowWarpSoftmaxTakesTurnsAtTheSchedulers) {
