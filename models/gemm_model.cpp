@@ -325,6 +325,14 @@ hw::Launch xmma_splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, cons
 // the weights they index), fitted on the small gemmSN calibration rows of ops3_h100.csv.
 constexpr std::int64_t kStreamingFixedRoundTrips = 2;
 constexpr double kGemmsn16BitNnBytesInFlight = 6.0;
+// gemmSN TN's template instances for exactly 2 and 4 rows (its eighth argument true) keep 8 bytes
+// a thread in flight; the others pad their rows (3 rows run the 4-row instance, 5 and 6 the 7-row
+// one, ...) and check each against M, streaming half as much (issue 16's fifteenth round: sets
+// 3-23, 3x11198x563 at 646 GB/s and 5x12781x591 at 771 against 2x4649x1993 at 989 and
+// 4x8046x10165 at 1103; 4-8 bytes tried, with the TN choice above: gemmSN rows 31 -> 26%).
+constexpr double kGemmsnTnBytesInFlight = 8.0;
+constexpr double kGemmsnTnPaddedBytesInFlight = 4.0;
+bool gemmsn_tn_exact_rows(const Problem& p) { return p.M == 2 || p.M == 4; }
 constexpr double kGemmsnFp32NnBytesInFlight = 12.0;
 // gemmSN's K loop: every thread walks K / k_groups steps in turn (kernel template arguments,
 // gemmsn_shape), about 60-70 ns a step on the H100 wherever few CTAs run (4x4x287 in 6.6 us,
@@ -578,7 +586,8 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
   // 3-13, 4-16 tried: at 4 its few-CTA rows over K of 100-400 ran 50-100% slow, 5x256x405 at
   // 20.4 us against 9.9 measured; 10.34 -> 10.29% H100, 11.90 -> 11.82% H200 over all rows;
   // fp32 NN refitted with the row groups and the K chain below, 4-16 tried).
-  const double per_thread = linear ? 8.0
+  const double per_thread = linear ? (gemmsn_tn_exact_rows(p) ? kGemmsnTnBytesInFlight
+                                                               : kGemmsnTnPaddedBytesInFlight)
                             : p.dtype == hw::DType::kFp32 ? kGemmsnFp32NnBytesInFlight
                                                           : kGemmsn16BitNnBytesInFlight;
   StreamingCta cta;

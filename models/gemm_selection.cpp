@@ -731,6 +731,12 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // the tiled kernels (sets 3-13: 6x15x6, 7x14x7, 11x5x13 and 6x11x124 ran gemmSN; 2x285x14,
   // 7x460x5, 10x119x34, 15x1909x81 and 2x7529x68 cutlass_75, 2x9908x20 and 6x1070x66 wmma).
   if (p.dtype != hw::DType::kFp32 && linear && p.K <= kGemmsnAnyGridMaxK) return p.N <= kGemmsnTnShallowMaxN;
+  // Deeper 16-bit F.linear (TN) stays on gemmSN only while it has at least as many CTAs (8
+  // columns each) as a thread walks K steps (16 K groups): N >= K / 2. Longer chains over fewer
+  // CTAs ran cutlass_75's split-K kernels (issue 16's fifteenth round, sets 3-23: 11x453x9287,
+  // 7x751x2089, 4x893x9325, 3x1292x4257, 12x1428x4161 on cutlass_75; 2x1016x957, 4x3920x4031,
+  // 3x4526x2325, 4x8046x10165 on gemmSN; 2x620x1693 a miss; 0.3-1.0 tried).
+  if (p.dtype != hw::DType::kFp32 && linear && 2 * p.N < p.K) return false;
   // fp32, and 16-bit F.linear (TN): K up to 128, or a grid that fills half the SMs. The TN kernel
   // also ran with one CTA (11x7x754 in ops4_h100.csv), which this sends to the tiled kernels: a
   // known miss.

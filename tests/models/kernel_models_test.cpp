@@ -800,6 +800,19 @@ TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   EXPECT_TRUE(contains(tn16(6, 15, 6), "gemmSN_TN")) << tn16(6, 15, 6);
   EXPECT_TRUE(contains(tn16(10, 119, 34), "cutlass_75_tensorop")) << tn16(10, 119, 34);
   EXPECT_TRUE(contains(tn16(2, 285, 14), "cutlass_75_tensorop")) << tn16(2, 285, 14);
+  // Deeper ones keep gemmSN while its CTAs (8 columns) are at least a thread's K steps (16 K
+  // groups): 4x3920x4031 and 3x4526x2325 ran it, 11x453x9287 and 3x1292x4257 cutlass_75.
+  EXPECT_TRUE(contains(tn16(4, 3920, 4031), "gemmSN_TN")) << tn16(4, 3920, 4031);
+  EXPECT_TRUE(contains(tn16(3, 4526, 2325), "gemmSN_TN")) << tn16(3, 4526, 2325);
+  EXPECT_TRUE(contains(tn16(11, 453, 9287), "cutlass_75_tensorop")) << tn16(11, 453, 9287);
+  EXPECT_TRUE(contains(tn16(3, 1292, 4257), "cutlass_75_tensorop")) << tn16(3, 1292, 4257);
+  // Its instances for exactly 2 or 4 rows keep 8 bytes a thread in flight, the padded ones 4.
+  const auto inflight = [](std::int64_t m) {
+    return lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{m, 4526, 2325, false}), h100())
+        .front().ctas.front().work.max_inflight_bytes;
+  };
+  EXPECT_DOUBLE_EQ(inflight(4), 128.0 * 8);
+  EXPECT_DOUBLE_EQ(inflight(3), 128.0 * 4);
 }
 
 TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
