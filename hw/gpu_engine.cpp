@@ -576,6 +576,17 @@ class Engine {
       const sim::Time paced = sim::checked_sum(k.result.start + hw_.launch.kernel_overhead,
                                                sim::checked_product(hw_.launch.cta_interval, later));
       end_after = std::max(end_after, paced - sim_.now());
+      // A cluster launch's first wave starts one cluster at a time: its last cluster, doing the
+      // same work as the first, ends that much later.
+      const std::int64_t cluster = k.node->launch.cluster_ctas;
+      if (cluster > 0) {
+        const std::int64_t first_wave =
+            std::min<std::int64_t>(k.node->launch.grid.count(),
+                                   static_cast<std::int64_t>(hw_.sm_count) * std::max(1, k.occupancy.ctas_per_sm));
+        const std::int64_t clusters = (first_wave + cluster - 1) / cluster;
+        end_after = sim::checked_sum(end_after, sim::checked_product(hw_.launch.cluster_dispatch_interval,
+                                                                      std::max<std::int64_t>(0, clusters - 1)));
+      }
       sim_.after(end_after, kCompletion, [this, index] {
                    advance();
                    kernel_done(index);

@@ -70,6 +70,7 @@ const std::array kFields{
     FieldDef{"launch.eager_gap", Quantity::kDuration, 0, 1, kAnyText, "time per kernel launched eagerly from PyTorch", GPUSIM_REF(launch.eager_gap)},
     FieldDef{"launch.kernel_overhead", Quantity::kDuration, 0, 1e-3, kAnyText, "device time of a kernel beyond its CTAs' work (launch, drain)", GPUSIM_REF(launch.kernel_overhead)},
     FieldDef{"launch.cta_interval", Quantity::kDuration, 0, 1e-5, kAnyText, "the block scheduler starts at most one CTA per SM per this interval", GPUSIM_REF(launch.cta_interval)},
+    FieldDef{"launch.cluster_dispatch_interval", Quantity::kDuration, 0, 1e-6, kAnyText, "a kernel launched with cluster dimensions has its clusters started one at a time, this far apart, chip-wide", GPUSIM_REF(launch.cluster_dispatch_interval)},
     FieldDef{"host.model_kernel_issue", Quantity::kDuration, 0, 1e-2, kAnyText, "host time per kernel a model's eager forward launches (Python, dispatcher, allocator)", GPUSIM_REF(host.model_kernel_issue)},
     FieldDef{"host.forward_fixed", Quantity::kDuration, 0, 1, kAnyText, "host time of a model's eager forward before its first launch", GPUSIM_REF(host.forward_fixed)},
     FieldDef{"host.backward_kernel_issue", Quantity::kDuration, 0, 1e-2, kAnyText, "host time per kernel autograd's engine launches in a training step's backward", GPUSIM_REF(host.backward_kernel_issue)},

@@ -99,6 +99,11 @@ struct LaunchSpec {
   // The block scheduler starts at most one CTA on an SM per cta_interval: a kernel of many very
   // short CTAs cannot end before its busiest SM has had them all started.
   sim::Time cta_interval;
+  // A kernel launched with cluster dimensions (cuBLAS's sm_90 kernels) has its clusters started
+  // one at a time, this far apart, across the whole chip: its first wave's last cluster starts
+  // (clusters - 1) intervals after its first (validation/measure/cta_dispatch_probe.cu). Plain
+  // launches start their first wave together.
+  sim::Time cluster_dispatch_interval;
 
   bool operator==(const LaunchSpec&) const = default;
 };

@@ -95,6 +95,10 @@ struct Launch {
   Dim3 grid, block;
   int regs_per_thread = 0;
   std::int64_t smem_per_cta = 0;  // static + dynamic bytes
+  // CTAs per thread-block cluster when launched with cluster dimensions (cuBLAS's sm_90 kernels,
+  // whose clusters the block scheduler starts one at a time: launch.cluster_dispatch_interval);
+  // 0 for a plain launch.
+  std::int64_t cluster_ctas = 0;
   std::vector<CtaClass> ctas;     // counts add up to grid.count()
   std::vector<TensorUse> reads, writes;
 

@@ -7,6 +7,7 @@
 
 #include "hw/hardware_loader.h"
 #include "sim/error.h"
+#include "sim/time_checks.h"
 #include "tests/support/temp_files.h"
 
 namespace gpusim::hw {
@@ -189,6 +190,27 @@ TEST(GpuEngine, TheBlockSchedulerPacesManyShortCtas) {
   const auto heavy_free = run_engine(h100({{"launch.cta_interval", "0ns"}}), LaunchMode::kGraph,
                                      {node(kernel("k", 4 * hw.sm_count, 1e7))});
   EXPECT_EQ(heavy.kernels[0].duration(), heavy_free.kernels[0].duration());
+}
+
+TEST(GpuEngine, ClusterLaunchesStartTheirClustersOneAtATime) {
+  // cta_dispatch_h100.json: CTAs launched with cluster dimensions start 2.4 ns apart chip-wide,
+  // plain launches together. 132 CTAs doing the same work: a cluster launch of single-CTA
+  // clusters ends 131 intervals after the plain one, of two-CTA clusters 65.
+  const HardwareSpec hw = h100();
+  const auto ends = [&](std::int64_t cluster) {
+    Launch l = kernel("k", hw.sm_count, 1e7);
+    l.cluster_ctas = cluster;
+    return run_engine(hw, LaunchMode::kGraph, {node(l)}).kernels[0].duration();
+  };
+  const sim::Time step = hw.launch.cluster_dispatch_interval;
+  EXPECT_GT(step.ps(), 0);
+  EXPECT_EQ(ends(1) - ends(0), sim::checked_product(step, hw.sm_count - 1));
+  EXPECT_EQ(ends(2) - ends(0), sim::checked_product(step, hw.sm_count / 2 - 1));
+  // One CTA: nothing to wait for.
+  Launch one = kernel("k", 1, 1e7);
+  const sim::Time plain = run_engine(hw, LaunchMode::kGraph, {node(one)}).kernels[0].duration();
+  one.cluster_ctas = 1;
+  EXPECT_EQ(run_engine(hw, LaunchMode::kGraph, {node(one)}).kernels[0].duration(), plain);
 }
 
 TEST(GpuEngine, IssueBoundPathsStretchWithTheCtasSharingAnSm) {
