@@ -580,12 +580,13 @@ class Engine {
       // same work as the first, ends that much later.
       const std::int64_t cluster = k.node->launch.cluster_ctas;
       if (cluster > 0) {
-        const std::int64_t first_wave =
-            std::min<std::int64_t>(k.node->launch.grid.count(),
-                                   static_cast<std::int64_t>(hw_.sm_count) * std::max(1, k.occupancy.ctas_per_sm));
+        const std::int64_t slots =
+            static_cast<std::int64_t>(hw_.sm_count) * std::max(1, k.occupancy.ctas_per_sm);
+        const std::int64_t first_wave = std::min<std::int64_t>(k.node->launch.grid.count(), slots);
         const std::int64_t clusters = (first_wave + cluster - 1) / cluster;
-        end_after = sim::checked_sum(end_after, sim::checked_product(hw_.launch.cluster_dispatch_interval,
-                                                                      std::max<std::int64_t>(0, clusters - 1)));
+        const sim::Time ramp = sim::checked_product(hw_.launch.cluster_dispatch_interval,
+                                                    std::max<std::int64_t>(0, clusters - 1));
+        end_after = sim::checked_sum(end_after, ramp);
       }
       sim_.after(end_after, kCompletion, [this, index] {
                    advance();

@@ -268,8 +268,8 @@ Launch lower_elementwise_piece(const ElementwiseProblem& p, std::int64_t n, doub
     }
     // Elements whose arithmetic is a branchy chain run one after another after the loads.
     if (path == Path::kVectorized && f.chain_cycles > 0) {
-      w.critical_path = sim::Time::from_seconds(hw.dram.latency.seconds() +
-                                                mine * f.chain_cycles / hw.clocks.sustained_other_hz);
+      const double chain_seconds = mine * f.chain_cycles / hw.clocks.sustained_other_hz;
+      w.critical_path = sim::Time::from_seconds(hw.dram.latency.seconds() + chain_seconds);
     }
     // Precise sin/cos (range reduction with a slow path) add about 2 DRAM round trips' worth
     // of dependent arithmetic to a thread (rotary table rows of the same file).

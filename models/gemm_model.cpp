@@ -169,7 +169,9 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   l.regs_per_thread = c.regs;
   l.smem_per_cta = c.smem;
   // cuBLAS launches its sm_90 kernels with cluster dimensions (nvjet's in its name).
-  if (c.kind == GemmKind::kNvjet || c.kind == GemmKind::kSm90Tf32) l.cluster_ctas = c.cluster_n * c.cluster_m;
+  if (c.kind == GemmKind::kNvjet || c.kind == GemmKind::kSm90Tf32) {
+    l.cluster_ctas = c.cluster_n * c.cluster_m;
+  }
 
   // Per unit (one tile, one K split): padded math, real-extent bytes spread over the units.
   hw::CtaWork unit = base_work(hw, p.dtype);

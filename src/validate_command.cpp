@@ -286,6 +286,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured23-h200", "h200", "ops23_h200.csv",
        "the twentieth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
        "unread, and compared once after the fourteenth round's GEMV and fp32 changes"},
+      {"measured24-h100", "h100", "ops24_h100.csv",
+       "issue 16's twenty-first fresh random set on the H100: 401 instances drawn the same way "
+       "(seed 37), all held out, measured at the fourteenth round's end, stored unread, and "
+       "compared once after the fifteenth round's changes"},
+      {"measured24-h200", "h200", "ops24_h200.csv",
+       "the twenty-first fresh set on an H200 SXM (all held out), measured with the H100's, stored "
+       "unread, and compared once after the fifteenth round's changes"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "

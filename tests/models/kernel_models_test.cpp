@@ -972,8 +972,11 @@ TEST(ElementwiseModelTest, BranchyFunctorsRunTheirElementsAsAChain) {
   const auto mul = lower(Op(OpKind::kMul, DType::kBf16, ElementwiseShape{1024}), hw);
   EXPECT_EQ(mul[0].ctas[0].work.critical_path.seconds(), 0.0);  // interleaved: hidden
   // So a small silu outlasts a small multiply of more bytes.
-  const double silu_us = simulated_us(lower(Op(OpKind::kSilu, DType::kBf16, ElementwiseShape{8192}), hw));
-  const double mul_us = simulated_us(lower(Op(OpKind::kMul, DType::kBf16, ElementwiseShape{8192}), hw));
+  const auto small = [&](OpKind k) {
+    return simulated_us(lower(Op(k, DType::kBf16, ElementwiseShape{8192}), hw));
+  };
+  const double silu_us = small(OpKind::kSilu);
+  const double mul_us = small(OpKind::kMul);
   EXPECT_GT(silu_us, mul_us + 0.3);
 }
 
@@ -1254,7 +1257,8 @@ TEST(FlashAttentionModelTest, CausalUnitsCostRoundTripsAndSteerTheScheduler) {
   EXPECT_EQ(*fixed.rbegin() - *fixed.begin(),
             static_cast<std::int64_t>(2.5 * static_cast<double>(h100().dram.latency.ps())));
   // The 64-wide kernel's causal units cost one round trip (its causal rows of sets 3-23).
-  const auto narrow = lower(Op(OpKind::kSdpa, DType::kBf16, SdpaShape{5, 12, 297, 64, true}), h100());
+  const auto narrow =
+      lower(Op(OpKind::kSdpa, DType::kBf16, SdpaShape{5, 12, 297, 64, true}), h100());
   std::set<std::int64_t> narrow_fixed;
   for (const auto& cls : narrow.back().ctas) narrow_fixed.insert(cls.work.fixed.ps());
   ASSERT_EQ(narrow_fixed.size(), 2u);
