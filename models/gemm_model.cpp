@@ -333,7 +333,8 @@ constexpr double kGemmsn16BitNnBytesInFlight = 6.0;
 // a thread in flight; the others pad their rows (3 rows run the 4-row instance, 5 and 6 the 7-row
 // one, ...) and check each against M, streaming half as much (issue 16's fifteenth round: sets
 // 3-23, 3x11198x563 at 646 GB/s and 5x12781x591 at 771 against 2x4649x1993 at 989 and
-// 4x8046x10165 at 1103; 4-8 bytes tried, with the TN choice above: gemmSN rows 31 -> 26%).
+// 4x8046x10165 at 1103; 4-8 bytes tried, with the TN choice of uses_gemmsn: gemmSN rows 31 ->
+// 26%).
 constexpr double kGemmsnTnBytesInFlight = 8.0;
 constexpr double kGemmsnTnPaddedBytesInFlight = 4.0;
 bool gemmsn_tn_exact_rows(const Problem& p) { return p.M == 2 || p.M == 4; }

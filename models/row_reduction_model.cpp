@@ -108,7 +108,7 @@ constexpr double kSoftmaxRegRoundTripsPerElement = 0.85;
 // all next_pow2(C) / 32, the masked ones too) through a short chain: refitted on the 269 bf16 and
 // 89 fp32 rows of sets 3-23 (H100; 0.15-0.4 round trips a load, 0-100 cycles an element, 0.5-1.5
 // round trips before tried): rows of 129-256 ran 10-20% slow and rows of 65-128 5-14% fast with
-// one row's loads (8.1 -> 6.8% H100, 9.8 -> 8.4% H200).
+// one row's loads (8.1 -> 5.8% H100, 9.8 -> 7.3% H200; the 0.35 also sets the bytes in flight).
 constexpr double kWarpSoftmaxBaseRoundTrips = 1.0;
 constexpr double kWarpSoftmaxRoundTripsPerLoad = 0.35;
 constexpr double kWarpSoftmaxCyclesPerElement = 15.0;
@@ -317,10 +317,10 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
     // written: a fixed part (the first load, the two warp reductions, the stores) and a part per
     // element a lane loads (see the constants).
     const double lane_loads = static_cast<double>(ceil_div(C, warp));
-    const double rows = static_cast<double>(rows_per_warp);
-    rw.serial_round_trips =
-        kWarpSoftmaxBaseRoundTrips + kWarpSoftmaxRoundTripsPerLoad * rows * lane_loads / in_flight;
-    rw.serial_cycles = kWarpSoftmaxCyclesPerElement * rows * static_cast<double>(pow2 / warp);
+    const double warp_rows = static_cast<double>(rows_per_warp);
+    rw.serial_round_trips = kWarpSoftmaxBaseRoundTrips +
+                            kWarpSoftmaxRoundTripsPerLoad * warp_rows * lane_loads / in_flight;
+    rw.serial_cycles = kWarpSoftmaxCyclesPerElement * warp_rows * static_cast<double>(pow2 / warp);
     rw.issue_cycles = kWarpSoftmaxIssueCycles + kWarpSoftmaxIssueCyclesPerLoad * lane_loads;
     for (std::int64_t done = 0; done < R; done += chunk) {
       const std::int64_t rows = std::min(chunk, R - done);
