@@ -38,7 +38,7 @@ __global__ void stamp(std::uint64_t* starts, std::uint64_t* ends, std::uint64_t 
   while (global_ns() - t0 < spin_ns) {
   }
   __syncthreads();
-  if (threadIdx.x == 0) ends[cta] = global_ns() + smem[0] * 0;
+  if (threadIdx.x == 0) ends[cta] = global_ns();
 }
 
 struct Config {

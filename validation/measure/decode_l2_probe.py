@@ -22,11 +22,14 @@ import argparse
 import json
 import os
 import statistics
-import time
+import sys
 
 import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import op_kernels  # noqa: E402  (same folder: the flush size, provenance())
 
 SHAPES = [  # B, Hq, Hkv, L, D: HF decode cases of the model suites and two larger caches
     (8, 32, 8, 2048, 64),
@@ -36,13 +39,14 @@ SHAPES = [  # B, Hq, Hkv, L, D: HF decode cases of the model suites and two larg
     (1, 32, 8, 8192, 128),
     (32, 32, 8, 2048, 128),
 ]
-REPS = 20
+REPS = op_kernels.REPS
+WARMUP = op_kernels.WARMUP
 
 
 def kernels(prof):
     out = []
     for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA and "gpusim_marker" not in e.name:
+        if e.device_type == torch.autograd.DeviceType.CUDA:
             out.append((e.name, e.time_range.elapsed_us()))
     return out
 
@@ -54,7 +58,7 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     dev = "cuda"
-    flush_buf = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device=dev)
+    flush_buf = torch.empty(op_kernels.FLUSH_BYTES // 4, dtype=torch.int32, device=dev)
     rows = []
     for (B, Hq, Hkv, L, D) in SHAPES:
         q = torch.randn(B, Hq, 1, D, dtype=torch.bfloat16, device=dev)
@@ -66,7 +70,7 @@ def main():
         v = torch.cat([v_old, v_new], dim=2)
         for state in ("flushed", "cat", "reread"):
             times, last = [], []
-            for rep in range(REPS + 3):
+            for rep in range(REPS + WARMUP):
                 flush_buf.zero_()
                 if state == "cat":
                     k = torch.cat([k_old, k_new], dim=2)
@@ -79,7 +83,7 @@ def main():
                     F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
                     torch.cuda.synchronize()
                 ks = kernels(prof)
-                if rep >= 3:
+                if rep >= WARMUP:
                     times.append(sum(t for _, t in ks))
                     last = ks
             rows.append({"B": B, "Hq": Hq, "Hkv": Hkv, "L": L, "D": D, "state": state,
@@ -87,9 +91,8 @@ def main():
                          "kernel_us_max": max(times), "kernels": last,
                          "kv_bytes": 2 * B * Hkv * L * D * 2})
             print(B, Hq, Hkv, L, D, state, round(statistics.median(times), 2), flush=True)
-    prov = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-            "cuda": torch.version.cuda, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "script": "validation/measure/decode_l2_probe.py", "repetitions": REPS}
+    prov = op_kernels.provenance(args)
+    prov.update({"script": "validation/measure/decode_l2_probe.py", "repetitions": REPS})
     with open(os.path.join(args.out, f"decode_l2_{args.gpu}.json"), "w") as f:
         json.dump({"provenance": prov, "rows": rows}, f, indent=1)
 
