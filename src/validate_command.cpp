@@ -293,6 +293,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured24-h200", "h200", "ops24_h200.csv",
        "the twenty-first fresh set on an H200 SXM (all held out), measured with the H100's, stored "
        "unread, and compared once after the fifteenth round's changes"},
+      {"measured25-h100", "h100", "ops25_h100.csv",
+       "issue 16's twenty-second fresh random set on the H100: 402 instances drawn the same way "
+       "(seed 38), all held out, measured in the fifteenth round, stored unread, and compared "
+       "once after the sixteenth round's changes"},
+      {"measured25-h200", "h200", "ops25_h200.csv",
+       "the twenty-second fresh set on an H200 SXM (all held out), measured with the H100's, "
+       "stored unread, and compared once after the sixteenth round's changes"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
