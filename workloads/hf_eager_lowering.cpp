@@ -573,7 +573,7 @@ TensorUse moe_loop(StepEmitter& e, const std::string& label, const TensorUse& h,
   e.b().mark_host_sync();  // tokens_per_expert.cpu().numpy(): the loop runs on the host's copy
   std::vector<TensorUse> outs;
   std::vector<std::int64_t> out_elems;
-  const auto rows = expert_rows(T, k, E, expert_weights);
+  const auto rows = expert_rows(S, E, expert_weights);
   for (std::int64_t x = 0; x < E; ++x) {
     const std::int64_t r = rows[static_cast<std::size_t>(x)];
     if (r == 0) continue;
@@ -671,7 +671,7 @@ TensorUse moe(StepEmitter& e, const std::string& label, const TensorUse& h,
   e.pointwise(label + ".experts.sentinel", EwFunc::kCompareScalar, S, kF32, kF32, {ids}, false);
   e.pointwise(label + ".experts.clamp", EwFunc::kClamp, S, kF32, kF32, {ids}, false);
   const TensorUse xm = e.pointwise(label + ".experts.pre_mask", EwFunc::kMaskedFill, S * d, a, a, {xg}, true);
-  const auto rows = expert_rows(T, k, E, expert_weights);
+  const auto rows = expert_rows(S, E, expert_weights);
   const TensorUse up = e.new_act(label + ".experts.gate_up", static_cast<double>(S * 2 * F));
   e.emit(label + ".experts.gate_up_proj",
          models::lower_grouped_gemm(rows, 2 * F, d, e.math(), xm, w_gate_up, up, hw));
@@ -1137,32 +1137,11 @@ void lower_hf_generate_bookkeeping(const ModelWorkload& w, const StepShape& s, P
   e.b().mark_host_sync();
 }
 
-namespace {
-
-// Experts that get at least one of `tokens` tokens when each token picks `top_k` distinct experts
-// of `experts` at random: an expert misses a token with probability (E - k) / E, so E (1 - ((E -
-// k) / E)^T) get some, rounded to the nearest whole expert (at least k, at most the pairs). Few
-// tokens leave experts idle, whose weights a grouped GEMM or the expert loop never reads: Mixtral's
-// 4-token decode step streamed 4.6-7.1 of its 8 experts' gate_up weights per layer (5.5 expected;
-// validation/data/hf_models2_h100.json.gz, mixtral-4l_decode_b4_l2048), where spreading the 8
-// pairs evenly had charged all 8.
-std::int64_t expected_active_experts(std::int64_t tokens, std::int64_t top_k, std::int64_t experts) {
-  const double miss = static_cast<double>(experts - top_k) / static_cast<double>(experts);
-  const double active =
-      static_cast<double>(experts) * (1.0 - std::pow(miss, static_cast<double>(tokens)));
-  return std::clamp<std::int64_t>(std::llround(active), std::min(top_k, experts),
-                                  std::min(experts, tokens * top_k));
-}
-
-}  // namespace
-
-std::vector<std::int64_t> expert_rows(std::int64_t tokens, std::int64_t top_k, std::int64_t experts,
+std::vector<std::int64_t> expert_rows(std::int64_t tokens, std::int64_t experts,
                                       const std::vector<double>& weights) {
-  const std::int64_t pairs = tokens * top_k;
   std::vector<std::int64_t> rows(static_cast<std::size_t>(experts), 0);
   if (weights.empty()) {
-    const std::int64_t n = expected_active_experts(tokens, top_k, experts);
-    for (std::int64_t e = 0; e < n; ++e) rows[static_cast<std::size_t>(e)] = pairs / n + (e < pairs % n ? 1 : 0);
+    for (std::int64_t e = 0; e < experts; ++e) rows[static_cast<std::size_t>(e)] = tokens / experts + (e < tokens % experts ? 1 : 0);
     return rows;
   }
   // Largest remainders: each expert gets floor(share), the leftovers go to the largest
@@ -1172,13 +1151,13 @@ std::vector<std::int64_t> expert_rows(std::int64_t tokens, std::int64_t top_k, s
   std::vector<std::pair<double, std::int64_t>> rest;
   std::int64_t given = 0;
   for (std::int64_t e = 0; e < experts; ++e) {
-    const double share = static_cast<double>(pairs) * weights[static_cast<std::size_t>(e)] / total;
+    const double share = static_cast<double>(tokens) * weights[static_cast<std::size_t>(e)] / total;
     rows[static_cast<std::size_t>(e)] = static_cast<std::int64_t>(std::floor(share));
     given += rows[static_cast<std::size_t>(e)];
     rest.push_back({share - std::floor(share), e});
   }
   std::stable_sort(rest.begin(), rest.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-  for (std::int64_t i = 0; i < pairs - given; ++i) ++rows[static_cast<std::size_t>(rest[static_cast<std::size_t>(i)].second)];
+  for (std::int64_t i = 0; i < tokens - given; ++i) ++rows[static_cast<std::size_t>(rest[static_cast<std::size_t>(i)].second)];
   return rows;
 }
 

@@ -90,11 +90,9 @@ void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
 // and positions, cast the last logits to fp32, argmax, append the token, check stopping.
 void lower_hf_generate_bookkeeping(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
 
-// Token-expert pairs per expert when `tokens` tokens each pick `top_k` of `experts` experts: in
-// proportion to `weights` (one per expert) when given; by default as a router choosing at random
-// spreads them on average: evenly over the number of experts expected to get any
-// (hf_eager_lowering.cpp, expected_active_experts).
-std::vector<std::int64_t> expert_rows(std::int64_t tokens, std::int64_t top_k, std::int64_t experts,
+// Tokens per expert when `tokens` token-expert pairs are routed over `experts` experts: evenly
+// (the default), or in proportion to `weights` (one per expert) when given.
+std::vector<std::int64_t> expert_rows(std::int64_t tokens, std::int64_t experts,
                                       const std::vector<double>& weights);
 
 }  // namespace gpusim::workloads
