@@ -334,6 +334,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured-models4-h200", "h200", "hf_models4_h200.json.gz",
        "the second set on an H200 SXM (nothing on the H200 was used to fit anything)",
        true},
+      {"measured-models5-h100", "h100", "hf_models5_h100.json.gz",
+       "issue 16's sixteenth round: 6 small-batch MoE decode cases on an H100 SXM5 (Mixtral, "
+       "Qwen3-MoE and DeepSeek-V2-Lite shapes at 2 and 8 tokens, where routing leaves experts "
+       "idle), measured to test a routing default (not kept) and compared once",
+       true},
+      {"measured-models5-h200", "h200", "hf_models5_h200.json.gz",
+       "the same 6 cases on an H200 SXM", true},
       {"seed001", "h100", "seed001_sdpa_h100.csv, ops_h100.csv",
        "seed 001's H100 SDPA baseline (PyTorch 2.4.1, B=16 S=512 D=64 fp16, H=8..128): per-head "
        "kernel time against the reported figures and against our own H100 measurement of the "

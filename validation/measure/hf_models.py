@@ -32,6 +32,7 @@ Usage (GPU machine, repository root):
            --set2 (the fresh held-out cases CASES2, written to hf_models2_<gpu>.json),
            --set3 (issue 13's families, CASES3, written to hf_models3[_<split>]_<gpu>.json),
            --set4 (their second round, CASES4, written to hf_models4[_<split>]_<gpu>.json),
+           --set5 (issue 16's sixteenth round, CASES5, written to hf_models5[_<split>]_<gpu>.json),
            --no-reference (no defaults/sources dump)
 Writes $OUT/hf_models_<gpu>.json (rewritten after every case), $OUT/hf_configs/<case>.json
 (the config.json of each case, as save_pretrained writes it), $OUT/hf_defaults.json
@@ -297,6 +298,18 @@ CASES4 = [
     case("moonlight-4l_decode_b16_l1024", "holdout", "deepseek_v3", MOONLIGHT_4L, "decode", 16, 1024),
     case("mistral-7b-sw_decode_b8_l1536", "holdout", "mistral", MISTRAL_7B_SW, "decode", 8, 1536),
     case("mistral-7b-sw_prefill_b2_s1536", "holdout", "mistral", MISTRAL_7B_SW, "prefill", 2, 1536),
+]
+
+
+# Set 5 (issue 16's sixteenth round): fresh small-batch MoE decode cases, where routing leaves
+# experts idle. All held out.
+CASES5 = [
+    case("mixtral-4l_decode_b2_l1024", "holdout", "mixtral", MIXTRAL_4L, "decode", 2, 1024),
+    case("mixtral-4l_decode_b8_l512", "holdout", "mixtral", MIXTRAL_4L, "decode", 8, 512),
+    case("qwen3-moe-4l_decode_b2_l1024", "holdout", "qwen3_moe", QWEN3_MOE_4L, "decode", 2, 1024),
+    case("qwen3-moe-4l_decode_b8_l1024", "holdout", "qwen3_moe", QWEN3_MOE_4L, "decode", 8, 1024),
+    case("deepseek-v2-lite-4l_decode_b2_l1024", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 2, 1024),
+    case("deepseek-v2-lite-4l_decode_b8_l1024", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 8, 1024),
 ]
 
 
@@ -609,6 +622,9 @@ def main():
     ap.add_argument("--set2", action="store_true", help="measure CASES2 (fresh holdout) instead")
     ap.add_argument("--set3", action="store_true", help="measure CASES3 (issue 13's families) instead")
     ap.add_argument("--set4", action="store_true", help="measure CASES4 (issue 13, second round) instead")
+    ap.add_argument("--set5", action="store_true",
+                    help="measure CASES5 (issue 16's sixteenth round: fresh small-batch MoE decode cases, "
+                         "where routing leaves experts idle) instead")
     ap.add_argument("--no-reference", action="store_true", help="skip the defaults and sources dump")
     args = ap.parse_args()
     start = time.time()
@@ -618,11 +634,11 @@ def main():
     if not args.no_reference:
         dump_reference(args.out)
     result = {"provenance": provenance(args.gpu), "method": __doc__, "cases": [], "errors": []}
-    suffix = "4" if args.set4 else "3" if args.set3 else "2" if args.set2 else ""
+    suffix = "5" if args.set5 else "4" if args.set4 else "3" if args.set3 else "2" if args.set2 else ""
     if args.split:
         suffix += "_" + args.split
     out_json = os.path.join(args.out, f"hf_models{suffix}_{args.gpu}.json")
-    for c in (CASES4 if args.set4 else CASES3 if args.set3 else CASES2 if args.set2 else CASES):
+    for c in (CASES5 if args.set5 else CASES4 if args.set4 else CASES3 if args.set3 else CASES2 if args.set2 else CASES):
         if args.only and not re.search(args.only, c["id"]):
             continue
         if args.split and c["split"] != args.split:
