@@ -165,14 +165,17 @@ inline std::int64_t k_per_split(const Problem& p, const Config& c, std::int64_t 
   return round_up(ceil_div(p.K, split), c.tile_k);
 }
 
-// splitKreduce_kernel's threads walk their partials four at a time, each group an L2 round trip
-// (ops3_h100.csv: 1.7 us for 4 partials, 3.4 for 47, 3.9 for 66, 5.3 for 132). The partials left
-// over after the groups (split % 4) run one load at a time, each step a longer round trip than a
-// group's: one leftover costs one step, two or three two (a split below four runs one step)
-// (sets 3-24, H100, reduces of 1-4 CTAs, median: 1.60 us for 1-3 partials, 1.50 for 4, 1.66-1.79
-// for 5, 1.86-1.92 for 6, 1.55 for 8, 1.84 for 9, 1.89 for 10, 1.98 for 11; the H200 0.2 us
-// lower, the same steps).
+// splitKreduce_kernel's threads walk their partials four at a time; a group of four costs a
+// little less than an L2 round trip, the next group's loads issuing under the last adds. The
+// partials left over after the groups (split % 4) run one load at a time, each step a longer round
+// trip: one leftover costs one step, two or three two (a split below four runs one step) (sets
+// 3-24, H100, reduces of 1-4 CTAs, median: 1.60 us for 1-3 partials, 1.50 for 4, 1.66-1.79 for 5,
+// 1.86-1.92 for 6, 1.55 for 8, 1.84 for 9, 1.89 for 10, 1.98 for 11; the H200 0.2 us lower, the
+// same steps). A least-squares fit over the 498 reduces of at most 16 CTAs and 4-264 partials of
+// sets 3-25 gives 0.120 us a group and 0.231 a leftover step on the H100 (0.121 and 0.229 on the
+// H200): 0.84 and 1.6 of the 143 ns L2 round trip.
 constexpr std::int64_t kReducePartialsPerRoundTrip = 4;
+constexpr double kReduceGroupRoundTrips = 0.84;
 constexpr double kReduceLeftoverStepRoundTrips = 1.6;
 constexpr std::int64_t kReduceLeftoverMaxSteps = 2;
 
@@ -181,7 +184,7 @@ inline double reduce_chain_seconds(const hw::HardwareSpec& hw, std::int64_t spli
   const std::int64_t leftover = split % kReducePartialsPerRoundTrip;
   const std::int64_t leftover_steps =
       groups == 0 ? std::min<std::int64_t>(leftover, 1) : std::min(leftover, kReduceLeftoverMaxSteps);
-  return (static_cast<double>(groups) +
+  return (static_cast<double>(groups) * kReduceGroupRoundTrips +
           static_cast<double>(leftover_steps) * kReduceLeftoverStepRoundTrips) *
          hw.l2.hit_latency.seconds();
 }

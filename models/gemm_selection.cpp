@@ -967,6 +967,51 @@ Choice with_bias_epilogue(const Problem& p, Choice ch, bool bias) {
   return ch;
 }
 
+// Deep products of a few tiles on the register-staged kernels: cuBLAS cuts K into slices of whole
+// steps (4 deep for tf32, 8 for 16-bit), as thin as a number of slices allows, and the reduce sums
+// them (its chain then dominates: 5-10 us for 100-260 partials). gpusim's estimate keeps slices
+// of 48 and more (kRegisterStagedMinSliceK), so these rows ran 12-53% fast. Measured (sets 3-25,
+// H100; the H200 chose the same):
+//  * tf32 on the sm_80 s1688 kernels of one or two tiles, K of 512 and more: as many slices as fill
+//    the SMs once, K / (SMs / tiles) rounded up to 4 (36 of 45 launches of K 738-16139: 22x14x1038
+//    -> 130, 2x2x1234 -> 103, 2x149x3741 -> 63 over 2 tiles; six 64x64 launches took fewer);
+//  * bf16 on cutlass_75 (align1) for products of at most 12 rows and 8 tiles, K of 256 to 7000:
+//    K / (2 x SMs) rounded up to 8 for a matmul (NN; 16 of 17, whatever the tiles: 12x45x2084 ->
+//    261, 4x3x2800 -> 175, 3x125x1669 over 2 tiles -> 209; 11x25x5184 took 81), K / 96 rounded up
+//    to 8 for F.linear (TN; 8 of 8: 3x4x259 -> 33, 2x7x2194 -> 92, 5x42x4011 -> 84). Deeper K and
+//    more rows run other rules that the sets do not pin down (5x14x15861 -> 117, 17x26x6657 -> 65).
+constexpr std::int64_t kTf32DeepFillMinK = 512;
+constexpr std::int64_t kTf32DeepFillMaxK = 8400;
+constexpr std::int64_t kTf32DeepFillMaxTiles = 2;
+constexpr std::int64_t kTf32DeepSliceStep = 4;
+constexpr std::int64_t kAlign1DeepMaxRows = 12;
+constexpr std::int64_t kAlign1DeepMaxTiles = 2;
+constexpr std::int64_t kAlign1DeepMinK = 256;
+constexpr std::int64_t kAlign1DeepMaxK = 7000;
+constexpr std::int64_t kAlign1DeepSliceStep = 8;
+constexpr std::int64_t kAlign1DeepLinearSlices = 96;
+
+Choice with_deep_k_slices(const hw::HardwareSpec& hw, const Problem& p, Choice ch, bool bias, bool linear) {
+  if (bias || ch.cfg.kind != GemmKind::kMmaSync || p.batch != 1) return ch;
+  const std::int64_t tiles = units_of(p, ch.cfg, 1);
+  std::int64_t slices = 0;  // the most slices cuBLAS cuts; 0: the rule does not apply
+  std::int64_t step = 0;
+  if (p.dtype == hw::DType::kTf32 && operand_align(p) < 4 && tiles <= kTf32DeepFillMaxTiles &&
+      p.K >= kTf32DeepFillMinK && p.K <= kTf32DeepFillMaxK) {
+    slices = hw.sm_count / tiles;
+    step = kTf32DeepSliceStep;
+  } else if (p.dtype == hw::DType::kBf16 && ch.cfg.register_staged && p.M <= kAlign1DeepMaxRows &&
+             tiles <= kAlign1DeepMaxTiles && p.K >= kAlign1DeepMinK && p.K <= kAlign1DeepMaxK) {
+    slices = linear ? kAlign1DeepLinearSlices : 2 * hw.sm_count;
+    step = kAlign1DeepSliceStep;
+  }
+  if (slices <= 0) return ch;
+  const std::int64_t slice_k = round_up(ceil_div(p.K, slices), step);
+  ch.split = ceil_div(p.K, slice_k);
+  ch.reduce = ch.split > 1;
+  return ch;
+}
+
 // tf32 products of rows that allow no 16-byte loads run cuBLAS's fp32 SIMT kernels when they are
 // one deep, or shallow with many outputs (sets 3-12, H100: all 11 of K = 1, 2 x 642 to
 // 10573 x 4222, ran cutlass_80_simt_sgemm_128x32; 192x9463x14, 12849x422x21, 462x16278x3 too,
@@ -993,7 +1038,8 @@ GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool
             p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0}};
   }
   if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1) return {GemmPath::kGemv, {}};
-  return {GemmPath::kTiled, with_shallow_split(hw, p, with_bias_epilogue(p, choose_tiled(hw, p), bias), bias)};
+  const Choice tiled = with_deep_k_slices(hw, p, choose_tiled(hw, p), bias, linear);
+  return {GemmPath::kTiled, with_shallow_split(hw, p, with_bias_epilogue(p, tiled, bias), bias)};
 }
 
 }  // namespace gpusim::models::gemm_detail

@@ -10,6 +10,7 @@
 #include "hw/occupancy.h"
 #include "models/families.h"
 #include "models/flash_common.h"
+#include "models/gemm_config.h"
 #include "sim/error.h"
 #include "tests/models/model_test_support.h"
 
@@ -267,6 +268,42 @@ TEST(GemmModelTest, SkinnyShapesSplitKAndAddAReduceKernel) {
   const auto la = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{16, 4096, 4096, false}), a100());
   ASSERT_EQ(la.size(), 2u);
   EXPECT_TRUE(contains(la[1].name, "splitKreduce_kernel"));
+}
+
+TEST(GemmModelTest, ReduceLeftoverPartialsRunOneLoadAtATime) {
+  // splitKreduce sums four partials a step; the split % 4 left over run one at a time, at most two
+  // steps (sets 3-24: 1.50 us for 4 partials, 1.81 for 5, 2.05 for 6, 1.66 for 8).
+  const auto chain = [](std::int64_t split) { return gemm_detail::reduce_chain_seconds(h100(), split); };
+  EXPECT_LT(chain(4), chain(1));
+  EXPECT_LT(chain(4), chain(5));
+  EXPECT_LT(chain(5), chain(6));
+  EXPECT_DOUBLE_EQ(chain(6), chain(7));
+  EXPECT_LT(chain(8), chain(5));
+  EXPECT_DOUBLE_EQ(chain(2), chain(3));
+  // Linear in the groups of four beyond that.
+  EXPECT_NEAR(chain(132) - chain(128), chain(8) - chain(4), 1e-15);
+}
+
+TEST(GemmModelTest, DeepFewTileProductsSliceKAsCublasDoes) {
+  // The partials a reduce sums tell the split: one fp32 add each.
+  const auto split_of = [](const Op& op, std::int64_t M, std::int64_t N) {
+    const auto ls = lower(op, h100());
+    const auto& r = ls.back();
+    EXPECT_TRUE(contains(r.name, "splitKreduce_kernel")) << describe(op);
+    return static_cast<std::int64_t>(std::llround(totals(r).fp32_flops / static_cast<double>(M * N)));
+  };
+  // tf32 on the align1 kernels: slices of K / 132 rounded up to 4 (measured 130, 103, 129).
+  EXPECT_EQ(split_of(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{22, 14, 1038}), 22, 14), 130);
+  EXPECT_EQ(split_of(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{2, 2, 1234}), 2, 2), 103);
+  EXPECT_EQ(split_of(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{16, 8, 5661}), 16, 8), 129);
+  // bf16 align1, at most 12 rows: K / 264 rounded up to 8 for a matmul (measured 261, 175), K / 96
+  // for F.linear (measured 92, 84).
+  EXPECT_EQ(split_of(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{12, 45, 2084}), 12, 45), 261);
+  EXPECT_EQ(split_of(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{4, 3, 2800}), 4, 3), 175);
+  EXPECT_EQ(split_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{2, 7, 2194, false}), 2, 7), 92);
+  EXPECT_EQ(split_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{5, 42, 4011, false}), 5, 42), 84);
+  // More rows keep the estimate's deeper slices.
+  EXPECT_LT(split_of(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{17, 45, 2084}), 17, 45), 100);
 }
 
 TEST(GemmModelTest, FewNvjetTilesSplitKIntoSlicesAtLeast1280Deep) {
