@@ -300,6 +300,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured25-h200", "h200", "ops25_h200.csv",
        "the twenty-second fresh set on an H200 SXM (all held out), measured with the H100's, "
        "stored unread, and compared once after the sixteenth round's changes"},
+      {"measured26-h100", "h100", "ops26_h100.csv",
+       "issue 16's twenty-third fresh random set on the H100: 402 instances drawn the same way "
+       "(seed 39), all held out, measured at the sixteenth round's start, stored unread, and "
+       "compared once after the round's later changes (the deep-K slices, the reduce's groups)"},
+      {"measured26-h200", "h200", "ops26_h200.csv",
+       "the twenty-third fresh set on an H200 SXM (all held out), measured with the H100's, "
+       "stored unread, and compared once after the sixteenth round's later changes"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
