@@ -972,14 +972,16 @@ Choice with_bias_epilogue(const Problem& p, Choice ch, bool bias) {
 // them (its chain then dominates: 5-10 us for 100-260 partials). gpusim's estimate keeps slices
 // of 48 and more (kRegisterStagedMinSliceK), so these rows ran 12-53% fast. Measured (sets 3-25,
 // H100; the H200 chose the same):
-//  * tf32 on the sm_80 s1688 kernels of one or two tiles, K of 512 and more: as many slices as fill
-//    the SMs once, K / (SMs / tiles) rounded up to 4 (36 of 45 launches of K 738-16139: 22x14x1038
-//    -> 130, 2x2x1234 -> 103, 2x149x3741 -> 63 over 2 tiles; six 64x64 launches took fewer);
-//  * bf16 on cutlass_75 (align1) for products of at most 12 rows and 8 tiles, K of 256 to 7000:
-//    K / (2 x SMs) rounded up to 8 for a matmul (NN; 16 of 17, whatever the tiles: 12x45x2084 ->
-//    261, 4x3x2800 -> 175, 3x125x1669 over 2 tiles -> 209; 11x25x5184 took 81), K / 96 rounded up
-//    to 8 for F.linear (TN; 8 of 8: 3x4x259 -> 33, 2x7x2194 -> 92, 5x42x4011 -> 84). Deeper K and
-//    more rows run other rules that the sets do not pin down (5x14x15861 -> 117, 17x26x6657 -> 65).
+//  * tf32 on the sm_80 s1688 kernels of one or two tiles, K of 512 to 8,400: as many slices as
+//    fill the SMs once, K / (SMs / tiles) rounded up to 4 (36 of 45 launches of K 738-16139:
+//    22x14x1038 -> 130, 2x2x1234 -> 103, 2x149x3741 -> 63 over 2 tiles; six 64x64 launches took
+//    fewer, among them the deepest: 2x7x13495 and 5x9x10154 -> 58);
+//  * bf16 on cutlass_75 (align1) for products of at most 12 rows and two tiles, K of 256 to 7,000:
+//    K / (2 x SMs) rounded up to 8 for a matmul (NN; 16 of 17: 12x45x2084 -> 261, 4x3x2800 -> 175,
+//    3x125x1669 over 2 tiles -> 209; 11x25x5184 took 81), K / 96 rounded up to 8 for F.linear
+//    (TN; 8 of 8: 3x4x259 -> 33, 2x7x2194 -> 92, 5x42x4011 -> 84). Deeper K, more rows and more
+//    tiles run other rules that the sets do not pin down (5x14x15861 -> 117, 17x26x6657 -> 65,
+//    4x268x1749 over 5 tiles -> 219 but 11x344x4685 over 6 -> 66).
 constexpr std::int64_t kTf32DeepFillMinK = 512;
 constexpr std::int64_t kTf32DeepFillMaxK = 8400;
 constexpr std::int64_t kTf32DeepFillMaxTiles = 2;
