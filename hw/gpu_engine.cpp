@@ -588,6 +588,13 @@ class Engine {
                                                     std::max<std::int64_t>(0, clusters - 1));
         end_after = sim::checked_sum(end_after, ramp);
       }
+      // The first wave's prologue loads miss on every SM at once and queue at the DRAM side: the
+      // last SM's first operands arrive (SMs - 1) intervals after the first's.
+      if (k.node->launch.prologue_loads && k.result.dram_read_bytes > 0) {
+        const std::int64_t sms = std::min<std::int64_t>(k.node->launch.grid.count(), hw_.sm_count);
+        end_after = sim::checked_sum(
+            end_after, sim::checked_product(hw_.dram.first_miss_interval, std::max<std::int64_t>(0, sms - 1)));
+      }
       sim_.after(end_after, kCompletion, [this, index] {
                    advance();
                    kernel_done(index);

@@ -85,6 +85,9 @@ struct DramSpec {
   double bandwidth = 0;   // bytes/s, datasheet peak
   double efficiency = 0;  // fraction of the peak a large copy reaches (read + write)
   sim::Time latency;                // load-to-use latency of a miss
+  // A wave of CTAs whose first loads all miss: each SM's first miss queues behind the others',
+  // the last SM's arriving (SMs - 1) x this after the first's (Launch::prologue_loads).
+  sim::Time first_miss_interval;
   std::int64_t capacity = 0;        // device memory, bytes
 
   bool operator==(const DramSpec&) const = default;

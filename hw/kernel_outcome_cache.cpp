@@ -27,7 +27,8 @@ namespace {
 void append_timing_words(const Launch& l, std::vector<std::uint64_t>& k) {
   k.insert(k.end(), {bits(l.grid.x), bits(l.grid.y), bits(l.grid.z), bits(l.block.x),
                      bits(l.block.y), bits(l.block.z), bits(std::int64_t{l.regs_per_thread}),
-                     bits(l.smem_per_cta), bits(l.cluster_ctas)});
+                     bits(l.smem_per_cta), bits(l.cluster_ctas),
+                     bits(std::int64_t{l.prologue_loads ? 1 : 0})});
   for (const CtaClass& c : l.ctas) {
     const CtaWork& w = c.work;
     k.insert(k.end(), {bits(c.count), bits(w.tensor_flops), bits(static_cast<std::int64_t>(w.tensor_dtype)),

@@ -99,6 +99,9 @@ struct Launch {
   // whose clusters the block scheduler starts one at a time: launch.cluster_dispatch_interval);
   // 0 for a plain launch.
   std::int64_t cluster_ctas = 0;
+  // The CTAs' first operand loads are part of their fixed prologue (GEMM tiles), which the DRAM
+  // load model does not see: a first wave's misses queue instead (dram.first_miss_interval).
+  bool prologue_loads = false;
   std::vector<CtaClass> ctas;     // counts add up to grid.count()
   std::vector<TensorUse> reads, writes;
 

@@ -172,6 +172,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   if (c.kind == GemmKind::kNvjet || c.kind == GemmKind::kSm90Tf32) {
     l.cluster_ctas = c.cluster_n * c.cluster_m;
   }
+  l.prologue_loads = true;  // base_work's fixed time holds the first stages' loads
 
   // Per unit (one tile, one K split): padded math, real-extent bytes spread over the units.
   hw::CtaWork unit = base_work(hw, p.dtype);
@@ -579,6 +580,7 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
   const double e = detail::elt_bytes(p.dtype);
   hw::Launch l;
   l.family = "gemm";
+  l.prologue_loads = true;  // the x rows and first weights wait in its fixed round trips
   const GemmsnShape g = gemmsn_shape(p, linear);
   l.name = fmt::format("void gemmSN_{}_kernel<float, {}, ...>", linear ? "TN" : "NN", g.threads);
   l.grid = {ceil_div(p.N, g.cols), g.row_groups, 1};

@@ -92,8 +92,11 @@ std::optional<Config> hopper_config(const hw::HardwareSpec& hw, hw::DType d, std
   c.regs = 168;  // every nvjet / sm90_xmma kernel in ops_h100.csv
   c.persistent = true;
   // nvjet's mainloop K steps are a chain (nvjet_step_path); the first stages' loads wait in it,
-  // so the prologue holds half a DRAM latency less (0.25-1 tried on sets 3-8, 0.5 best).
-  if (c.kind == GemmKind::kNvjet) c.prologue_saved_half_round_trips = 1;
+  // so the prologue holds a DRAM latency less. Half a latency (sets 3-8: 0.25-1 tried) until issue
+  // 16's sixteenth round, which charged the first wave's misses their queue
+  // (dram.first_miss_interval): one-wave launches of 2-4 CTAs then ran 0.2-0.35 us slow, those of
+  // 100-132 CTAs fast (sets 3-25: 0.5, 1 and 1.5 latencies tried with the queue, 1 best).
+  if (c.kind == GemmKind::kNvjet) c.prologue_saved_half_round_trips = 2;
   const std::int64_t stage = (tile_n + tile_m) * 128;
   if (c.kind == GemmKind::kSm90Tf32 && tile_n == 256 && tile_m == 128) {
     // sm90_xmma_gemm_..._tf32f32 tilesize128x256x32 (4096^3 tf32): 231424 B, 66x2 grid.

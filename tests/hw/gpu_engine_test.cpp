@@ -213,6 +213,26 @@ TEST(GpuEngine, ClusterLaunchesStartTheirClustersOneAtATime) {
   EXPECT_EQ(run_engine(hw, LaunchMode::kGraph, {node(one)}).kernels[0].duration(), plain);
 }
 
+TEST(GpuEngine, AWavesPrologueMissesQueueOneSmAfterAnother) {
+  // shared_line_h100.json: one line of its own for each of 1-132 CTAs (one an SM) right after a
+  // flush arrives 2.4 ns an SM later for the last. A launch whose first loads sit in its fixed
+  // prologue (GEMM tiles) ends (SMs - 1) intervals later than without; a second CTA on an SM adds
+  // nothing, nor does a kernel that reads no DRAM.
+  const HardwareSpec hw = h100();
+  const auto ends = [&](std::int64_t ctas, bool prologue_loads, double dram_bytes) {
+    Launch l = kernel("k", ctas, 1e7, dram_bytes);
+    l.prologue_loads = prologue_loads;
+    return run_engine(hw, LaunchMode::kGraph, {node(l)}).kernels[0].duration();
+  };
+  const sim::Time step = hw.dram.first_miss_interval;
+  EXPECT_GT(step.ps(), 0);
+  EXPECT_EQ(ends(64, true, 4096) - ends(64, false, 4096), sim::checked_product(step, 63));
+  EXPECT_EQ(ends(2 * hw.sm_count, true, 4096) - ends(2 * hw.sm_count, false, 4096),
+            sim::checked_product(step, hw.sm_count - 1));
+  EXPECT_EQ(ends(64, true, 0), ends(64, false, 0));
+  EXPECT_EQ(ends(1, true, 4096), ends(1, false, 4096));
+}
+
 TEST(GpuEngine, IssueBoundPathsStretchWithTheCtasSharingAnSm) {
   // CTAs whose 2 us chain includes 0.5 us of instruction issue: alone on an SM each takes the
   // chain; four to an SM take turns at the schedulers, 2 + 3 x 0.5 us each. A chain without
