@@ -307,6 +307,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured26-h200", "h200", "ops26_h200.csv",
        "the twenty-third fresh set on an H200 SXM (all held out), measured with the H100's, "
        "stored unread, and compared once after the sixteenth round's later changes"},
+      {"measured27-h100", "h100", "ops27_h100.csv",
+       "issue 16's twenty-fourth fresh random set on the H100: 403 instances drawn the same way "
+       "(seed 40), all held out, measured in the sixteenth round after set 26's comparison, "
+       "stored unread, and compared once after the round's last change (the first-miss queue)"},
+      {"measured27-h200", "h200", "ops27_h200.csv",
+       "the twenty-fourth fresh set on an H200 SXM (all held out), measured with the H100's, "
+       "stored unread, and compared once after the sixteenth round's last change"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
