@@ -14,11 +14,13 @@
 // Build and run (GPU machine, repository root):
 //   nvcc -O2 -arch=sm_90 -std=c++17 -o /tmp/shared_line_probe validation/measure/shared_line_probe.cu
 //   /tmp/shared_line_probe > $OUT/shared_line_<gpu>.json
+//   SHARED_LINE_COUNTS=1,2,4,8,16,32,64,128 /tmp/shared_line_probe > $OUT/shared_line2_<gpu>.json
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "probe_timing.h"
@@ -53,7 +55,7 @@ int main() {
   const cudaDeviceProp prop = open_report("shared_line_probe", &clock_khz);
   const int sms = prop.multiProcessorCount;
   const int max_ctas = 2 * sms;
-  const int max_lines = 64;
+  const int max_lines = 128;  // threads a CTA has
   const long long words = static_cast<long long>(max_ctas) * max_lines * kWordsPerLine;
   int *src = nullptr, *sink = nullptr;
   unsigned char* flush = nullptr;
@@ -67,7 +69,17 @@ int main() {
 
   const int counts[] = {1, 2, 4, 8, 16, 32, 64, 96, 132, 264};
   bool first = true;
-  for (const int lines : {1, 64}) {
+  // SHARED_LINE_COUNTS (a comma-separated list) sets the lines a CTA loads; 1 and 64 by default.
+  std::vector<int> line_counts = {1, 64};
+  if (const char* env = std::getenv("SHARED_LINE_COUNTS")) {
+    line_counts.clear();
+    for (const char* c = env; *c != '\0';) {
+      line_counts.push_back(std::atoi(c));
+      while (*c != '\0' && *c != ',') ++c;
+      if (*c == ',') ++c;
+    }
+  }
+  for (const int lines : line_counts) {
     for (const bool shared : {true, false}) {
       for (const bool cold : {true, false}) {
         for (const int n : counts) {
