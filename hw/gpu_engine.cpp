@@ -576,30 +576,34 @@ class Engine {
       const sim::Time paced = sim::checked_sum(k.result.start + hw_.launch.kernel_overhead,
                                                sim::checked_product(hw_.launch.cta_interval, later));
       end_after = std::max(end_after, paced - sim_.now());
-      // A cluster launch's first wave starts one cluster at a time: its last cluster, doing the
-      // same work as the first, ends that much later.
-      const std::int64_t cluster = k.node->launch.cluster_ctas;
-      if (cluster > 0) {
-        const std::int64_t slots =
-            static_cast<std::int64_t>(hw_.sm_count) * std::max(1, k.occupancy.ctas_per_sm);
-        const std::int64_t first_wave = std::min<std::int64_t>(k.node->launch.grid.count(), slots);
-        const std::int64_t clusters = (first_wave + cluster - 1) / cluster;
-        const sim::Time ramp = sim::checked_product(hw_.launch.cluster_dispatch_interval,
-                                                    std::max<std::int64_t>(0, clusters - 1));
-        end_after = sim::checked_sum(end_after, ramp);
-      }
-      // The first wave's prologue loads miss on every SM at once and queue at the DRAM side: the
-      // last SM's first operands arrive (SMs - 1) intervals after the first's.
-      if (k.node->launch.prologue_loads && k.result.dram_read_bytes > 0) {
-        const std::int64_t sms = std::min<std::int64_t>(k.node->launch.grid.count(), hw_.sm_count);
-        end_after = sim::checked_sum(
-            end_after, sim::checked_product(hw_.dram.first_miss_interval, std::max<std::int64_t>(0, sms - 1)));
-      }
+      end_after = sim::checked_sum(end_after, first_wave_ramp(k));
       sim_.after(end_after, kCompletion, [this, index] {
                    advance();
                    kernel_done(index);
                  });
     }
+  }
+
+  // How much later than its first CTAs the last CTAs of a kernel's first wave get going, which a
+  // one-wave kernel pays at its end: a cluster launch starts one cluster at a time
+  // (launch.cluster_dispatch_interval), and a wave whose prologue loads all miss has them queue
+  // one SM after another (dram.first_miss_interval).
+  sim::Time first_wave_ramp(const KernelState& k) const {
+    const Launch& l = k.node->launch;
+    const auto intervals = [](std::int64_t n) { return std::max<std::int64_t>(0, n - 1); };
+    sim::Time ramp;
+    if (l.cluster_ctas > 0) {
+      const std::int64_t slots =
+          static_cast<std::int64_t>(hw_.sm_count) * std::max(1, k.occupancy.ctas_per_sm);
+      const std::int64_t first_wave = std::min<std::int64_t>(l.grid.count(), slots);
+      const std::int64_t clusters = (first_wave + l.cluster_ctas - 1) / l.cluster_ctas;
+      ramp = sim::checked_product(hw_.launch.cluster_dispatch_interval, intervals(clusters));
+    }
+    if (l.prologue_loads && k.result.dram_read_bytes > 0) {
+      const std::int64_t sms = std::min<std::int64_t>(l.grid.count(), hw_.sm_count);
+      ramp = sim::checked_sum(ramp, sim::checked_product(hw_.dram.first_miss_interval, intervals(sms)));
+    }
+    return ramp;
   }
 
   // Seconds of latency-bound occupancy one unit of the cohort's progress holds per CTA:
