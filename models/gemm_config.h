@@ -80,6 +80,9 @@ struct Choice {
   // The slices add into the output in turn inside the kernel (serial split-K behind a memset of
   // semaphores) instead of a reduce kernel.
   bool serial = false;
+  // The partials are written in the output's 16-bit type, not fp32 (the "bf16_s1688gemm" split-K
+  // variant and its splitKreduce_kernel<..., __nv_bfloat16, __nv_bfloat16, float, ...>).
+  bool partials_16bit = false;
 };
 
 struct Problem {

@@ -187,7 +187,8 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   const bool bias_epilogue = c.kind == GemmKind::kNvjet || c.kind == GemmKind::kMmaSync;
   if (bias && bias_epilogue && !ch.reduce) unit.fixed = unit.fixed + hw.dram.latency;
   const double flops = 2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk;
-  if (p.dtype == hw::DType::kFp32) {
+  // SIMT kernels run FFMA whatever the operand type (cuBLAS sends some tf32 products to them).
+  if (p.dtype == hw::DType::kFp32 || c.kind == GemmKind::kSimtSingle || c.kind == GemmKind::kSimtBatched) {
     unit.fp32_flops = flops;
     unit.fp32_efficiency = simt_ffma_share(c);
   } else {
@@ -195,7 +196,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   }
   const double a_bytes = static_cast<double>(p.batch * p.M * p.K) * e;
   const double b_bytes = static_cast<double>(p.batch * p.K * p.N) * e;
-  const double c_elt = ch.reduce ? 4.0 : e;  // split-K slices write fp32 partials
+  const double c_elt = ch.reduce && !ch.partials_16bit ? 4.0 : e;  // split-K slices write fp32 partials
   const double c_bytes = static_cast<double>(p.batch * p.M * p.N) * c_elt * static_cast<double>(s);
   const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
   // Every tile reads a tile_m-row slab of A and a tile_n-column slab of B over its K range;
@@ -257,15 +258,15 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   return l;
 }
 
-// The work every split-K reduce does, whichever kernel sums the partials: read `split` fp32
-// partials of the output (and the bias, `bias_reads` times through L2), add them and write the
+// The work every split-K reduce does, whichever kernel sums the partials: read `split` partials
+// of the output (`partial_bytes` an element) (and the bias, `bias_reads` times through L2), add them and write the
 // output, spread evenly over the launch's CTAs. `w` brings the kernel's own latency structure.
-void add_reduce_work(hw::Launch& l, const Problem& p, std::int64_t split, bool bias,
+void add_reduce_work(hw::Launch& l, const Problem& p, std::int64_t split, double partial_bytes, bool bias,
                      std::int64_t bias_reads, hw::CtaWork w, const Names& names,
                      const std::string& tag) {
   const double e = detail::elt_bytes(p.dtype);
   const double ctas = static_cast<double>(l.grid.count());
-  const double in = static_cast<double>(split * p.batch * p.M * p.N) * 4.0;
+  const double in = static_cast<double>(split * p.batch * p.M * p.N) * partial_bytes;
   const double out = static_cast<double>(p.batch * p.M * p.N) * e;
   const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
   w.fp32_flops = static_cast<double>(split * p.batch * p.M * p.N) / ctas;  // one add per partial
@@ -281,26 +282,28 @@ void add_reduce_work(hw::Launch& l, const Problem& p, std::int64_t split, bool b
 // cublasLt::splitKreduce_kernel<32, 16, ...>: 32x16 threads, one output element each; grid
 // (ceil(N / 32), ceil(M / 16)) (ops_h100.csv: 128 CTAs for N = 4096, 48 for N = 1536).
 hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int64_t split,
-                         bool bias, const Names& names, const std::string& tag) {
+                         bool partials_16bit, bool bias, const Names& names, const std::string& tag) {
   hw::Launch l;
   // Template arguments as cuBLAS names them: the output type (fp16's partials too are __half).
   const char* out_type = p.dtype == hw::DType::kFp16  ? "__half"
                          : p.dtype == hw::DType::kBf16 ? "__nv_bfloat16"
                                                        : "float";
+  const bool half_partials = p.dtype == hw::DType::kFp16 || partials_16bit;
   l.name = fmt::format("cublasLt::splitKreduce_kernel<32, 16, int, {1}, {0}, float, {0}>", out_type,
-                       p.dtype == hw::DType::kFp16 ? "__half" : "float");
+                       half_partials ? out_type : "float");
   l.family = "gemm_splitk_reduce";
   l.grid = {ceil_div(p.N, 32), ceil_div(p.M, 16), p.batch};
   l.block = {32, 16, 1};
   l.regs_per_thread = 32;
   l.smem_per_cta = 0;
   hw::CtaWork w;
-  w.max_inflight_bytes = 512.0 * 4.0 * static_cast<double>(split);  // every thread loads its partials
+  const double partial_bytes = partials_16bit ? detail::elt_bytes(p.dtype) : 4.0;
+  w.max_inflight_bytes = 512.0 * partial_bytes * static_cast<double>(split);  // every thread loads its partials
   w.critical_path = sim::Time::from_seconds(reduce_chain_seconds(hw, split));
   // Before that chain, one DRAM round trip (random sets 3-8 on the H100: the reduce of s
   // partials takes 1.37 + 0.032 s us, 36 to 257 partials; the chain alone gives 1 + 0.036 s).
   w.fixed = hw.dram.latency;
-  add_reduce_work(l, p, split, bias, ceil_div(p.M, 16), w, names, tag);
+  add_reduce_work(l, p, split, partial_bytes, bias, ceil_div(p.M, 16), w, names, tag);
   return l;
 }
 
@@ -322,7 +325,7 @@ hw::Launch xmma_splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, cons
   hw::CtaWork w;
   w.critical_path = sim::Time::from_seconds(xmma_splitk_chain_seconds(hw, c, ch.split));
   w.fixed = sim::Time::from_ps(kXmmaSplitKFixedRoundTrips * hw.dram.latency.ps());
-  add_reduce_work(l, p, ch.split, bias, l.grid.x, w, names, tag);
+  add_reduce_work(l, p, ch.split, 4.0, bias, l.grid.x, w, names, tag);
   return l;
 }
 
@@ -516,7 +519,7 @@ std::vector<hw::Launch> gemv_launches(const hw::HardwareSpec& hw, const Problem&
   std::vector<hw::Launch> out{std::move(l)};
   // The reduce sees the outputs as a column (grid 1 x outputs/16: 1x187x1 for 2977 outputs).
   if (split > 1) {
-    out.push_back(splitk_reduce(hw, Problem{p.N, 1, p.K, p.batch, p.dtype}, split, bias, names, tag));
+    out.push_back(splitk_reduce(hw, Problem{p.N, 1, p.K, p.batch, p.dtype}, split, false, bias, names, tag));
   }
   return out;
 }
@@ -688,7 +691,7 @@ std::vector<Launch> lower_gemm(const GemmProblem& gp, const hw::HardwareSpec& hw
   if (ch.reduce) {
     out.push_back(reduces_in_own_kernel(ch.cfg)
                       ? xmma_splitk_reduce(hw, p, ch, linear, gp.bias, names, tag)
-                      : splitk_reduce(hw, p, ch.split, gp.bias, names, tag));
+                      : splitk_reduce(hw, p, ch.split, ch.partials_16bit, gp.bias, names, tag));
   }
   return out;
 }

@@ -937,6 +937,15 @@ constexpr std::int64_t kSerialColumnSplitK = 256;
 // fewer (sets 3-13: 3x138x3, 5x206x3, 2x285x14, 2x1115x14, 2x66x37 and 2x19x65 unsplit with
 // bf16 out; 7x460x5 and 10x119x34 took the variant).
 constexpr std::int64_t kShallowSliceK = 8;
+// K of 2 or 3 over more 64x64 tiles than SMs and fewer than 2^21 outputs: the 128x128 kernel's
+// split-K variant, unsplit, writing bf16 partials ("bf16_s1688gemm") that a splitKreduce_kernel
+// of bf16 partials sums (sets 3-27, H100: 9 of 10 such products, 2255x103x2 through 223x9310x3 =
+// 2.08M outputs; 19x10387x2 ran 64x64 tiles and fp32 partials); from 2^21 outputs on the same
+// kernel without the reduce (698x3082x3 = 2.15M and all 14 larger ones). Deeper K of up to 8
+// kept one or the other (77x4617x5 the variant, 94x10709x4 and 13040x122x5 not).
+constexpr std::int64_t kWideShallowMaxK = 3;
+constexpr double kWideShallowMaxOutputs = 2097152.0;
+constexpr std::int64_t kWideShallowTile = 128;
 constexpr std::int64_t kShallowMaxK = 80;
 constexpr std::int64_t kShallowSplitSmsPerTile = 5;
 constexpr std::int64_t kShallowSplitMinRows = 6;
@@ -948,7 +957,16 @@ Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice c
   }
   const std::int64_t tiles = units_of(p, ch.cfg, 1);
   if (p.K <= kShallowSliceK) {
-    if (tiles <= hw.sm_count) ch.reduce = true;
+    if (tiles <= hw.sm_count) {
+      ch.reduce = true;
+    } else if (p.K <= kWideShallowMaxK && static_cast<double>(p.M) * static_cast<double>(p.N) < kWideShallowMaxOutputs) {
+      for (const Config& c : mma_sync_candidates(hw, p)) {
+        if (c.tile_n != kWideShallowTile || c.tile_m != kWideShallowTile) continue;
+        ch.cfg = c;
+        ch.reduce = true;
+        ch.partials_16bit = true;
+      }
+    }
     return ch;
   }
   if (tiles * kShallowSplitSmsPerTile > hw.sm_count) return ch;
@@ -1029,6 +1047,25 @@ bool tf32_runs_simt(const hw::HardwareSpec& hw, const Problem& p) {
   return p.K == 1 || (p.K <= kTf32SimtMaxK && static_cast<double>(p.M) * static_cast<double>(p.N) >= kTf32SimtMinOutputs);
 }
 
+// tf32 products of rows that allow no 16-byte loads and of 2^17 to 2^20 outputs, 17 to 639 deep,
+// run cuBLAS's fp32 sm80_xmma kernel (FFMA, 32x32 tiles, unsplit) rather than the tf32 xmma
+// kernel below 2^17 outputs (sets 3-27, H100: 17 of 19 such products, 5165x14x136 through
+// 73x12444x27; 583x240x19 ran the tf32 xmma kernel, 4630x47x257 cutlass_80 64x64). Shallower
+// products of as many outputs ran the cutlass kernels.
+constexpr std::int64_t kTf32FfmaMinK = 17;
+constexpr std::int64_t kTf32FfmaMaxK = 256;
+constexpr double kTf32FfmaMinOutputs = 131072.0;
+constexpr double kTf32FfmaMaxOutputs = 1048576.0;
+
+bool tf32_runs_ffma_xmma(const hw::HardwareSpec& hw, const Problem& p) {
+  if (p.dtype != hw::DType::kTf32 || !detail::is_hopper(hw) || p.batch != 1 || operand_align(p) >= 4 ||
+      p.K < kTf32FfmaMinK || p.K > kTf32FfmaMaxK) {
+    return false;
+  }
+  const double outputs = static_cast<double>(p.M) * static_cast<double>(p.N);
+  return outputs >= kTf32FfmaMinOutputs && outputs < kTf32FfmaMaxOutputs;
+}
+
 }  // namespace
 
 GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear) {
@@ -1038,6 +1075,7 @@ GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool
     return {dot ? GemmPath::kDot : GemmPath::kGemv, {}};
   }
   if (uses_gemmsn(hw, p, linear)) return {GemmPath::kGemmsn, {}};
+  if (tf32_runs_ffma_xmma(hw, p)) return {GemmPath::kTiled, Choice{sm80_xmma_simt(kSm80XmmaSimtTiles[0]), 1, 0}};
   if (p.dtype == hw::DType::kFp32 || tf32_runs_simt(hw, p)) {
     return {GemmPath::kTiled,
             p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0}};

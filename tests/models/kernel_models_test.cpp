@@ -306,6 +306,34 @@ TEST(GemmModelTest, DeepFewTileProductsSliceKAsCublasDoes) {
   EXPECT_LT(split_of(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{17, 45, 2084}), 17, 45), 100);
 }
 
+TEST(GemmModelTest, WideTwoDeepProductsRunThe128TileVariantWithBf16Partials) {
+  // bf16 align1, K of 2-3, more 64x64 tiles than SMs and fewer than 2^21 outputs: 128x128 tiles,
+  // unsplit, bf16 partials and a reduce of bf16 partials (sets 3-27: 370x4677x2, 223x9310x3).
+  const auto ls = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{370, 4677, 2}), h100());
+  ASSERT_EQ(ls.size(), 2u);
+  EXPECT_TRUE(contains(ls[0].name, "_128x128_")) << ls[0].name;
+  EXPECT_TRUE(contains(ls[1].name, "splitKreduce_kernel<32, 16, int, __nv_bfloat16, __nv_bfloat16")) << ls[1].name;
+  const double outputs = 370.0 * 4677.0;
+  EXPECT_DOUBLE_EQ(totals(ls[0]).dram_write_bytes, outputs * 2);  // 16-bit partials
+  EXPECT_DOUBLE_EQ(totals(ls[1]).dram_read_bytes, outputs * 2);
+  // From 2^21 outputs on, no reduce (698x3082x3); K of 4 keeps the estimate's choice.
+  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{698, 3082, 3}), h100()).size(), 1u);
+  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{94, 10709, 4}), h100()).size(), 1u);
+}
+
+TEST(GemmModelTest, MidSizeUnalignedTf32ProductsRunTheFfmaXmmaKernel) {
+  // tf32 rows that allow no 16-byte loads, 2^17 to 2^20 outputs, K 17-256: cuBLAS's fp32
+  // sm80_xmma 32x32 kernel (sets 3-27: 10751x25x252, 73x12444x27), on the FP32 pipe.
+  const auto ls = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{10751, 25, 252}), h100());
+  ASSERT_EQ(ls.size(), 1u);
+  EXPECT_TRUE(contains(ls[0].name, "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8")) << ls[0].name;
+  EXPECT_GT(totals(ls[0]).fp32_flops, 0.0);
+  EXPECT_DOUBLE_EQ(totals(ls[0]).tensor_flops, 0.0);
+  // Fewer outputs keep the tf32 xmma kernel (6x27x5).
+  const auto small = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{583, 24, 19}), h100());
+  EXPECT_TRUE(contains(small[0].name, "tf32f32")) << small[0].name;
+}
+
 TEST(GemmModelTest, FewNvjetTilesSplitKIntoSlicesAtLeast1280Deep) {
   // cuBLAS on the H100 (random sets 3-8): 16x16x2096 unsplit, 16x16x3568 in 2 slices,
   // 16x16x15344 in 11, 71 tiles of 16x4528x3440 unsplit (two slices would overfill the SMs).
