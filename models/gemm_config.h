@@ -56,6 +56,8 @@ struct Config {
   bool wmma = false;
   // SIMT kernels: the share of time the FP32 pipe issues FFMAs (simt_ffma_share).
   double ffma_share = 0;
+  // SIMT kernels: the DRAM round trips one 8-deep K step waits (simt_k_step_path).
+  double simt_step_round_trips = 1.0;
   // Half DRAM round trips of base_work's prologue the kernel does not wait before its K-step
   // chain, because its first loads wait in that chain instead (set where each kernel family's
   // configuration is made).
@@ -248,8 +250,9 @@ inline double simt_ffma_share(const Config& c) {
 // A SIMT CTA's K steps (8 deep) each wait about one DRAM latency for their operands, however
 // few FLOPs they hold (ops3_h100.csv: the split-K slices of 16x144x4512, 21x144x10169 and
 // 16x3x10508 take 0.25-0.35 us per step).
-inline double simt_k_step_path(const hw::HardwareSpec& hw, double k_per_cta, std::int64_t tile_k) {
-  return std::ceil(k_per_cta / static_cast<double>(tile_k)) * hw.dram.latency.seconds();
+inline double simt_k_step_path(const hw::HardwareSpec& hw, double k_per_cta, const Config& c) {
+  return std::ceil(k_per_cta / static_cast<double>(c.tile_k)) * c.simt_step_round_trips *
+         hw.dram.latency.seconds();
 }
 
 inline hw::CtaWork base_work(const hw::HardwareSpec& hw, hw::DType d) {

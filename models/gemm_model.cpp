@@ -232,7 +232,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
     unit.l2_bytes += static_cast<double>(c.tile_m * c.tile_n) * 4.0;
   }
   if (c.kind == GemmKind::kSimtSingle || c.kind == GemmKind::kSimtBatched) {
-    unit.critical_path = sim::Time::from_seconds(simt_k_step_path(hw, kk, c.tile_k));
+    unit.critical_path = sim::Time::from_seconds(simt_k_step_path(hw, kk, c));
   }
 
   for (const auto& share : detail::split_evenly(units, ctas)) {

@@ -485,6 +485,14 @@ struct SimtTile {
   std::int64_t smem;
 };
 
+// The 32x32 tile of 64 threads steps in 0.7 DRAM latencies, not one: over its 127 single-kernel
+// launches of sets 3-28 (H100, fp32 and tf32) time grows 0.26 us an 8-deep step (2.6 us + 0.033 us
+// a unit of K for 14-36 CTAs: 432x32x160 in 7.4 us, 192x192x208 in 9.4), where one latency a step
+// had them 20-30% slow at every depth (19.5% MAPE; 0.6-0.8 tried, 0.65-0.7 best at 8.8%). The
+// larger tiles' rows did no better below one latency.
+constexpr std::int64_t kSm80XmmaSmallTile = 32;
+constexpr double kSm80XmmaSmallStepRoundTrips = 0.7;
+
 // cuBLAS's sm80_xmma SIMT kernels (sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma): 3 stages; their
 // FFMA share follows the outputs a thread holds (simt_ffma_share).
 Config sm80_xmma_simt(const SimtTile& t) {
@@ -498,6 +506,7 @@ Config sm80_xmma_simt(const SimtTile& t) {
   c.threads = t.threads;
   c.regs = t.regs;
   c.smem = t.smem;
+  if (t.m == kSm80XmmaSmallTile && t.n == kSm80XmmaSmallTile) c.simt_step_round_trips = kSm80XmmaSmallStepRoundTrips;
   return c;
 }
 
@@ -655,7 +664,7 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
       const double rate = full_rate / ctas_sharing_an_sm(hw, occ, ctas);
       const double kk = static_cast<double>(k_per_split(p, c, split));
       const double t = waves * (fixed + std::max(2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk / rate,
-                                                 simt_k_step_path(hw, kk, c.tile_k))) +
+                                                 simt_k_step_path(hw, kk, c))) +
                        (reduces_in_own_kernel(c) ? xmma_split_cost_seconds(hw, p, c, split)
                                                  : split_cost_seconds(hw, p, split));
       if (t < best.est_seconds * 0.97) best = Choice{c, split, t, split > 1};

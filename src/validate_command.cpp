@@ -314,6 +314,14 @@ const std::vector<SuiteSpec>& suites() {
       {"measured27-h200", "h200", "ops27_h200.csv",
        "the twenty-fourth fresh set on an H200 SXM (all held out), measured with the H100's, "
        "stored unread, and compared once after the sixteenth round's last change"},
+      {"measured28-h100", "h100", "ops28_h100.csv",
+       "issue 16's twenty-fifth fresh random set on the H100: 403 instances drawn the same way "
+       "(seed 41), all held out, measured at the sixteenth round's end, stored unread, and "
+       "compared once after the seventeenth round's changes (the wide K 2-3 variant, tf32's FFMA "
+       "kernel)"},
+      {"measured28-h200", "h200", "ops28_h200.csv",
+       "the twenty-fifth fresh set on an H200 SXM (all held out), measured at the seventeenth "
+       "round's start, stored unread, and compared once after its changes"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "

@@ -329,6 +329,9 @@ TEST(GemmModelTest, MidSizeUnalignedTf32ProductsRunTheFfmaXmmaKernel) {
   EXPECT_TRUE(contains(ls[0].name, "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8")) << ls[0].name;
   EXPECT_GT(totals(ls[0]).fp32_flops, 0.0);
   EXPECT_DOUBLE_EQ(totals(ls[0]).tensor_flops, 0.0);
+  // Its 64-thread CTAs step through K in 0.7 DRAM latencies an 8-deep step (sets 3-28: 0.26 us a
+  // step on the H100), 32 steps for K = 252.
+  EXPECT_NEAR(ls[0].ctas.front().work.critical_path.seconds(), 32 * 0.7 * h100().dram.latency.seconds(), 1e-12);
   // Fewer outputs keep the tf32 xmma kernel (6x27x5).
   const auto small = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{583, 24, 19}), h100());
   EXPECT_TRUE(contains(small[0].name, "tf32f32")) << small[0].name;
