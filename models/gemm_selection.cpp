@@ -490,8 +490,13 @@ struct SimtTile {
 // a unit of K for 14-36 CTAs: 432x32x160 in 7.4 us, 192x192x208 in 9.4), where one latency a step
 // had them 20-30% slow at every depth (19.5% MAPE; 0.6-0.8 tried, 0.65-0.7 best at 8.8%). The
 // larger tiles' rows did no better below one latency.
+// Its first loads wait in that chain too, so its prologue waits one DRAM round trip fewer, as
+// nvjet's (one-wave launches of K = 16 took 2.9-3.1 us, gpusim 3.5-3.7; 0-4 half round trips
+// tried with the step: 2 best, those launches 10.9 -> 9.6%, sets 3-28 8.131 -> 8.104% H100,
+// 8.958 -> 8.948% H200).
 constexpr std::int64_t kSm80XmmaSmallTile = 32;
 constexpr double kSm80XmmaSmallStepRoundTrips = 0.7;
+constexpr std::int64_t kSm80XmmaSmallPrologueSavedHalfRoundTrips = 2;
 
 // cuBLAS's sm80_xmma SIMT kernels (sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma): 3 stages; their
 // FFMA share follows the outputs a thread holds (simt_ffma_share).
@@ -506,7 +511,10 @@ Config sm80_xmma_simt(const SimtTile& t) {
   c.threads = t.threads;
   c.regs = t.regs;
   c.smem = t.smem;
-  if (t.m == kSm80XmmaSmallTile && t.n == kSm80XmmaSmallTile) c.simt_step_round_trips = kSm80XmmaSmallStepRoundTrips;
+  if (t.m == kSm80XmmaSmallTile && t.n == kSm80XmmaSmallTile) {
+    c.simt_step_round_trips = kSm80XmmaSmallStepRoundTrips;
+    c.prologue_saved_half_round_trips = kSm80XmmaSmallPrologueSavedHalfRoundTrips;
+  }
   return c;
 }
 
