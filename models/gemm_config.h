@@ -50,6 +50,10 @@ struct Config {
   // 3660x11162x365 over ten waves, as the 16-bit align1 kernels' 2.1). The DRAM round trips a
   // step waits (0: none).
   double k_step_round_trips = 0;
+  // Cycles each K step adds to that chain beyond its loads (the wmma kernels' 16-deep sub-steps).
+  double k_step_chain_cycles = 0;
+  // The K elements a split-K slice is rounded up to (0: whole K steps, tile_k).
+  std::int64_t split_k_align = 0;
   // cuBLAS's sm80_xmma tf32 kernel of 32x32x64 tiles that small unaligned tf32 products run.
   bool xmma_tf32_small = false;
   // CUTLASS's wmma (m16n16k16) kernel of 32x32 tiles that small 16-bit align2 products run.
@@ -126,8 +130,8 @@ inline double tensor_efficiency(const hw::HardwareSpec& hw, hw::DType d, const C
 }
 
 inline double k_step_path(const hw::HardwareSpec& hw, const Config& c, double k_per_cta) {
-  return std::ceil(k_per_cta / static_cast<double>(c.tile_k)) * c.k_step_round_trips *
-         hw.dram.latency.seconds();
+  return std::ceil(k_per_cta / static_cast<double>(c.tile_k)) *
+         (c.k_step_round_trips * hw.dram.latency.seconds() + c.k_step_chain_cycles / hw.clocks.sustained_other_hz);
 }
 
 // Seconds one CTA's K steps spend issuing their loads (Config::k_step_issue_cycles).
@@ -167,7 +171,7 @@ inline std::int64_t grid_ctas(const hw::HardwareSpec& hw, const Problem& p, cons
 }
 
 inline std::int64_t k_per_split(const Problem& p, const Config& c, std::int64_t split) {
-  return round_up(ceil_div(p.K, split), c.tile_k);
+  return round_up(ceil_div(p.K, split), c.split_k_align > 0 ? c.split_k_align : c.tile_k);
 }
 
 // splitKreduce_kernel's threads walk their partials four at a time; a group of four costs a

@@ -858,13 +858,19 @@ std::optional<Choice> xmma_tf32_small(const hw::HardwareSpec& hw, const Problem&
 // 7 of the 100 align2 rows break the rule, 46 of them ran wmma where the s16816 kernels were
 // modeled).
 constexpr double kWmmaMaxWork = 16777216.0;  // M x N x K
-// Its K steps wait for their loads (a single stage in most): 7-12 ns per K element for one CTA
-// (sets 3-8: 15x2x1804 in 17.5 us, 53x2x806 in 8.7, 62x14x692 in 6.9, 3x2x322 in 6.0).
-// 1.5 since issue 16's ninth round, fitted with the wmma prologue (tile_launch): one-step kernels
-// of a few CTAs had run 13% slow, kernels of five steps and more 13-22% fast (sets 3-13, H100 and
-// H200; 1.25-2.5 a step x 0-3 round trips fewer in the prologue tried: 10.25 -> 10.19% H100,
-// 11.70 -> 11.63% H200 over all rows).
-constexpr double kWmmaStepRoundTrips = 1.5;
+// Its K steps wait for their loads, then walk the step 16 deep (load_matrix_sync and mma_sync in
+// a chain): a step is one DRAM round trip plus about 150 cycles a 16-deep sub-step, so a
+// one-step kernel's time grows with its K tile whatever K is (sets 3-28, H100, one-step launches
+// of at most 132 CTAs: 2.05 us for 32-deep steps, 2.3-2.65 for 64, 2.9-3.0 for 128; 128-deep
+// single-stage steps of one CTA 1.1-1.3 us). Its first loads wait in that chain: the prologue
+// waits 2.5 round trips fewer. Issue 16's seventeenth round, with the kernel choice above: 0.75-
+// 1.25 round trips x 100-200 cycles x 2-6 half round trips tried on all rows of sets 3-28;
+// cutlass_80 wmma rows 16.4 -> 14.0% (H100), 18.0 -> 15.5% (H200). (Was 1.5 round trips a 64-deep
+// step, fitted on sets 3-13.)
+constexpr double kWmmaStepRoundTrips = 1.0;
+constexpr double kWmmaSubStepCycles = 150.0;
+constexpr double kWmmaSubStepK = 16.0;
+constexpr std::int64_t kWmmaPrologueSavedHalfRoundTrips = 5;
 
 // fp16 products whose rows allow only 2-byte loads run the sm_75 build of that kernel, up to far
 // larger products: every fp16 align1 product of sets 3-10 (H100) with K >= 2, fewer than 2^20
@@ -884,28 +890,60 @@ bool runs_wmma(const hw::HardwareSpec& hw, const Problem& p) {
          work < kWmma75MaxWork;
 }
 
-std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p) {
-  if (!runs_wmma(hw, p)) return std::nullopt;
-  auto c = mma_sync_config(hw, p.dtype, 32, 32);
-  if (!c) return std::nullopt;
-  c->tile_k = 64;
-  c->stages = 2;
-  c->smem = c->stages * (c->tile_n + c->tile_m) * c->tile_k * 2;
-  c->threads = 128;
-  c->regs = 88;
-  c->align = operand_align(p);
-  c->wmma = true;
-  c->k_step_round_trips = kWmmaStepRoundTrips;
-  c->prologue_saved_half_round_trips = 2;  // its first loads wait in its K-step chain too
-  return c;
-}
-
 // cuBLAS's split of a wmma product: none up to K = 1024, then slices of about 128 (at most 32,
 // and at most two CTAs per SM) (sets 3-8: 62x14x692 and 15x2x1804 unsplit, 130x22x3688 -> 31,
 // 108x20x4842 -> 25, 272x8x7386 -> 28, 21x394x1386 -> 12, 2069x2x1562 -> 6).
 constexpr std::int64_t kWmmaUnsplitMaxK = 1024;
+// Its slices are whole 16-byte groups of K, not whole K steps (CUTLASS's split-K rounding): 130x22x3688
+// ran 31 slices of 119 on 128-deep steps (sets 3-28: with whole steps gpusim cut 15; sets 3-28 8.017
+// -> 8.012% H100, 8.855 -> 8.851% H200).
+constexpr std::int64_t kWmmaSplitKAlign = 8;
 constexpr std::int64_t kWmmaSliceK = 128;
 constexpr std::int64_t kWmmaMaxSplit = 32;
+
+// Which of cuBLAS's wmma kernels a product runs (cutlass_80_wmma_..._<tile>_<K tile>x<stages>,
+// sets 3-28, H100): most run 32x32 tiles over 128-deep K steps, two stages ("32x32_128x2", 128
+// threads). F.linear (TN) of at most 16 rows, unsplit, runs 16x16 tiles of one warp in one stage,
+// their K step as deep as K needs: 32 up to K = 48, 64 up to 300, else 128 (40 of 41 launches of
+// K <= 1024); a bf16 matmul (NN) of at most 3 rows 32-deep steps (13 of 15, the others split);
+// fp16 NN of K up to 256 64-deep steps in one stage (22 of 29).
+constexpr std::int64_t kWmmaSmallTile = 16;
+constexpr std::int64_t kWmmaSmallTileMaxRows = 16;
+constexpr std::int64_t kWmmaSmallTileStep32MaxK = 48;
+constexpr std::int64_t kWmmaSmallTileStep64MaxK = 300;
+constexpr std::int64_t kWmmaFewRowsMaxRows = 3;
+constexpr std::int64_t kWmmaFp16ShallowMaxK = 256;
+
+std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
+  if (!runs_wmma(hw, p)) return std::nullopt;
+  auto c = mma_sync_config(hw, p.dtype, 32, 32);
+  if (!c) return std::nullopt;
+  c->align = operand_align(p);
+  c->threads = 128;
+  c->regs = 88;
+  c->stages = 2;
+  c->tile_k = 128;
+  if (c->align == 1) {  // the sm_75 build (fp16 align1): 64-deep steps, as most of its launches
+    c->tile_k = 64;
+  } else if (linear && p.M <= kWmmaSmallTileMaxRows && p.K <= kWmmaUnsplitMaxK) {
+    c->tile_m = c->tile_n = kWmmaSmallTile;
+    c->threads = 32;
+    c->stages = 1;
+    c->tile_k = p.K <= kWmmaSmallTileStep32MaxK ? 32 : (p.K <= kWmmaSmallTileStep64MaxK ? 64 : 128);
+  } else if (!linear && p.dtype == hw::DType::kBf16 && p.M <= kWmmaFewRowsMaxRows) {
+    c->tile_k = 32;
+  } else if (!linear && p.dtype == hw::DType::kFp16 && p.K <= kWmmaFp16ShallowMaxK) {
+    c->tile_k = 64;
+    c->stages = 1;
+  }
+  c->smem = c->stages * (c->tile_n + c->tile_m) * c->tile_k * 2;
+  c->wmma = true;
+  c->split_k_align = kWmmaSplitKAlign;
+  c->k_step_round_trips = kWmmaStepRoundTrips;
+  c->k_step_chain_cycles = kWmmaSubStepCycles * static_cast<double>(c->tile_k) / kWmmaSubStepK;
+  c->prologue_saved_half_round_trips = kWmmaPrologueSavedHalfRoundTrips;
+  return c;
+}
 
 Choice wmma_choice(const hw::HardwareSpec& hw, const Problem& p, const Config& c) {
   const std::int64_t s =
@@ -915,14 +953,14 @@ Choice wmma_choice(const hw::HardwareSpec& hw, const Problem& p, const Config& c
   return ch;
 }
 
-Choice choose_tiled(const hw::HardwareSpec& hw, const Problem& p) {
+Choice choose_tiled(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   if (runs_sm90_kernels(hw, p)) {
     const auto candidates =
         p.dtype == hw::DType::kTf32 ? tf32_sm90_candidates(hw, p) : hopper_candidates(hw, p);
     return choose(hw, p, candidates, kNvjetMaxSplit, nvjet_split);
   }
   if (auto x = xmma_tf32_small(hw, p)) return *x;
-  if (auto w = wmma_small(hw, p)) return wmma_choice(hw, p, *w);
+  if (auto w = wmma_small(hw, p, linear)) return wmma_choice(hw, p, *w);
   return tf32_small_split(hw, p, choose(hw, p, mma_sync_candidates(hw, p), kMmaSyncMaxSplit));
 }
 
@@ -1098,7 +1136,7 @@ GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool
             p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0}};
   }
   if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1) return {GemmPath::kGemv, {}};
-  const Choice tiled = with_deep_k_slices(hw, p, choose_tiled(hw, p), bias, linear);
+  const Choice tiled = with_deep_k_slices(hw, p, choose_tiled(hw, p, linear), bias, linear);
   return {GemmPath::kTiled, with_shallow_split(hw, p, with_bias_epilogue(p, tiled, bias), bias)};
 }
 

@@ -391,10 +391,27 @@ TEST(GemmModelTest, SmallAlign2ProductsRunTheWmmaKernel) {
   ASSERT_EQ(shallow.size(), 1u);
   const auto deep = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{130, 22, 3688}), h100());
   ASSERT_EQ(deep.size(), 2u);
-  EXPECT_EQ(deep[0].grid.count(), 5 * 20);  // 28 slices of 132 would leave the last empty at 64-deep steps: 20 of 192
+  EXPECT_EQ(deep[0].grid.count(), 5 * 28);  // slices of 132 (whole 16-byte groups; measured 31 of 119)
   EXPECT_TRUE(contains(deep[1].name, "splitKreduce_kernel"));
   // Where mma.sync is the native path (A100), the s16816 kernels as before.
   EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2313, 142, 8}), a100())[0].name, "wmma"));
+}
+
+TEST(GemmModelTest, WmmaKernelsStepAsDeepAsTheirKTile) {
+  // F.linear of at most 16 rows runs one-warp 16x16 tiles in one stage, the K step as deep as K
+  // needs (sets 3-28: 4x4x10 on 16x16_32x1, 4x262x120 on 16x16_64x1, 2x86x516 on 16x16_128x1).
+  const auto name_of = [](const Op& op) { return lower(op, h100())[0].name; };
+  EXPECT_TRUE(contains(name_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 4, 10, false})), "_16x16_32x1_tn"));
+  EXPECT_TRUE(contains(name_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 262, 120, false})), "_16x16_64x1_tn"));
+  EXPECT_TRUE(contains(name_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{2, 86, 516, false})), "_16x16_128x1_tn"));
+  // Most others 32x32 tiles over 128-deep steps in two stages (2313x142x8).
+  EXPECT_TRUE(contains(name_of(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2313, 142, 8})), "_32x32_128x2_nn"));
+  // A step walks its whole K tile 16 deep: one-step kernels take longer on deeper steps whatever
+  // K is (measured 2.05 us on 32-deep, 2.9 on 128-deep), by 150 cycles a 16-deep sub-step.
+  const auto path = [](const Op& op) { return lower(op, h100())[0].ctas.front().work.critical_path.seconds(); };
+  const double shallow = path(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2, 30, 16}));   // 32-deep step
+  const double deep = path(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{20, 4, 2}));       // 128-deep step
+  EXPECT_NEAR(deep - shallow, 6 * 150.0 / h100().clocks.sustained_other_hz, 1e-12);
 }
 
 TEST(GemmModelTest, Fp16Align1ProductsRunTheSm75WmmaKernel) {
@@ -406,10 +423,10 @@ TEST(GemmModelTest, Fp16Align1ProductsRunTheSm75WmmaKernel) {
   EXPECT_TRUE(contains(small[0].name, "cutlass_75_wmma_tensorop_f16") && contains(small[0].name, "_align1"))
       << small[0].name;
   EXPECT_EQ(small[0].grid.count(), 75 * 6);  // 32x32 tiles
-  // Its first loads wait in its K-step chain: one DRAM round trip fewer before it than the
+  // Its first loads wait in its K-step chain: 2.5 DRAM round trips fewer before it than the
   // 4 round trips and an L2 hit of the TMA kernels' prologue.
   const auto& h = h100();
-  EXPECT_EQ(small[0].ctas.front().work.fixed.ps(), 3 * h.dram.latency.ps() + h.l2.hit_latency.ps());
+  EXPECT_EQ(small[0].ctas.front().work.fixed.ps(), 3 * h.dram.latency.ps() / 2 + h.l2.hit_latency.ps());
   const auto deep = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{4101, 7, 12203}), h100());
   EXPECT_TRUE(contains(deep[0].name, "cutlass_75_wmma")) << deep[0].name;
   const auto wide = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{8268, 390, 5}), h100());
