@@ -779,13 +779,28 @@ constexpr std::int64_t kTf32WideSplitMaxTiles = 24;
 constexpr std::int64_t kTf32WideSplitMaxK = 32;
 // At most this many slices (16x16x1936 -> 24, 32x160x3152 -> 24, 304x16x13216 -> 26).
 constexpr std::int64_t kTf32MaxSmallSplit = 24;
+// More than 8 tiles (and K above 32): split as the estimate has it only from K = 480 over at most
+// 80 tiles, else unsplit (sets 3-28, H100, 64x64 tiles: all 7 of K >= 480 over 21-77 tiles split
+// 3-6 ways, 144x432x496 to 16x4928x832; 37 of 41 others unsplit, among them 16x7904x128,
+// 1696x16x96, 3200x96x800 over 100 tiles; 16x624x80, 16x768x64, 16x912x96 and 16x1504x288 split,
+// misses). gpusim's estimate had split most of them: those rows 15-67% slow.
+constexpr std::int64_t kTf32SplitMinK = 480;
+constexpr std::int64_t kTf32SplitMaxTiles = 80;
 
 Choice tf32_small_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch) {
   const std::int64_t tiles = units_of(p, ch.cfg, 1);
   // Narrower rows mostly ran sm80_xmma's unsplit 32x32x64 kernel instead (43x930x20, 583x240x19).
   if (p.dtype != hw::DType::kTf32 || operand_align(p) != 4) return ch;
   const bool wide = ceil_div(p.N, ch.cfg.tile_n) > 1 && p.K <= kTf32WideSplitMaxK;
-  if (tiles > (wide ? kTf32WideSplitMaxTiles : kTf32SmallSplitMaxTiles)) return ch;
+  if (tiles > (wide ? kTf32WideSplitMaxTiles : kTf32SmallSplitMaxTiles)) {
+    // Beyond them cuBLAS splits only deep products of few tiles; the rest run unsplit, without
+    // the reduce.
+    if (!wide && !(p.K >= kTf32SplitMinK && tiles <= kTf32SplitMaxTiles)) {
+      ch.split = 1;
+      ch.reduce = false;
+    }
+    return ch;
+  }
   ch.split = std::max<std::int64_t>(
       1, std::min({hw.sm_count / tiles, ceil_div(p.K, 4), kTf32MaxSmallSplit}));
   while (last_slice_empty(p, ch.cfg, ch.split)) --ch.split;

@@ -321,6 +321,17 @@ TEST(GemmModelTest, WideTwoDeepProductsRunThe128TileVariantWithBf16Partials) {
   EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{94, 10709, 4}), h100()).size(), 1u);
 }
 
+TEST(GemmModelTest, Tf32ProductsOfManyTilesSplitOnlyWhenDeep) {
+  // tf32 with 16-byte rows on the sm_80 kernels, more than 8 tiles: unsplit without the reduce
+  // (16x7904x128, 1696x16x96 as measured), split only from K = 480 over at most 80 tiles
+  // (2544x16x992 split 6 ways as measured).
+  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{16, 7904, 128}), h100()).size(), 1u);
+  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{1696, 16, 96}), h100()).size(), 1u);
+  const auto deep = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{2544, 16, 992}), h100());
+  ASSERT_EQ(deep.size(), 2u);
+  EXPECT_TRUE(contains(deep[1].name, "splitKreduce_kernel")) << deep[1].name;
+}
+
 TEST(GemmModelTest, MidSizeUnalignedTf32ProductsRunTheFfmaXmmaKernel) {
   // tf32 rows that allow no 16-byte loads, 2^17 to 2^20 outputs, K 17-256: cuBLAS's fp32
   // sm80_xmma 32x32 kernel (sets 3-27: 10751x25x252, 73x12444x27), on the FP32 pipe.
