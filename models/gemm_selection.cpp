@@ -847,12 +847,32 @@ std::int64_t nvjet_split(const hw::HardwareSpec& hw, const Problem& p, const Con
 constexpr std::int64_t kXmmaTf32MaxK = 640;
 constexpr double kXmmaTf32MaxWork = 1e8;  // M x N x K
 
+// Tall products of at most 9 columns and K up to 16 from 2,400 rows on run cuBLAS's sm_80
+// align1 kernel of 256-row tiles instead (128x256_32x3), K in 4-deep slices and the reduce (sets
+// 3-28, H100: 6 of 7, 2414x3x11 -> 3 slices, 3944x3x13 -> 4, 3127x3x3 -> 1; 6366x8x2 ran 64x128).
+constexpr std::int64_t kTf32TallMinRows = 2400;
+constexpr std::int64_t kTf32TallMaxCols = 9;
+constexpr std::int64_t kTf32TallMaxK = 16;
+constexpr std::int64_t kTf32TallSliceK = 4;
+
+std::optional<Choice> tf32_tall_shallow(const hw::HardwareSpec& hw, const Problem& p) {
+  if (p.M < kTf32TallMinRows || p.N > kTf32TallMaxCols || p.K > kTf32TallMaxK) return std::nullopt;
+  for (const Config& c : mma_sync_candidates(hw, p)) {
+    if (c.tile_m != 256 || c.tile_n != 128) continue;
+    Choice ch{c, ceil_div(p.K, kTf32TallSliceK), 0};
+    ch.reduce = true;
+    return ch;
+  }
+  return std::nullopt;
+}
+
 std::optional<Choice> xmma_tf32_small(const hw::HardwareSpec& hw, const Problem& p) {
   if (p.dtype != hw::DType::kTf32 || hw.throughput.mma_sync_share >= 1.0 || operand_align(p) >= 4 ||
       p.K >= kXmmaTf32MaxK ||
       static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K) >= kXmmaTf32MaxWork) {
     return std::nullopt;
   }
+  if (auto t = tf32_tall_shallow(hw, p)) return t;
   auto c = mma_sync_config(hw, p.dtype, 32, 32);
   if (!c) return std::nullopt;
   c->tile_k = 64;

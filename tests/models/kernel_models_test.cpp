@@ -343,6 +343,12 @@ TEST(GemmModelTest, MidSizeUnalignedTf32ProductsRunTheFfmaXmmaKernel) {
   // Its 64-thread CTAs step through K in 0.7 DRAM latencies an 8-deep step (sets 3-28: 0.26 us a
   // step on the H100), 32 steps for K = 252.
   EXPECT_NEAR(ls[0].ctas.front().work.critical_path.seconds(), 32 * 0.7 * h100().dram.latency.seconds(), 1e-12);
+  // Tall products of a few columns and K up to 16 from 2,400 rows: the 256-row align1 tiles, K in
+  // 4-deep slices and the reduce (3944x3x13 -> 4 slices, as measured).
+  const auto tall = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{3944, 3, 13}), h100());
+  ASSERT_EQ(tall.size(), 2u);
+  EXPECT_TRUE(contains(tall[0].name, "_128x256_")) << tall[0].name;
+  EXPECT_EQ(tall[0].grid.count(), 16 * 4);
   // Fewer outputs keep the tf32 xmma kernel (6x27x5).
   const auto small = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{583, 24, 19}), h100());
   EXPECT_TRUE(contains(small[0].name, "tf32f32")) << small[0].name;
