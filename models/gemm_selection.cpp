@@ -183,6 +183,14 @@ constexpr double kAlign1StepIssueCyclesPerElement = 0.04;
 // sets 3-13 (H200): 15.5 -> 13.6% and 17.1 -> 13.5% (800-1,200 tried; per K step, and on the
 // align2, tf32 and wmma kernels too, did no better).
 constexpr double kAlign1EpilogueIssueCyclesPerElement = 1000.0 / 4096.0;
+// Each thread also waits for its own element stores before the CTA ends, about 20 cycles an
+// element: a lone CTA of larger tiles takes longer (sets 3-28, H100, one-step launches of one wave:
+// 64x64 tiles 2.8-3.1 us, 128x64 4.1-4.4, 128x128 4.5-5.5, 32, 64 and 128 elements a thread).
+// Issue 16's seventeenth round, fitted with the prologue: 10-30 cycles x 7-9 half round trips
+// tried, 20 and 8 best (sets 3-28 7.933 -> 7.924% H100, 8.789 -> 8.752% H200; those 128x128
+// and 128x64 rows about 21 -> 9% fast).
+constexpr double kAlign1EpilogueStoreCycles = 20.0;
+constexpr std::int64_t kAlign1PrologueSavedHalfRoundTrips = 8;
 
 // The xmma tf32 32x32x64 kernel of small unaligned products: about 0.7 us per 64-deep step
 // beyond a one-step kernel's 3 us (sets 3-5: 5165x14x136 in 7.8 us, 253x18x443 in 7.3,
@@ -419,12 +427,14 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
       c.k_step_round_trips = kAlign1StepRoundTrips;
       c.k_step_issue_cycles =
           kAlign1StepIssueCyclesPerElement * static_cast<double>((c.tile_m + c.tile_n) * c.tile_k);
-      // No tensor maps, and the first loads wait in the K-step chain: three DRAM round trips
-      // fewer before it (sets 3-13: one-step align1 kernels of a few CTAs take 2.8-3.1 us on the
-      // H100; fitted with the step).
-      c.prologue_saved_half_round_trips = 6;
+      // No tensor maps, and the first loads wait in the K-step chain: the prologue's DRAM round
+      // trips are that chain's (sets 3-13: one-step align1 kernels of a few CTAs take 2.8-3.1 us
+      // on the H100; fitted with the step, then with the epilogue's stores below).
+      c.prologue_saved_half_round_trips = kAlign1PrologueSavedHalfRoundTrips;
       c.epilogue_issue_cycles =
           kAlign1EpilogueIssueCyclesPerElement * static_cast<double>(c.tile_m * c.tile_n);
+      c.epilogue_chain_cycles =
+          kAlign1EpilogueStoreCycles * static_cast<double>(c.tile_m * c.tile_n) / static_cast<double>(c.threads);
       out.push_back(c);
     }
     return out;
@@ -1034,6 +1044,15 @@ constexpr std::int64_t kShallowSliceK = 8;
 // kernel without the reduce (698x3082x3 = 2.15M and all 14 larger ones). Deeper K of up to 8
 // kept one or the other (77x4617x5 the variant, 94x10709x4 and 13040x122x5 not).
 constexpr std::int64_t kWideShallowMaxK = 3;
+// Shallow products of at least 100 rows and 129-200 columns run the 128x128 split-K variant, K in
+// slices of 8 (one up to K = 8), fp32 partials and the reduce (sets 3-28, H100: all 7, 236x148x3,
+// 997x139x5, 540x195x7, 993x192x11 -> 2 slices, 1059x165x17 and 1121x152x19 -> 3; gpusim had 64x64
+// tiles, those rows 20-57% fast). Wider products of K above 3 keep the rules below (846x266x9,
+// 753x384x11 and 878x381x12 ran 64x64 tiles with bf16 out).
+constexpr std::int64_t kSquareShallowMinRows = 200;
+constexpr std::int64_t kSquareShallowTile = 128;
+constexpr std::int64_t kSquareShallowMaxCols = 200;
+constexpr std::int64_t kSquareShallowMaxK = 19;
 constexpr double kWideShallowMaxOutputs = 2097152.0;
 constexpr std::int64_t kWideShallowTile = 128;
 constexpr std::int64_t kShallowMaxK = 80;
@@ -1046,6 +1065,16 @@ Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice c
     return ch;
   }
   const std::int64_t tiles = units_of(p, ch.cfg, 1);
+  if (p.M >= kSquareShallowMinRows && p.N > kSquareShallowTile && p.N <= kSquareShallowMaxCols &&
+      p.K <= kSquareShallowMaxK) {
+    for (const Config& c : mma_sync_candidates(hw, p)) {
+      if (c.tile_n != kSquareShallowTile || c.tile_m != kSquareShallowTile) continue;
+      ch.cfg = c;
+      ch.split = ceil_div(p.K, kShallowSliceK);
+      ch.reduce = true;
+    }
+    return ch;
+  }
   if (p.K <= kShallowSliceK) {
     if (tiles <= hw.sm_count) {
       ch.reduce = true;

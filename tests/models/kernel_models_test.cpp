@@ -332,6 +332,27 @@ TEST(GemmModelTest, Tf32ProductsOfManyTilesSplitOnlyWhenDeep) {
   EXPECT_TRUE(contains(deep[1].name, "splitKreduce_kernel")) << deep[1].name;
 }
 
+TEST(GemmModelTest, ShallowProductsOf129To200ColumnsRunThe128TileVariant) {
+  // bf16 align1 of at least 200 rows, 129-200 columns, K up to 19: 128x128 tiles, K in slices of 8,
+  // fp32 partials and the reduce (sets 3-28: 1121x152x19 -> 3 slices, 540x195x7 unsplit).
+  const auto deep = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1121, 152, 19}), h100());
+  ASSERT_EQ(deep.size(), 2u);
+  EXPECT_TRUE(contains(deep[0].name, "_128x128_")) << deep[0].name;
+  EXPECT_EQ(deep[0].grid.count(), 9 * 2 * 3);
+  EXPECT_TRUE(contains(deep[1].name, "splitKreduce_kernel<32, 16, int, float")) << deep[1].name;
+  // Fewer rows keep the 64x64 tiles (150x151x5 as measured).
+  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{150, 151, 5}), h100())[0].name, "_64x64_"));
+  // A thread's element stores wait before its CTA ends, 20 cycles each: a 128x128 tile's 128
+  // elements a thread take longer than a 64x64 tile's 32 (one-step launches: 4.5-5.5 us against
+  // 2.8-3.1 measured), beside the step's load issue for twice the rows and columns.
+  const auto small = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{540, 100, 7}), h100());
+  const auto big = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{540, 195, 7}), h100());
+  ASSERT_TRUE(contains(small[0].name, "_64x64_")) << small[0].name;
+  const double stores = (128 - 32) * 20.0, issue = (256 - 128) * 32 * 0.04;
+  EXPECT_NEAR(big[0].ctas.front().work.critical_path.seconds() - small[0].ctas.front().work.critical_path.seconds(),
+              (stores + issue) / h100().clocks.sustained_other_hz, 1e-12);
+}
+
 TEST(GemmModelTest, MidSizeUnalignedTf32ProductsRunTheFfmaXmmaKernel) {
   // tf32 rows that allow no 16-byte loads, 2^17 to 2^20 outputs, K 17-256: cuBLAS's fp32
   // sm80_xmma 32x32 kernel (sets 3-27: 10751x25x252, 73x12444x27), on the FP32 pipe.
@@ -953,13 +974,14 @@ TEST(GemmModelTest, ShallowAlign1ProductsTakeTheSplitKVariant) {
   EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{3, 138, 3, false}), h100()).size(), 1u);
   EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{7, 460, 5, false}), h100()).size(), 2u);
   // The register-staged kernel sets up no tensor maps and its first loads wait in its K-step
-  // chain: three DRAM round trips less before it than base_work's (one-step align1 kernels of a
-  // few CTAs: 2.8-3.1 us measured); the TMA kernels' first loads wait in their chain for one round
-  // trip of theirs. Both charge their first wave's misses the queue (prologue_loads).
+  // chain: four DRAM round trips less before it than base_work's, where its element stores
+  // wait instead (one-step align1 kernels of a few CTAs: 2.8-3.1 us measured); the TMA kernels'
+  // first loads wait in their chain for one round trip of theirs. Both charge their first wave's
+  // misses the queue (prologue_loads).
   const auto one = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{178, 2, 1}), h100());
   const auto tma = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{176, 8, 8}), h100());
   ASSERT_TRUE(contains(tma[0].name, "nvjet")) << tma[0].name;
-  EXPECT_EQ(one[0].ctas.front().work.fixed.ps() + 2 * h100().dram.latency.ps(), tma[0].ctas.front().work.fixed.ps());
+  EXPECT_EQ(one[0].ctas.front().work.fixed.ps() + 3 * h100().dram.latency.ps(), tma[0].ctas.front().work.fixed.ps());
   EXPECT_TRUE(one[0].prologue_loads);
   EXPECT_TRUE(tma[0].prologue_loads);
 }
@@ -988,15 +1010,17 @@ TEST(GemmModelTest, BiasOnSingleElementRowsSplitsSeriallyInTheKernel) {
   ASSERT_EQ(many.size(), 2u);
   EXPECT_EQ(many[0].name, "Memset (Device)");
   EXPECT_EQ(many[1].grid.count(), 30 * 2 * 2);
-  // The align1 kernel's K steps are a chain: the same tile, twice the depth, twice the path.
+  // The align1 kernel's K steps are a chain: the same tile, twice the depth, twice the steps'
+  // path; its element stores (20 cycles each of a thread's 32) follow them once.
   const auto k1 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{6160, 153, 96}), h100());
   const auto k2 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{6160, 153, 192}), h100());
   EXPECT_TRUE(contains(k1[0].name, "64x64")) << k1[0].name;
   EXPECT_EQ(k2[0].grid.count(), k1[0].grid.count());
   const auto& w1 = k1[0].ctas.front().work;
   const auto& w2 = k2[0].ctas.front().work;
-  EXPECT_NEAR(static_cast<double>(w2.critical_path.ps()),
-              2.0 * static_cast<double>(w1.critical_path.ps()), 2.0);
+  const double stores_ps = 20.0 * 32.0 / h100().clocks.sustained_other_hz * 1e12;
+  EXPECT_NEAR(static_cast<double>(w2.critical_path.ps()) - stores_ps,
+              2.0 * (static_cast<double>(w1.critical_path.ps()) - stores_ps), 4.0);
   // Each step's loads are issued in turn with the other CTAs on the SM: the issue part grows
   // with the depth too, over the epilogue's stores that both have once.
   EXPECT_GT(w2.issue_path.ps(), w1.issue_path.ps());
