@@ -959,6 +959,19 @@ constexpr std::int64_t kWmmaSmallTileStep64MaxK = 300;
 constexpr std::int64_t kWmmaFewRowsMaxRows = 3;
 constexpr std::int64_t kWmmaFp16ShallowMaxK = 256;
 
+// bf16 matmuls (NN) of 4-16 rows and at most 10 columns run the 16x16 tiles' split-K variant,
+// two stages of 128-deep steps, K in slices of 8 however deep, bf16 partials and their reduce (sets
+// 3-28, H100: 10 of 10, 10x2x4 and 14x2x8 unsplit with the reduce, 9x2x14 -> 2 slices, 8x8x292
+// -> 37, 14x2x3658 -> 458; 9x20x12 and 15x34x4 ran 32x32 tiles).
+constexpr std::int64_t kWmmaNarrowMinRows = 4;
+constexpr std::int64_t kWmmaNarrowMaxCols = 10;
+constexpr std::int64_t kWmmaNarrowSliceK = 8;
+
+bool narrow_wmma_split(const Problem& p, bool linear) {
+  return !linear && p.dtype == hw::DType::kBf16 && p.M >= kWmmaNarrowMinRows && p.M <= kWmmaSmallTileMaxRows &&
+         p.N <= kWmmaNarrowMaxCols && operand_align(p) == 2;
+}
+
 std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   if (!runs_wmma(hw, p)) return std::nullopt;
   auto c = mma_sync_config(hw, p.dtype, 32, 32);
@@ -977,6 +990,9 @@ std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p, b
     c->tile_k = p.K <= kWmmaSmallTileStep32MaxK ? 32 : (p.K <= kWmmaSmallTileStep64MaxK ? 64 : 128);
   } else if (!linear && p.dtype == hw::DType::kBf16 && p.M <= kWmmaFewRowsMaxRows) {
     c->tile_k = 32;
+  } else if (narrow_wmma_split(p, linear)) {
+    c->tile_m = c->tile_n = kWmmaSmallTile;
+    c->threads = 32;
   } else if (!linear && p.dtype == hw::DType::kFp16 && p.K <= kWmmaFp16ShallowMaxK) {
     c->tile_k = 64;
     c->stages = 1;
@@ -990,7 +1006,13 @@ std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p, b
   return c;
 }
 
-Choice wmma_choice(const hw::HardwareSpec& hw, const Problem& p, const Config& c) {
+Choice wmma_choice(const hw::HardwareSpec& hw, const Problem& p, const Config& c, bool linear) {
+  if (narrow_wmma_split(p, linear)) {
+    Choice ch{c, ceil_div(p.K, kWmmaNarrowSliceK), 0};
+    ch.reduce = true;
+    ch.partials_16bit = true;
+    return ch;
+  }
   const std::int64_t s =
       p.K <= kWmmaUnsplitMaxK ? 1 : split_by_slices(p, c, kWmmaSliceK, kWmmaMaxSplit, 2 * hw.sm_count);
   Choice ch{c, s, 0};
@@ -1005,7 +1027,7 @@ Choice choose_tiled(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
     return choose(hw, p, candidates, kNvjetMaxSplit, nvjet_split);
   }
   if (auto x = xmma_tf32_small(hw, p)) return *x;
-  if (auto w = wmma_small(hw, p, linear)) return wmma_choice(hw, p, *w);
+  if (auto w = wmma_small(hw, p, linear)) return wmma_choice(hw, p, *w, linear);
   return tf32_small_split(hw, p, choose(hw, p, mma_sync_candidates(hw, p), kMmaSyncMaxSplit));
 }
 

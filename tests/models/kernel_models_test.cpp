@@ -442,6 +442,14 @@ TEST(GemmModelTest, WmmaKernelsStepAsDeepAsTheirKTile) {
   EXPECT_TRUE(contains(name_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 4, 10, false})), "_16x16_32x1_tn"));
   EXPECT_TRUE(contains(name_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 262, 120, false})), "_16x16_64x1_tn"));
   EXPECT_TRUE(contains(name_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{2, 86, 516, false})), "_16x16_128x1_tn"));
+  // bf16 matmuls of 4-16 rows and at most 10 columns: 16x16 tiles, K in slices of 8 however deep,
+  // bf16 partials and their reduce (14x2x3658 -> 458 slices, 10x2x4 unsplit with the reduce).
+  const auto narrow = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{14, 2, 3658}), h100());
+  ASSERT_EQ(narrow.size(), 2u);
+  EXPECT_TRUE(contains(narrow[0].name, "_16x16_128x2_nn")) << narrow[0].name;
+  EXPECT_EQ(narrow[0].grid.count(), 458);
+  EXPECT_TRUE(contains(narrow[1].name, "splitKreduce_kernel<32, 16, int, __nv_bfloat16, __nv_bfloat16")) << narrow[1].name;
+  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{10, 2, 4}), h100()).size(), 2u);
   // Most others 32x32 tiles over 128-deep steps in two stages (2313x142x8).
   EXPECT_TRUE(contains(name_of(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2313, 142, 8})), "_32x32_128x2_nn"));
   // A step walks its whole K tile 16 deep: one-step kernels take longer on deeper steps whatever
