@@ -1072,6 +1072,17 @@ constexpr std::int64_t kWideShallowMaxK = 3;
 // tiles, those rows 20-57% fast). Wider products of K above 3 keep the rules below (846x266x9,
 // 753x384x11 and 878x381x12 ran 64x64 tiles with bf16 out).
 constexpr std::int64_t kSquareShallowMinRows = 200;
+// Shallow products of 40-64 rows and at least 139 columns run the split-K variant of 128-column
+// tiles one tile high (128x64), K in slices of 8, bf16 partials and their reduce (sets 3-28,
+// H100: 10 of 11, 63x139x2, 40x499x5, 53x591x12 -> 2 slices, 49x867x25 -> 4, 58x6054x5; 40x876x11
+// ran 64x64 tiles; fewer rows ran 64x64 tiles with fp32 partials: 19x488x23, 35x573x35; up to
+// 8,192 columns: 49x16139x2 ran the 128x128 variant above).
+constexpr std::int64_t kWideRowShallowMaxCols = 8192;
+constexpr std::int64_t kWideRowShallowMinRows = 40;
+constexpr std::int64_t kWideRowShallowMaxRows = 64;
+constexpr std::int64_t kWideRowShallowMinCols = 139;
+constexpr std::int64_t kWideRowShallowMaxK = 25;
+constexpr std::int64_t kWideRowShallowTileN = 128;
 constexpr std::int64_t kSquareShallowTile = 128;
 constexpr std::int64_t kSquareShallowMaxCols = 200;
 constexpr std::int64_t kSquareShallowMaxK = 19;
@@ -1087,6 +1098,17 @@ Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice c
     return ch;
   }
   const std::int64_t tiles = units_of(p, ch.cfg, 1);
+  if (p.M >= kWideRowShallowMinRows && p.M <= kWideRowShallowMaxRows && p.N >= kWideRowShallowMinCols &&
+      p.N <= kWideRowShallowMaxCols && p.K <= kWideRowShallowMaxK) {
+    for (const Config& c : mma_sync_candidates(hw, p)) {
+      if (c.tile_n != kWideRowShallowTileN || c.tile_m != kWideRowShallowMaxRows) continue;
+      ch.cfg = c;
+      ch.split = ceil_div(p.K, kShallowSliceK);
+      ch.reduce = true;
+      ch.partials_16bit = true;
+    }
+    return ch;
+  }
   if (p.M >= kSquareShallowMinRows && p.N > kSquareShallowTile && p.N <= kSquareShallowMaxCols &&
       p.K <= kSquareShallowMaxK) {
     for (const Config& c : mma_sync_candidates(hw, p)) {

@@ -340,6 +340,13 @@ TEST(GemmModelTest, ShallowProductsOf129To200ColumnsRunThe128TileVariant) {
   EXPECT_TRUE(contains(deep[0].name, "_128x128_")) << deep[0].name;
   EXPECT_EQ(deep[0].grid.count(), 9 * 2 * 3);
   EXPECT_TRUE(contains(deep[1].name, "splitKreduce_kernel<32, 16, int, float")) << deep[1].name;
+  // 40-64 rows and at least 139 columns: 128x64 tiles (128 columns, one tile high), bf16 partials
+  // (53x591x12 -> 2 slices, as measured).
+  const auto row = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{53, 591, 12}), h100());
+  ASSERT_EQ(row.size(), 2u);
+  EXPECT_TRUE(contains(row[0].name, "_128x64_")) << row[0].name;
+  EXPECT_EQ(row[0].grid.count(), 5 * 2);
+  EXPECT_TRUE(contains(row[1].name, "splitKreduce_kernel<32, 16, int, __nv_bfloat16, __nv_bfloat16")) << row[1].name;
   // Fewer rows keep the 64x64 tiles (150x151x5 as measured).
   EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{150, 151, 5}), h100())[0].name, "_64x64_"));
   // A thread's element stores wait before its CTA ends, 20 cycles each: a 128x128 tile's 128
