@@ -1091,6 +1091,12 @@ constexpr std::int64_t kWideShallowTile = 128;
 constexpr std::int64_t kShallowMaxK = 80;
 constexpr std::int64_t kShallowSplitSmsPerTile = 5;
 constexpr std::int64_t kShallowSplitMinRows = 6;
+// Tall products of at most 19 columns take those slices over more tiles too, while the split
+// launch stays within about 4.5 waves of CTAs (sets 3-28, H100: 7215x3x9 -> 2 slices over 113
+// tiles, 5829x13x20 -> 3, 3425x11x50 -> 7, 2454x7x79 -> 5 (10 here); unsplit 13086x11x22, whose
+// 3 slices would make 615 CTAs, 9653x9x33 and 15459x4x47; 11925x2x55 split 3 ways, a miss).
+constexpr std::int64_t kShallowTallMaxCols = 19;
+constexpr double kShallowTallMaxWaves = 4.5;
 
 Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch, bool bias) {
   if (bias || p.dtype != hw::DType::kBf16 || !ch.cfg.register_staged || ch.split != 1 || p.K < 2 ||
@@ -1132,8 +1138,11 @@ Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice c
     }
     return ch;
   }
-  if (tiles * kShallowSplitSmsPerTile > hw.sm_count) return ch;
-  ch.split = ceil_div(p.K, kShallowSliceK);
+  const std::int64_t slices = ceil_div(p.K, kShallowSliceK);
+  const bool tall = p.N <= kShallowTallMaxCols &&
+                    static_cast<double>(tiles * slices) <= kShallowTallMaxWaves * static_cast<double>(hw.sm_count);
+  if (tiles * kShallowSplitSmsPerTile > hw.sm_count && !tall) return ch;
+  ch.split = slices;
   ch.reduce = true;
   return ch;
 }

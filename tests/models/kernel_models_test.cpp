@@ -984,6 +984,12 @@ TEST(GemmModelTest, ShallowAlign1ProductsTakeTheSplitKVariant) {
   EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1901, 63, 23}), h100()).size(), 1u);
   EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{9083, 10, 1}), h100()).size(), 1u);
   EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{1029, 6, 17, true}), h100()).size(), 1u);
+  // Tall products of at most 19 columns split over more tiles while the launch stays within 4.5
+  // waves: 5829x13x20 (92 tiles) -> 3 slices; 13086x11x22 (205 tiles, 615 CTAs) unsplit.
+  const auto tall = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{5829, 13, 20}), h100());
+  ASSERT_EQ(tall.size(), 2u);
+  EXPECT_EQ(tall[0].grid.count(), 92 * 3);
+  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{13086, 11, 22}), h100()).size(), 1u);
   // Nor products of 5 rows or fewer: 2x285x14 and 3x138x3 ran one bf16 kernel, 7x460x5 the variant.
   EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{2, 285, 14, false}), h100()).size(), 1u);
   EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{3, 138, 3, false}), h100()).size(), 1u);
