@@ -1059,35 +1059,6 @@ constexpr std::int64_t kSerialColumnSplitK = 256;
 // fewer (sets 3-13: 3x138x3, 5x206x3, 2x285x14, 2x1115x14, 2x66x37 and 2x19x65 unsplit with
 // bf16 out; 7x460x5 and 10x119x34 took the variant).
 constexpr std::int64_t kShallowSliceK = 8;
-// K of 2 or 3 over more 64x64 tiles than SMs and fewer than 2^21 outputs: the 128x128 kernel's
-// split-K variant, unsplit, writing bf16 partials ("bf16_s1688gemm") that a splitKreduce_kernel
-// of bf16 partials sums (sets 3-27, H100: 9 of 10 such products, 2255x103x2 through 223x9310x3 =
-// 2.08M outputs; 19x10387x2 ran 64x64 tiles and fp32 partials); from 2^21 outputs on the same
-// kernel without the reduce (698x3082x3 = 2.15M and all 14 larger ones). Deeper K of up to 8
-// kept one or the other (77x4617x5 the variant, 94x10709x4 and 13040x122x5 not).
-constexpr std::int64_t kWideShallowMaxK = 3;
-// Shallow products of at least 100 rows and 129-200 columns run the 128x128 split-K variant, K in
-// slices of 8 (one up to K = 8), fp32 partials and the reduce (sets 3-28, H100: all 7, 236x148x3,
-// 997x139x5, 540x195x7, 993x192x11 -> 2 slices, 1059x165x17 and 1121x152x19 -> 3; gpusim had 64x64
-// tiles, those rows 20-57% fast). Wider products of K above 3 keep the rules below (846x266x9,
-// 753x384x11 and 878x381x12 ran 64x64 tiles with bf16 out).
-constexpr std::int64_t kSquareShallowMinRows = 200;
-// Shallow products of 40-64 rows and at least 139 columns run the split-K variant of 128-column
-// tiles one tile high (128x64), K in slices of 8, bf16 partials and their reduce (sets 3-28,
-// H100: 10 of 11, 63x139x2, 40x499x5, 53x591x12 -> 2 slices, 49x867x25 -> 4, 58x6054x5; 40x876x11
-// ran 64x64 tiles; fewer rows ran 64x64 tiles with fp32 partials: 19x488x23, 35x573x35; up to
-// 8,192 columns: 49x16139x2 ran the 128x128 variant above).
-constexpr std::int64_t kWideRowShallowMaxCols = 8192;
-constexpr std::int64_t kWideRowShallowMinRows = 40;
-constexpr std::int64_t kWideRowShallowMaxRows = 64;
-constexpr std::int64_t kWideRowShallowMinCols = 139;
-constexpr std::int64_t kWideRowShallowMaxK = 25;
-constexpr std::int64_t kWideRowShallowTileN = 128;
-constexpr std::int64_t kSquareShallowTile = 128;
-constexpr std::int64_t kSquareShallowMaxCols = 200;
-constexpr std::int64_t kSquareShallowMaxK = 19;
-constexpr double kWideShallowMaxOutputs = 2097152.0;
-constexpr std::int64_t kWideShallowTile = 128;
 constexpr std::int64_t kShallowMaxK = 80;
 constexpr std::int64_t kShallowSplitSmsPerTile = 5;
 constexpr std::int64_t kShallowSplitMinRows = 6;
@@ -1097,48 +1068,69 @@ constexpr std::int64_t kShallowSplitMinRows = 6;
 // 3 slices would make 615 CTAs, 9653x9x33 and 15459x4x47; 11925x2x55 split 3 ways, a miss).
 constexpr std::int64_t kShallowTallMaxCols = 19;
 constexpr double kShallowTallMaxWaves = 4.5;
+// K of 2 or 3 over more 64x64 tiles than SMs and fewer than 2^21 outputs: the 128x128 kernel's
+// split-K variant, unsplit, writing bf16 partials ("bf16_s1688gemm") that a splitKreduce_kernel
+// of bf16 partials sums (sets 3-27, H100: 9 of 10 such products, 2255x103x2 through 223x9310x3 =
+// 2.08M outputs; 19x10387x2 ran 64x64 tiles and fp32 partials); from 2^21 outputs on the same
+// kernel without the reduce (698x3082x3 = 2.15M and all 14 larger ones). Deeper K of up to 8
+// kept one or the other (77x4617x5 the variant, 94x10709x4 and 13040x122x5 not).
+constexpr std::int64_t kWideShallowMaxK = 3;
+constexpr double kWideShallowMaxOutputs = 2097152.0;
+// Shallow products of at least 200 rows and 129-200 columns run the 128x128 split-K variant, K in
+// slices of 8 (one up to K = 8), fp32 partials and the reduce (sets 3-28, H100: all 7, 236x148x3,
+// 997x139x5, 540x195x7, 993x192x11 -> 2 slices, 1059x165x17 and 1121x152x19 -> 3; gpusim had 64x64
+// tiles, those rows 20-57% fast; 150x151x5 and 189x184x5 ran 64x64 tiles). Wider products of K
+// above 3 keep the rules below (846x266x9, 753x384x11 and 878x381x12 ran 64x64 tiles, bf16 out).
+constexpr std::int64_t kSquareShallowMinRows = 200;
+constexpr std::int64_t kSquareShallowMaxCols = 200;
+constexpr std::int64_t kSquareShallowMaxK = 19;
+// Shallow products of 40-64 rows and 139-8,192 columns run the split-K variant of 128-column
+// tiles one tile high (128x64), K in slices of 8, bf16 partials and their reduce (sets 3-28,
+// H100: 10 of 11, 63x139x2, 40x499x5, 53x591x12 -> 2 slices, 49x867x25 -> 4, 58x6054x5; 40x876x11
+// ran 64x64 tiles; fewer rows ran 64x64 tiles with fp32 partials: 19x488x23, 35x573x35; wider,
+// 49x16139x2 ran the 128x128 variant above).
+constexpr std::int64_t kWideRowShallowMinRows = 40;
+constexpr std::int64_t kWideRowShallowMaxRows = 64;
+constexpr std::int64_t kWideRowShallowMinCols = 139;
+constexpr std::int64_t kWideRowShallowMaxCols = 8192;
+constexpr std::int64_t kWideRowShallowMaxK = 25;
+
+// The register-staged kernel of tile_n x tile_m in its split-K variant: `split` slices, the reduce,
+// partials in bf16 or fp32. `ch` unchanged where the candidates hold no such tile.
+Choice register_staged_variant(const hw::HardwareSpec& hw, const Problem& p, Choice ch, std::int64_t tile_n,
+                               std::int64_t tile_m, std::int64_t split, bool partials_16bit) {
+  for (const Config& c : mma_sync_candidates(hw, p)) {
+    if (c.tile_n != tile_n || c.tile_m != tile_m) continue;
+    ch.cfg = c;
+    ch.split = split;
+    ch.reduce = true;
+    ch.partials_16bit = partials_16bit;
+  }
+  return ch;
+}
 
 Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch, bool bias) {
   if (bias || p.dtype != hw::DType::kBf16 || !ch.cfg.register_staged || ch.split != 1 || p.K < 2 ||
       p.K > kShallowMaxK || p.M < kShallowSplitMinRows) {
     return ch;
   }
-  const std::int64_t tiles = units_of(p, ch.cfg, 1);
+  const std::int64_t slices = ceil_div(p.K, kShallowSliceK);
   if (p.M >= kWideRowShallowMinRows && p.M <= kWideRowShallowMaxRows && p.N >= kWideRowShallowMinCols &&
       p.N <= kWideRowShallowMaxCols && p.K <= kWideRowShallowMaxK) {
-    for (const Config& c : mma_sync_candidates(hw, p)) {
-      if (c.tile_n != kWideRowShallowTileN || c.tile_m != kWideRowShallowMaxRows) continue;
-      ch.cfg = c;
-      ch.split = ceil_div(p.K, kShallowSliceK);
-      ch.reduce = true;
-      ch.partials_16bit = true;
-    }
-    return ch;
+    return register_staged_variant(hw, p, ch, 128, 64, slices, true);
   }
-  if (p.M >= kSquareShallowMinRows && p.N > kSquareShallowTile && p.N <= kSquareShallowMaxCols &&
-      p.K <= kSquareShallowMaxK) {
-    for (const Config& c : mma_sync_candidates(hw, p)) {
-      if (c.tile_n != kSquareShallowTile || c.tile_m != kSquareShallowTile) continue;
-      ch.cfg = c;
-      ch.split = ceil_div(p.K, kShallowSliceK);
-      ch.reduce = true;
-    }
-    return ch;
+  if (p.M >= kSquareShallowMinRows && p.N > 128 && p.N <= kSquareShallowMaxCols && p.K <= kSquareShallowMaxK) {
+    return register_staged_variant(hw, p, ch, 128, 128, slices, false);
   }
+  const std::int64_t tiles = units_of(p, ch.cfg, 1);
   if (p.K <= kShallowSliceK) {
     if (tiles <= hw.sm_count) {
       ch.reduce = true;
     } else if (p.K <= kWideShallowMaxK && static_cast<double>(p.M) * static_cast<double>(p.N) < kWideShallowMaxOutputs) {
-      for (const Config& c : mma_sync_candidates(hw, p)) {
-        if (c.tile_n != kWideShallowTile || c.tile_m != kWideShallowTile) continue;
-        ch.cfg = c;
-        ch.reduce = true;
-        ch.partials_16bit = true;
-      }
+      return register_staged_variant(hw, p, ch, 128, 128, 1, true);
     }
     return ch;
   }
-  const std::int64_t slices = ceil_div(p.K, kShallowSliceK);
   const bool tall = p.N <= kShallowTallMaxCols &&
                     static_cast<double>(tiles * slices) <= kShallowTallMaxWaves * static_cast<double>(hw.sm_count);
   if (tiles * kShallowSplitSmsPerTile > hw.sm_count && !tall) return ch;
