@@ -134,7 +134,8 @@ inline double tensor_efficiency(const hw::HardwareSpec& hw, hw::DType d, const C
 
 inline double k_step_path(const hw::HardwareSpec& hw, const Config& c, double k_per_cta) {
   return std::ceil(k_per_cta / static_cast<double>(c.tile_k)) *
-         (c.k_step_round_trips * hw.dram.latency.seconds() + c.k_step_chain_cycles / hw.clocks.sustained_other_hz);
+         (c.k_step_round_trips * hw.dram.latency.seconds() +
+          c.k_step_chain_cycles / hw.clocks.sustained_other_hz);
 }
 
 // Seconds one CTA's K steps spend issuing their loads (Config::k_step_issue_cycles).

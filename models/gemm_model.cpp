@@ -188,7 +188,8 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   if (bias && bias_epilogue && !ch.reduce) unit.fixed = unit.fixed + hw.dram.latency;
   const double flops = 2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk;
   // SIMT kernels run FFMA whatever the operand type (cuBLAS sends some tf32 products to them).
-  if (p.dtype == hw::DType::kFp32 || c.kind == GemmKind::kSimtSingle || c.kind == GemmKind::kSimtBatched) {
+  if (p.dtype == hw::DType::kFp32 || c.kind == GemmKind::kSimtSingle ||
+      c.kind == GemmKind::kSimtBatched) {
     unit.fp32_flops = flops;
     unit.fp32_efficiency = simt_ffma_share(c);
   } else {
@@ -196,7 +197,8 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   }
   const double a_bytes = static_cast<double>(p.batch * p.M * p.K) * e;
   const double b_bytes = static_cast<double>(p.batch * p.K * p.N) * e;
-  const double c_elt = ch.reduce && !ch.partials_16bit ? 4.0 : e;  // split-K slices write fp32 partials
+  const double c_elt =
+      ch.reduce && !ch.partials_16bit ? 4.0 : e;  // fp32 partials (16-bit in some variants)
   const double c_bytes = static_cast<double>(p.batch * p.M * p.N) * c_elt * static_cast<double>(s);
   const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
   // Every tile reads a tile_m-row slab of A and a tile_n-column slab of B over its K range;
@@ -223,7 +225,8 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   if (c.k_step_round_trips > 0) {
     unit.critical_path = sim::Time::from_seconds(k_step_path(hw, c, kk) + step_issue);
   }
-  unit.critical_path = unit.critical_path + sim::Time::from_seconds(c.epilogue_chain_cycles / hw.clocks.sustained_other_hz);
+  unit.critical_path = unit.critical_path + sim::Time::from_seconds(c.epilogue_chain_cycles /
+                                                                    hw.clocks.sustained_other_hz);
   unit.issue_path = sim::Time::from_seconds(c.epilogue_issue_cycles / hw.clocks.sustained_other_hz +
                                             step_issue);
   // Serial split-K: a slice reads what the slices before it added, adds its own and signals the
@@ -260,10 +263,11 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
 }
 
 // The work every split-K reduce does, whichever kernel sums the partials: read `split` partials
-// of the output (`partial_bytes` an element) (and the bias, `bias_reads` times through L2), add them and write the
-// output, spread evenly over the launch's CTAs. `w` brings the kernel's own latency structure.
-void add_reduce_work(hw::Launch& l, const Problem& p, std::int64_t split, double partial_bytes, bool bias,
-                     std::int64_t bias_reads, hw::CtaWork w, const Names& names,
+// of the output (`partial_bytes` an element) (and the bias, `bias_reads` times through L2), add
+// them and write the output, spread evenly over the launch's CTAs. `w` brings the kernel's own
+// latency structure.
+void add_reduce_work(hw::Launch& l, const Problem& p, std::int64_t split, double partial_bytes,
+                     bool bias, std::int64_t bias_reads, hw::CtaWork w, const Names& names,
                      const std::string& tag) {
   const double e = detail::elt_bytes(p.dtype);
   const double ctas = static_cast<double>(l.grid.count());
@@ -283,7 +287,8 @@ void add_reduce_work(hw::Launch& l, const Problem& p, std::int64_t split, double
 // cublasLt::splitKreduce_kernel<32, 16, ...>: 32x16 threads, one output element each; grid
 // (ceil(N / 32), ceil(M / 16)) (ops_h100.csv: 128 CTAs for N = 4096, 48 for N = 1536).
 hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int64_t split,
-                         bool partials_16bit, bool bias, const Names& names, const std::string& tag) {
+                         bool partials_16bit, bool bias, const Names& names,
+                         const std::string& tag) {
   hw::Launch l;
   // Template arguments as cuBLAS names them: the output type (fp16's partials too are __half).
   const char* out_type = p.dtype == hw::DType::kFp16  ? "__half"
@@ -299,7 +304,8 @@ hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int6
   l.smem_per_cta = 0;
   hw::CtaWork w;
   const double partial_bytes = partials_16bit ? detail::elt_bytes(p.dtype) : 4.0;
-  w.max_inflight_bytes = 512.0 * partial_bytes * static_cast<double>(split);  // every thread loads its partials
+  w.max_inflight_bytes =
+      512.0 * partial_bytes * static_cast<double>(split);  // every thread loads its partials
   w.critical_path = sim::Time::from_seconds(reduce_chain_seconds(hw, split));
   // Before that chain, one DRAM round trip (random sets 3-8 on the H100: the reduce of s
   // partials takes 1.37 + 0.032 s us, 36 to 257 partials; the chain alone gives 1 + 0.036 s).
@@ -520,7 +526,8 @@ std::vector<hw::Launch> gemv_launches(const hw::HardwareSpec& hw, const Problem&
   std::vector<hw::Launch> out{std::move(l)};
   // The reduce sees the outputs as a column (grid 1 x outputs/16: 1x187x1 for 2977 outputs).
   if (split > 1) {
-    out.push_back(splitk_reduce(hw, Problem{p.N, 1, p.K, p.batch, p.dtype}, split, false, bias, names, tag));
+    out.push_back(
+        splitk_reduce(hw, Problem{p.N, 1, p.K, p.batch, p.dtype}, split, false, bias, names, tag));
   }
   return out;
 }

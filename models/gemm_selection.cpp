@@ -433,8 +433,9 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
       c.prologue_saved_half_round_trips = kAlign1PrologueSavedHalfRoundTrips;
       c.epilogue_issue_cycles =
           kAlign1EpilogueIssueCyclesPerElement * static_cast<double>(c.tile_m * c.tile_n);
-      c.epilogue_chain_cycles =
-          kAlign1EpilogueStoreCycles * static_cast<double>(c.tile_m * c.tile_n) / static_cast<double>(c.threads);
+      c.epilogue_chain_cycles = kAlign1EpilogueStoreCycles *
+                                static_cast<double>(c.tile_m * c.tile_n) /
+                                static_cast<double>(c.threads);
       out.push_back(c);
     }
     return out;
@@ -681,10 +682,11 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
       // (H100), 15.7 -> 14.6% (H200). The tensor-core estimate did no better for it.)
       const double rate = full_rate / ctas_sharing_an_sm(hw, occ, ctas);
       const double kk = static_cast<double>(k_per_split(p, c, split));
-      const double t = waves * (fixed + std::max(2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk / rate,
-                                                 simt_k_step_path(hw, kk, c))) +
-                       (reduces_in_own_kernel(c) ? xmma_split_cost_seconds(hw, p, c, split)
-                                                 : split_cost_seconds(hw, p, split));
+      const double t =
+          waves * (fixed + std::max(2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk / rate,
+                                    simt_k_step_path(hw, kk, c))) +
+          (reduces_in_own_kernel(c) ? xmma_split_cost_seconds(hw, p, c, split)
+                                    : split_cost_seconds(hw, p, split));
       if (t < best.est_seconds * 0.97) best = Choice{c, split, t, split > 1};
     }
   }
@@ -939,9 +941,9 @@ bool runs_wmma(const hw::HardwareSpec& hw, const Problem& p) {
 // and at most two CTAs per SM) (sets 3-8: 62x14x692 and 15x2x1804 unsplit, 130x22x3688 -> 31,
 // 108x20x4842 -> 25, 272x8x7386 -> 28, 21x394x1386 -> 12, 2069x2x1562 -> 6).
 constexpr std::int64_t kWmmaUnsplitMaxK = 1024;
-// Its slices are whole 16-byte groups of K, not whole K steps (CUTLASS's split-K rounding): 130x22x3688
-// ran 31 slices of 119 on 128-deep steps (sets 3-28: with whole steps gpusim cut 15; sets 3-28 8.017
-// -> 8.012% H100, 8.855 -> 8.851% H200).
+// Its slices are whole 16-byte groups of K, not whole K steps (CUTLASS's split-K rounding):
+// 130x22x3688 ran 31 slices of 119 on 128-deep steps (with whole steps gpusim cut 15; sets 3-28
+// 8.017 -> 8.012% H100, 8.855 -> 8.851% H200).
 constexpr std::int64_t kWmmaSplitKAlign = 8;
 constexpr std::int64_t kWmmaSliceK = 128;
 constexpr std::int64_t kWmmaMaxSplit = 32;
@@ -968,8 +970,8 @@ constexpr std::int64_t kWmmaNarrowMaxCols = 10;
 constexpr std::int64_t kWmmaNarrowSliceK = 8;
 
 bool narrow_wmma_split(const Problem& p, bool linear) {
-  return !linear && p.dtype == hw::DType::kBf16 && p.M >= kWmmaNarrowMinRows && p.M <= kWmmaSmallTileMaxRows &&
-         p.N <= kWmmaNarrowMaxCols && operand_align(p) == 2;
+  return !linear && p.dtype == hw::DType::kBf16 && p.M >= kWmmaNarrowMinRows &&
+         p.M <= kWmmaSmallTileMaxRows && p.N <= kWmmaNarrowMaxCols && operand_align(p) == 2;
 }
 
 std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
@@ -1097,8 +1099,9 @@ constexpr std::int64_t kWideRowShallowMaxK = 25;
 
 // The register-staged kernel of tile_n x tile_m in its split-K variant: `split` slices, the reduce,
 // partials in bf16 or fp32. `ch` unchanged where the candidates hold no such tile.
-Choice register_staged_variant(const hw::HardwareSpec& hw, const Problem& p, Choice ch, std::int64_t tile_n,
-                               std::int64_t tile_m, std::int64_t split, bool partials_16bit) {
+Choice register_staged_variant(const hw::HardwareSpec& hw, const Problem& p, Choice ch,
+                               std::int64_t tile_n, std::int64_t tile_m, std::int64_t split,
+                               bool partials_16bit) {
   for (const Config& c : mma_sync_candidates(hw, p)) {
     if (c.tile_n != tile_n || c.tile_m != tile_m) continue;
     ch.cfg = c;
@@ -1115,24 +1118,28 @@ Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice c
     return ch;
   }
   const std::int64_t slices = ceil_div(p.K, kShallowSliceK);
-  if (p.M >= kWideRowShallowMinRows && p.M <= kWideRowShallowMaxRows && p.N >= kWideRowShallowMinCols &&
-      p.N <= kWideRowShallowMaxCols && p.K <= kWideRowShallowMaxK) {
+  if (p.M >= kWideRowShallowMinRows && p.M <= kWideRowShallowMaxRows &&
+      p.N >= kWideRowShallowMinCols && p.N <= kWideRowShallowMaxCols &&
+      p.K <= kWideRowShallowMaxK) {
     return register_staged_variant(hw, p, ch, 128, 64, slices, true);
   }
-  if (p.M >= kSquareShallowMinRows && p.N > 128 && p.N <= kSquareShallowMaxCols && p.K <= kSquareShallowMaxK) {
+  if (p.M >= kSquareShallowMinRows && p.N > 128 && p.N <= kSquareShallowMaxCols &&
+      p.K <= kSquareShallowMaxK) {
     return register_staged_variant(hw, p, ch, 128, 128, slices, false);
   }
   const std::int64_t tiles = units_of(p, ch.cfg, 1);
   if (p.K <= kShallowSliceK) {
     if (tiles <= hw.sm_count) {
       ch.reduce = true;
-    } else if (p.K <= kWideShallowMaxK && static_cast<double>(p.M) * static_cast<double>(p.N) < kWideShallowMaxOutputs) {
+    } else if (p.K <= kWideShallowMaxK &&
+               static_cast<double>(p.M) * static_cast<double>(p.N) < kWideShallowMaxOutputs) {
       return register_staged_variant(hw, p, ch, 128, 128, 1, true);
     }
     return ch;
   }
-  const bool tall = p.N <= kShallowTallMaxCols &&
-                    static_cast<double>(tiles * slices) <= kShallowTallMaxWaves * static_cast<double>(hw.sm_count);
+  const bool tall =
+      p.N <= kShallowTallMaxCols && static_cast<double>(tiles * slices) <=
+                                        kShallowTallMaxWaves * static_cast<double>(hw.sm_count);
   if (tiles * kShallowSplitSmsPerTile > hw.sm_count && !tall) return ch;
   ch.split = slices;
   ch.reduce = true;
@@ -1222,8 +1229,8 @@ constexpr double kTf32FfmaMinOutputs = 131072.0;
 constexpr double kTf32FfmaMaxOutputs = 1048576.0;
 
 bool tf32_runs_ffma_xmma(const hw::HardwareSpec& hw, const Problem& p) {
-  if (p.dtype != hw::DType::kTf32 || !detail::is_hopper(hw) || p.batch != 1 || operand_align(p) >= 4 ||
-      p.K < kTf32FfmaMinK || p.K > kTf32FfmaMaxK) {
+  if (p.dtype != hw::DType::kTf32 || !detail::is_hopper(hw) || p.batch != 1 ||
+      operand_align(p) >= 4 || p.K < kTf32FfmaMinK || p.K > kTf32FfmaMaxK) {
     return false;
   }
   const double outputs = static_cast<double>(p.M) * static_cast<double>(p.N);
@@ -1239,7 +1246,8 @@ GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool
     return {dot ? GemmPath::kDot : GemmPath::kGemv, {}};
   }
   if (uses_gemmsn(hw, p, linear)) return {GemmPath::kGemmsn, {}};
-  if (tf32_runs_ffma_xmma(hw, p)) return {GemmPath::kTiled, Choice{sm80_xmma_simt(kSm80XmmaSimtTiles[0]), 1, 0}};
+  if (tf32_runs_ffma_xmma(hw, p))
+    return {GemmPath::kTiled, Choice{sm80_xmma_simt(kSm80XmmaSimtTiles[0]), 1, 0}};
   if (p.dtype == hw::DType::kFp32 || tf32_runs_simt(hw, p)) {
     return {GemmPath::kTiled,
             p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0}};

@@ -312,7 +312,8 @@ TEST(GemmModelTest, WideTwoDeepProductsRunThe128TileVariantWithBf16Partials) {
   const auto ls = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{370, 4677, 2}), h100());
   ASSERT_EQ(ls.size(), 2u);
   EXPECT_TRUE(contains(ls[0].name, "_128x128_")) << ls[0].name;
-  EXPECT_TRUE(contains(ls[1].name, "splitKreduce_kernel<32, 16, int, __nv_bfloat16, __nv_bfloat16")) << ls[1].name;
+  EXPECT_TRUE(contains(ls[1].name, "splitKreduce_kernel<32, 16, int, __nv_bfloat16, __nv_bfloat16"))
+      << ls[1].name;
   const double outputs = 370.0 * 4677.0;
   EXPECT_DOUBLE_EQ(totals(ls[0]).dram_write_bytes, outputs * 2);  // 16-bit partials
   EXPECT_DOUBLE_EQ(totals(ls[1]).dram_read_bytes, outputs * 2);
@@ -325,7 +326,8 @@ TEST(GemmModelTest, Tf32ProductsOfManyTilesSplitOnlyWhenDeep) {
   // tf32 with 16-byte rows on the sm_80 kernels, more than 8 tiles: unsplit without the reduce
   // (16x7904x128, 1696x16x96 as measured), split only from K = 480 over at most 80 tiles
   // (2544x16x992 split 6 ways as measured).
-  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{16, 7904, 128}), h100()).size(), 1u);
+  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{16, 7904, 128}), h100()).size(),
+            1u);
   EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{1696, 16, 96}), h100()).size(), 1u);
   const auto deep = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{2544, 16, 992}), h100());
   ASSERT_EQ(deep.size(), 2u);
@@ -346,9 +348,13 @@ TEST(GemmModelTest, ShallowProductsOf129To200ColumnsRunThe128TileVariant) {
   ASSERT_EQ(row.size(), 2u);
   EXPECT_TRUE(contains(row[0].name, "_128x64_")) << row[0].name;
   EXPECT_EQ(row[0].grid.count(), 5 * 2);
-  EXPECT_TRUE(contains(row[1].name, "splitKreduce_kernel<32, 16, int, __nv_bfloat16, __nv_bfloat16")) << row[1].name;
+  EXPECT_TRUE(
+      contains(row[1].name, "splitKreduce_kernel<32, 16, int, __nv_bfloat16, __nv_bfloat16"))
+      << row[1].name;
   // Fewer rows keep the 64x64 tiles (150x151x5 as measured).
-  EXPECT_TRUE(contains(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{150, 151, 5}), h100())[0].name, "_64x64_"));
+  EXPECT_TRUE(
+      contains(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{150, 151, 5}), h100())[0].name,
+               "_64x64_"));
   // A thread's element stores wait before its CTA ends, 20 cycles each: a 128x128 tile's 128
   // elements a thread take longer than a 64x64 tile's 32 (one-step launches: 4.5-5.5 us against
   // 2.8-3.1 measured), beside the step's load issue for twice the rows and columns.
@@ -356,7 +362,8 @@ TEST(GemmModelTest, ShallowProductsOf129To200ColumnsRunThe128TileVariant) {
   const auto big = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{540, 195, 7}), h100());
   ASSERT_TRUE(contains(small[0].name, "_64x64_")) << small[0].name;
   const double stores = (128 - 32) * 20.0, issue = (256 - 128) * 32 * 0.04;
-  EXPECT_NEAR(big[0].ctas.front().work.critical_path.seconds() - small[0].ctas.front().work.critical_path.seconds(),
+  EXPECT_NEAR(big[0].ctas.front().work.critical_path.seconds() -
+                  small[0].ctas.front().work.critical_path.seconds(),
               (stores + issue) / h100().clocks.sustained_other_hz, 1e-12);
 }
 
@@ -365,12 +372,14 @@ TEST(GemmModelTest, MidSizeUnalignedTf32ProductsRunTheFfmaXmmaKernel) {
   // sm80_xmma 32x32 kernel (sets 3-27: 10751x25x252, 73x12444x27), on the FP32 pipe.
   const auto ls = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{10751, 25, 252}), h100());
   ASSERT_EQ(ls.size(), 1u);
-  EXPECT_TRUE(contains(ls[0].name, "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8")) << ls[0].name;
+  EXPECT_TRUE(contains(ls[0].name, "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8"))
+      << ls[0].name;
   EXPECT_GT(totals(ls[0]).fp32_flops, 0.0);
   EXPECT_DOUBLE_EQ(totals(ls[0]).tensor_flops, 0.0);
   // Its 64-thread CTAs step through K in 0.7 DRAM latencies an 8-deep step (sets 3-28: 0.26 us a
   // step on the H100), 32 steps for K = 252.
-  EXPECT_NEAR(ls[0].ctas.front().work.critical_path.seconds(), 32 * 0.7 * h100().dram.latency.seconds(), 1e-12);
+  EXPECT_NEAR(ls[0].ctas.front().work.critical_path.seconds(),
+              32 * 0.7 * h100().dram.latency.seconds(), 1e-12);
   // Tall products of a few columns and K up to 16 from 2,400 rows: the 256-row align1 tiles, K in
   // 4-deep slices and the reduce (3944x3x13 -> 4 slices, as measured).
   const auto tall = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{3944, 3, 13}), h100());
@@ -436,7 +445,8 @@ TEST(GemmModelTest, SmallAlign2ProductsRunTheWmmaKernel) {
   ASSERT_EQ(shallow.size(), 1u);
   const auto deep = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{130, 22, 3688}), h100());
   ASSERT_EQ(deep.size(), 2u);
-  EXPECT_EQ(deep[0].grid.count(), 5 * 28);  // slices of 132 (whole 16-byte groups; measured 31 of 119)
+  EXPECT_EQ(deep[0].grid.count(),
+            5 * 28);  // slices of 132 (whole 16-byte groups; measured 31 of 119)
   EXPECT_TRUE(contains(deep[1].name, "splitKreduce_kernel"));
   // Where mma.sync is the native path (A100), the s16816 kernels as before.
   EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2313, 142, 8}), a100())[0].name, "wmma"));
@@ -446,24 +456,34 @@ TEST(GemmModelTest, WmmaKernelsStepAsDeepAsTheirKTile) {
   // F.linear of at most 16 rows runs one-warp 16x16 tiles in one stage, the K step as deep as K
   // needs (sets 3-28: 4x4x10 on 16x16_32x1, 4x262x120 on 16x16_64x1, 2x86x516 on 16x16_128x1).
   const auto name_of = [](const Op& op) { return lower(op, h100())[0].name; };
-  EXPECT_TRUE(contains(name_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 4, 10, false})), "_16x16_32x1_tn"));
-  EXPECT_TRUE(contains(name_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 262, 120, false})), "_16x16_64x1_tn"));
-  EXPECT_TRUE(contains(name_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{2, 86, 516, false})), "_16x16_128x1_tn"));
+  EXPECT_TRUE(contains(name_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 4, 10, false})),
+                       "_16x16_32x1_tn"));
+  EXPECT_TRUE(contains(name_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 262, 120, false})),
+                       "_16x16_64x1_tn"));
+  EXPECT_TRUE(contains(name_of(Op(OpKind::kLinear, DType::kBf16, LinearShape{2, 86, 516, false})),
+                       "_16x16_128x1_tn"));
   // bf16 matmuls of 4-16 rows and at most 10 columns: 16x16 tiles, K in slices of 8 however deep,
   // bf16 partials and their reduce (14x2x3658 -> 458 slices, 10x2x4 unsplit with the reduce).
   const auto narrow = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{14, 2, 3658}), h100());
   ASSERT_EQ(narrow.size(), 2u);
   EXPECT_TRUE(contains(narrow[0].name, "_16x16_128x2_nn")) << narrow[0].name;
   EXPECT_EQ(narrow[0].grid.count(), 458);
-  EXPECT_TRUE(contains(narrow[1].name, "splitKreduce_kernel<32, 16, int, __nv_bfloat16, __nv_bfloat16")) << narrow[1].name;
+  EXPECT_TRUE(
+      contains(narrow[1].name, "splitKreduce_kernel<32, 16, int, __nv_bfloat16, __nv_bfloat16"))
+      << narrow[1].name;
   EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{10, 2, 4}), h100()).size(), 2u);
   // Most others 32x32 tiles over 128-deep steps in two stages (2313x142x8).
-  EXPECT_TRUE(contains(name_of(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2313, 142, 8})), "_32x32_128x2_nn"));
+  EXPECT_TRUE(contains(name_of(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2313, 142, 8})),
+                       "_32x32_128x2_nn"));
   // A step walks its whole K tile 16 deep: one-step kernels take longer on deeper steps whatever
   // K is (measured 2.05 us on 32-deep, 2.9 on 128-deep), by 150 cycles a 16-deep sub-step.
-  const auto path = [](const Op& op) { return lower(op, h100())[0].ctas.front().work.critical_path.seconds(); };
-  const double shallow = path(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2, 30, 16}));   // 32-deep step
-  const double deep = path(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{20, 4, 2}));       // 128-deep step
+  const auto path = [](const Op& op) {
+    return lower(op, h100())[0].ctas.front().work.critical_path.seconds();
+  };
+  const double shallow =
+      path(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2, 30, 16}));  // 32-deep step
+  const double deep =
+      path(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{20, 4, 2}));  // 128-deep step
   EXPECT_NEAR(deep - shallow, 6 * 150.0 / h100().clocks.sustained_other_hz, 1e-12);
 }
 
@@ -479,7 +499,8 @@ TEST(GemmModelTest, Fp16Align1ProductsRunTheSm75WmmaKernel) {
   // Its first loads wait in its K-step chain: 2.5 DRAM round trips fewer before it than the
   // 4 round trips and an L2 hit of the TMA kernels' prologue.
   const auto& h = h100();
-  EXPECT_EQ(small[0].ctas.front().work.fixed.ps(), 3 * h.dram.latency.ps() / 2 + h.l2.hit_latency.ps());
+  EXPECT_EQ(small[0].ctas.front().work.fixed.ps(),
+            3 * h.dram.latency.ps() / 2 + h.l2.hit_latency.ps());
   const auto deep = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{4101, 7, 12203}), h100());
   EXPECT_TRUE(contains(deep[0].name, "cutlass_75_wmma")) << deep[0].name;
   const auto wide = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{8268, 390, 5}), h100());
@@ -989,7 +1010,8 @@ TEST(GemmModelTest, ShallowAlign1ProductsTakeTheSplitKVariant) {
   const auto tall = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{5829, 13, 20}), h100());
   ASSERT_EQ(tall.size(), 2u);
   EXPECT_EQ(tall[0].grid.count(), 92 * 3);
-  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{13086, 11, 22}), h100()).size(), 1u);
+  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{13086, 11, 22}), h100()).size(),
+            1u);
   // Nor products of 5 rows or fewer: 2x285x14 and 3x138x3 ran one bf16 kernel, 7x460x5 the variant.
   EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{2, 285, 14, false}), h100()).size(), 1u);
   EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{3, 138, 3, false}), h100()).size(), 1u);
@@ -1002,7 +1024,8 @@ TEST(GemmModelTest, ShallowAlign1ProductsTakeTheSplitKVariant) {
   const auto one = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{178, 2, 1}), h100());
   const auto tma = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{176, 8, 8}), h100());
   ASSERT_TRUE(contains(tma[0].name, "nvjet")) << tma[0].name;
-  EXPECT_EQ(one[0].ctas.front().work.fixed.ps() + 3 * h100().dram.latency.ps(), tma[0].ctas.front().work.fixed.ps());
+  EXPECT_EQ(one[0].ctas.front().work.fixed.ps() + 3 * h100().dram.latency.ps(),
+            tma[0].ctas.front().work.fixed.ps());
   EXPECT_TRUE(one[0].prologue_loads);
   EXPECT_TRUE(tma[0].prologue_loads);
 }
