@@ -618,6 +618,17 @@ double xmma_split_cost_seconds(const hw::HardwareSpec& hw, const Problem& p, con
 // time, with each tile's occupancy and FFMA share (see tile_launch); it reproduces the
 // calibration set's choices (512^3: 64x64 split 4, 1536^3: 64x64 split 3, 2048^3 and
 // 4096x1024x1024: 256x128, 3072^3: 256x128 split 4; validation/data/ops_h100.csv, ops2_h100.csv).
+// fp32 products of K 100-240 over at most 140 tiles of 32x32, at least 24 rows and columns and
+// 12,288 outputs run the 32x32 sm80_xmma tile unsplit (sets 3-29, H100: all 15, 80x240x128,
+// 432x32x160, 192x192x208, 1215x27x195, 32x3040x128); fewer outputs split K on cutlass's tiles
+// (16x16x160, 48x16x144, 500x2x103, 112x96x160) and products of few rows ran gemmSN (4x3325x189).
+// The estimate had split those 15 on cutlass's 64x64 tile through cuBLASLt's reduce (21-33% fast).
+constexpr std::int64_t kXmmaSmallUnsplitMinK = 100;
+constexpr std::int64_t kXmmaSmallUnsplitMaxK = 240;
+constexpr std::int64_t kXmmaSmallUnsplitMinSide = 24;
+constexpr double kXmmaSmallUnsplitMinOutputs = 12288.0;
+constexpr std::int64_t kXmmaSmallUnsplitMaxTiles = 140;
+
 Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
   // cutlass_80_simt_sgemm_128x32_8x5 for few rows (ops3_h100.csv: M of 16-21, split 47-66), and
   // unsplit for every outer product and the tf32 products sent here (sets 3-13: all 7 fp32 and
@@ -625,6 +636,12 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   const Config skinny = cutlass_simt(128, 32, 5, 128, 80, 25600);
   if (p.K == 1 || p.dtype == hw::DType::kTf32) return Choice{skinny, 1, 0};
   if (auto v = shallow_simt_choice(p)) return *v;
+  if (p.K >= kXmmaSmallUnsplitMinK && p.K <= kXmmaSmallUnsplitMaxK &&
+      std::min(p.M, p.N) >= kXmmaSmallUnsplitMinSide &&
+      static_cast<double>(p.M) * static_cast<double>(p.N) >= kXmmaSmallUnsplitMinOutputs) {
+    const Config small32 = sm80_xmma_simt(kSm80XmmaSimtTiles[0]);
+    if (units_of(p, small32, 1) <= kXmmaSmallUnsplitMaxTiles) return Choice{small32, 1, 0};
+  }
   const Config big = cutlass_simt_256x128();
   const Config small = sm80_xmma_simt(b_transposed ? SimtTile{64, 64, 128, 128, 13056}
                                                   : SimtTile{64, 64, 128, 121, 12672});

@@ -367,6 +367,17 @@ TEST(GemmModelTest, ShallowProductsOf129To200ColumnsRunThe128TileVariant) {
               (stores + issue) / h100().clocks.sustained_other_hz, 1e-12);
 }
 
+TEST(GemmModelTest, Fp32ProductsOfFewTilesAndModerateKRunThe32TileUnsplit) {
+  // fp32, K 100-240, at most 140 tiles of 32x32, 12,288+ outputs: sm80_xmma's 32x32 tile unsplit
+  // (192x192x208 and 1215x27x195 as measured); fewer outputs keep the split (112x96x160).
+  for (const auto& s : {MatmulShape{192, 192, 208}, MatmulShape{1215, 27, 195}}) {
+    const auto ls = lower(Op(OpKind::kMatmul, DType::kFp32, s), h100());
+    ASSERT_EQ(ls.size(), 1u);
+    EXPECT_TRUE(contains(ls[0].name, "tilesize32x32x8")) << ls[0].name;
+  }
+  EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{112, 96, 160}), h100()).size(), 2u);
+}
+
 TEST(GemmModelTest, MidSizeUnalignedTf32ProductsRunTheFfmaXmmaKernel) {
   // tf32 rows that allow no 16-byte loads, 2^17 to 2^20 outputs, K 17-256: cuBLAS's fp32
   // sm80_xmma 32x32 kernel (sets 3-27: 10751x25x252, 73x12444x27), on the FP32 pipe.
