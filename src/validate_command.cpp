@@ -325,10 +325,10 @@ const std::vector<SuiteSpec>& suites() {
       {"measured29-h100", "h100", "ops29_h100.csv",
        "issue 16's twenty-sixth fresh random set on the H100: 403 instances drawn the same way "
        "(seed 42), all held out, measured in the seventeenth round after set 28's comparison, "
-       "stored unread, and compared once after the round's last change"},
+       "stored unread, and compared once before the round's last change (the fp32 32x32 rule)"},
       {"measured29-h200", "h200", "ops29_h200.csv",
        "the twenty-sixth fresh set on an H200 SXM (all held out), measured at the seventeenth "
-       "round's start, stored unread, and compared once after the round's last change"},
+       "round's start, stored unread, and compared once with the H100's"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
