@@ -217,6 +217,17 @@ constexpr std::int64_t kXmmaSplitKOutputsPerStep = 16;
 // kernels) rather than cuBLASLt's splitKreduce_kernel.
 inline bool reduces_in_own_kernel(const Config& c) { return c.kind == GemmKind::kSimtBatched; }
 
+// The SIMT kernels run FFMA on the FP32 pipe, whatever the operand type.
+inline bool runs_ffma(const Config& c) {
+  return c.kind == GemmKind::kSimtSingle || c.kind == GemmKind::kSimtBatched;
+}
+
+// Bytes of one split-K partial element: fp32, or the output's 16-bit type in the variants that
+// write those (Choice::partials_16bit).
+inline double partial_bytes(const Problem& p, bool partials_16bit) {
+  return partials_16bit ? detail::elt_bytes(p.dtype) : 4.0;
+}
+
 // CTAs per tile of the xmma split-K reduce: two where a tile holds more than 16 outputs a
 // thread (the measured grids: one for 32x32 tiles of 64 threads, two for 64x32 and larger).
 inline std::int64_t xmma_splitk_ctas_per_tile(const Config& c) {

@@ -33,20 +33,22 @@ using detail::ceil_div;
 using gemm_detail::base_work;
 using gemm_detail::Choice;
 using gemm_detail::Config;
-using gemm_detail::gemmsn_shape;
-using gemm_detail::GemmsnShape;
 using gemm_detail::GemmKind;
 using gemm_detail::GemmPath;
 using gemm_detail::GemmPlan;
+using gemm_detail::gemmsn_shape;
+using gemm_detail::GemmsnShape;
 using gemm_detail::grid_ctas;
 using gemm_detail::k_per_split;
 using gemm_detail::k_step_path;
 using gemm_detail::kDotChunks;
 using gemm_detail::kXmmaSplitKFixedRoundTrips;
+using gemm_detail::partial_bytes;
 using gemm_detail::plan_gemm;
 using gemm_detail::Problem;
 using gemm_detail::reduce_chain_seconds;
 using gemm_detail::reduces_in_own_kernel;
+using gemm_detail::runs_ffma;
 using gemm_detail::simt_ffma_share;
 using gemm_detail::simt_k_step_path;
 using gemm_detail::units_of;
@@ -188,8 +190,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   if (bias && bias_epilogue && !ch.reduce) unit.fixed = unit.fixed + hw.dram.latency;
   const double flops = 2.0 * static_cast<double>(c.tile_m * c.tile_n) * kk;
   // SIMT kernels run FFMA whatever the operand type (cuBLAS sends some tf32 products to them).
-  if (p.dtype == hw::DType::kFp32 || c.kind == GemmKind::kSimtSingle ||
-      c.kind == GemmKind::kSimtBatched) {
+  if (p.dtype == hw::DType::kFp32 || runs_ffma(c)) {
     unit.fp32_flops = flops;
     unit.fp32_efficiency = simt_ffma_share(c);
   } else {
@@ -197,8 +198,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   }
   const double a_bytes = static_cast<double>(p.batch * p.M * p.K) * e;
   const double b_bytes = static_cast<double>(p.batch * p.K * p.N) * e;
-  const double c_elt =
-      ch.reduce && !ch.partials_16bit ? 4.0 : e;  // fp32 partials (16-bit in some variants)
+  const double c_elt = ch.reduce ? partial_bytes(p, ch.partials_16bit) : e;
   const double c_bytes = static_cast<double>(p.batch * p.M * p.N) * c_elt * static_cast<double>(s);
   const double bias_bytes = bias ? static_cast<double>(p.N) * e : 0.0;
   // Every tile reads a tile_m-row slab of A and a tile_n-column slab of B over its K range;
@@ -235,7 +235,7 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
     unit.critical_path = unit.critical_path + sim::Time::from_ps(2 * s * hw.dram.latency.ps());
     unit.l2_bytes += static_cast<double>(c.tile_m * c.tile_n) * 4.0;
   }
-  if (c.kind == GemmKind::kSimtSingle || c.kind == GemmKind::kSimtBatched) {
+  if (runs_ffma(c)) {
     unit.critical_path = sim::Time::from_seconds(simt_k_step_path(hw, kk, c));
   }
 
@@ -303,14 +303,13 @@ hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int6
   l.regs_per_thread = 32;
   l.smem_per_cta = 0;
   hw::CtaWork w;
-  const double partial_bytes = partials_16bit ? detail::elt_bytes(p.dtype) : 4.0;
-  w.max_inflight_bytes =
-      512.0 * partial_bytes * static_cast<double>(split);  // every thread loads its partials
+  const double bytes = partial_bytes(p, partials_16bit);
+  w.max_inflight_bytes = 512.0 * bytes * static_cast<double>(split);  // each thread its partials
   w.critical_path = sim::Time::from_seconds(reduce_chain_seconds(hw, split));
   // Before that chain, one DRAM round trip (random sets 3-8 on the H100: the reduce of s
   // partials takes 1.37 + 0.032 s us, 36 to 257 partials; the chain alone gives 1 + 0.036 s).
   w.fixed = hw.dram.latency;
-  add_reduce_work(l, p, split, partial_bytes, bias, ceil_div(p.M, 16), w, names, tag);
+  add_reduce_work(l, p, split, bytes, bias, ceil_div(p.M, 16), w, names, tag);
   return l;
 }
 
@@ -332,7 +331,7 @@ hw::Launch xmma_splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, cons
   hw::CtaWork w;
   w.critical_path = sim::Time::from_seconds(xmma_splitk_chain_seconds(hw, c, ch.split));
   w.fixed = sim::Time::from_ps(kXmmaSplitKFixedRoundTrips * hw.dram.latency.ps());
-  add_reduce_work(l, p, ch.split, 4.0, bias, l.grid.x, w, names, tag);
+  add_reduce_work(l, p, ch.split, partial_bytes(p, false), bias, l.grid.x, w, names, tag);
   return l;
 }
 

@@ -465,6 +465,15 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
   return out;
 }
 
+// The mma.sync candidate of tile_n x tile_m for this product, if the kernels have one.
+std::optional<Config> mma_sync_tile(const hw::HardwareSpec& hw, const Problem& p,
+                                    std::int64_t tile_n, std::int64_t tile_m) {
+  for (const Config& c : mma_sync_candidates(hw, p)) {
+    if (c.tile_n == tile_n && c.tile_m == tile_m) return c;
+  }
+  return std::nullopt;
+}
+
 // CUTLASS's SIMT kernels as cuBLAS names them, cutlass_80_simt_sgemm_<N tile>x<M tile>_8x<stages>:
 // the N tile runs along the output's columns (4144x1904x832 fp32: 264 CTAs of 256x128 = 33 x 8
 // tiles of 128 rows and 256 columns). Threads, registers and shared memory as measured (ops_h100.csv,
@@ -886,13 +895,11 @@ constexpr std::int64_t kTf32TallSliceK = 4;
 
 std::optional<Choice> tf32_tall_shallow(const hw::HardwareSpec& hw, const Problem& p) {
   if (p.M < kTf32TallMinRows || p.N > kTf32TallMaxCols || p.K > kTf32TallMaxK) return std::nullopt;
-  for (const Config& c : mma_sync_candidates(hw, p)) {
-    if (c.tile_m != 256 || c.tile_n != 128) continue;
-    Choice ch{c, ceil_div(p.K, kTf32TallSliceK), 0};
-    ch.reduce = true;
-    return ch;
-  }
-  return std::nullopt;
+  const auto c = mma_sync_tile(hw, p, 128, 256);
+  if (!c) return std::nullopt;
+  Choice ch{*c, ceil_div(p.K, kTf32TallSliceK), 0};
+  ch.reduce = true;
+  return ch;
 }
 
 std::optional<Choice> xmma_tf32_small(const hw::HardwareSpec& hw, const Problem& p) {
@@ -1119,13 +1126,12 @@ constexpr std::int64_t kWideRowShallowMaxK = 25;
 Choice register_staged_variant(const hw::HardwareSpec& hw, const Problem& p, Choice ch,
                                std::int64_t tile_n, std::int64_t tile_m, std::int64_t split,
                                bool partials_16bit) {
-  for (const Config& c : mma_sync_candidates(hw, p)) {
-    if (c.tile_n != tile_n || c.tile_m != tile_m) continue;
-    ch.cfg = c;
-    ch.split = split;
-    ch.reduce = true;
-    ch.partials_16bit = partials_16bit;
-  }
+  const auto c = mma_sync_tile(hw, p, tile_n, tile_m);
+  if (!c) return ch;
+  ch.cfg = *c;
+  ch.split = split;
+  ch.reduce = true;
+  ch.partials_16bit = partials_16bit;
   return ch;
 }
 
