@@ -22,6 +22,7 @@
 #include "src/commands.h"
 #include "src/options.h"
 #include "src/run_report.h"
+#include "validation/measured_rows_json.h"
 #include "validation/measured_suite.h"
 #include "src/output_files.h"
 #include "validation/error_bands.h"
@@ -329,6 +330,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured29-h200", "h200", "ops29_h200.csv",
        "the twenty-sixth fresh set on an H200 SXM (all held out), measured at the seventeenth "
        "round's start, stored unread, and compared once with the H100's"},
+      {"measured30-h100", "h100", "ops30_h100.csv",
+       "issue 16's twenty-seventh fresh random set on the H100: 402 instances drawn the same way "
+       "(seed 43), all held out, measured at the seventeenth round's end, stored unread, and "
+       "compared once at the eighteenth round's start with the seventeenth round's final model"},
+      {"measured30-h200", "h200", "ops30_h200.csv",
+       "the twenty-seventh fresh set on an H200 SXM (all held out), measured with the H100's, "
+       "stored unread, and compared once at the eighteenth round's start"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
@@ -797,7 +805,7 @@ std::map<std::string, std::string> read_discrepancies(const std::filesystem::pat
 int validate_command(const Args& args, const Environment& env, std::ostream& out) {
   po::options_description options("validate options");
   std::vector<std::string> chosen;
-  std::string doc_path, bands_path;
+  std::string doc_path, bands_path, rows_json_path;
   bool show_kernels = false;
   options.add_options()("help,h", "this text")(
       "suite", po::value(&chosen)->composing(), "a suite to run (default: all)")(
@@ -806,12 +814,16 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       "write-bands", po::value(&bands_path),
       "write the prediction bands (configs/error_bands.yaml, validation/error_bands.h) and exit")(
       "kernels", po::bool_switch(&show_kernels),
-      "under each op whose primary simulated kernel is not of the measured one's class, print both");
+      "under each op whose primary simulated kernel is not of the measured one's class, print both")(
+      "rows-json", po::value(&rows_json_path),
+      "also write the measured op suites' rows to this JSON file: every op's measured and simulated "
+      "kernels with their grids, blocks and durations");
   const auto vm = parse_options(args, options);
   if (vm.count("help")) {
     std::string list;
     for (const auto& s : suites()) list += "\n  " + s.name + ": " + s.description;
-    print_help(out, "gpusim validate [--suite NAME]... [--doc FILE] [--write-bands FILE] [--kernels]",
+    print_help(out, "gpusim validate [--suite NAME]... [--doc FILE] [--write-bands FILE] [--kernels] "
+               "[--rows-json FILE]",
                "Compares simulation with reference data, per row and per op family. Suites:" + list,
                options);
     return 0;
@@ -844,6 +856,7 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
         "(simulated - measured) / measured. *Calibration* rows were used to choose parameters "
         "and launch shapes; *held-out* rows never were.\n";
   std::vector<SuiteOutcome> outcomes;
+  nlohmann::json rows_json = nlohmann::json::array();
   bool functional_failed = false;
   for (const auto& s : suites()) {
     if (!chosen.empty() && std::find(chosen.begin(), chosen.end(), s.name) == chosen.end()) continue;
@@ -902,6 +915,7 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
     } else {
       measured = validation::read_measured_ops(data / s.csv);
       rows = validation::compare_measured(measured, spec, models);
+      if (!rows_json_path.empty()) rows_json.push_back(validation::measured_rows_json(s.name, spec.name, rows));
     }
 
     out << fmt::format("== {} on {}: {}\n", s.name, spec.name, s.description);
@@ -985,6 +999,10 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
   }
   const bool failed = functional_failed ||
                       std::any_of(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.failed; });
+  if (!rows_json_path.empty()) {
+    write_file(rows_json_path, rows_json.dump(1) + "\n");
+    out << "wrote " << rows_json_path << "\n";
+  }
   // docs/validation.md holds every suite: a run of some suites leaves it alone unless asked.
   if (doc_path.empty() && !chosen.empty()) {
     out << "docs/validation.md left as it is (only some suites ran; --doc FILE writes their report)\n";

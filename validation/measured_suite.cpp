@@ -79,7 +79,9 @@ std::vector<MeasuredOp> read_measured_ops(const std::filesystem::path& csv) {
   const CsvTable t = CsvTable::read(csv);
   std::vector<MeasuredOp> ops;
   std::map<std::string, std::size_t> index;  // label -> position in ops
-  const bool per_kernel_times = std::ranges::find(t.header(), "duration_us_median") != t.header().end();
+  const auto has = [&](const char* column) { return std::ranges::find(t.header(), column) != t.header().end(); };
+  const bool per_kernel_times = has("duration_us_median");
+  const bool launch_shapes = has("grid") && has("block");
   std::vector<double> primary_us;  // per op: its primary kernel's median duration
   for (std::size_t row = 0; row < t.rows(); ++row) {
     const std::string label = t.at(row, "op") + " " + t.at(row, "dtype") + " " + t.at(row, "shape");
@@ -104,6 +106,9 @@ std::vector<MeasuredOp> read_measured_ops(const std::filesystem::path& csv) {
     }
     MeasuredOp& m = ops[it->second];
     m.measured_kernels.push_back(t.at(row, "kernel_name"));
+    m.measured_launches.push_back({m.measured_kernels.back(), launch_shapes ? t.at(row, "grid") : "",
+                                   launch_shapes ? t.at(row, "block") : "",
+                                   per_kernel_times ? t.number(row, "duration_us_median") : 0.0});
     if (per_kernel_times && !is_helper_kernel(m.measured_kernels.back())) {
       const double us = t.number(row, "duration_us_median");
       if (m.primary_kernel.empty() || us > primary_us[it->second]) {
@@ -127,9 +132,14 @@ std::vector<Comparison> compare_measured(const std::vector<MeasuredOp>& ops,
     Comparison c;
     c.reference = m;
     double primary_us = -1;
-    for (const auto& k : r.kernels) {
+    for (std::size_t i = 0; i < r.kernels.size(); ++i) {
+      const hw::KernelResult& k = r.kernels[i];
+      const hw::Launch& l = nodes[i].launch;
       c.simulated_us += k.duration().us();
       c.simulated_kernels.push_back(k.name);
+      c.simulated_launches.push_back({k.name, fmt::format("{}x{}x{}", l.grid.x, l.grid.y, l.grid.z),
+                                      fmt::format("{}x{}x{}", l.block.x, l.block.y, l.block.z),
+                                      k.duration().us()});
       if (!is_helper_kernel(k.name) && k.duration().us() > primary_us) {
         primary_us = k.duration().us();
         c.primary_kernel = k.name;

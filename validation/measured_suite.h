@@ -14,12 +14,20 @@
 
 namespace gpusim::validation {
 
+// One kernel of an op as measured or simulated: its name, launch shape ("132x1x1", empty where the
+// file does not say) and duration (0 where the file gives only the op's total).
+struct KernelLaunchRecord {
+  std::string name, grid, block;
+  double us = 0;
+};
+
 struct MeasuredOp {
   std::string label;   // "matmul bf16 M=2048 N=2048 K=2048"
   std::string family;  // for per-family error: matmul, linear, sdpa, elementwise, ...
   bool held_out = false;
   double measured_us = 0;  // median over repetitions of the op's summed kernel durations
   std::vector<std::string> measured_kernels;
+  std::vector<KernelLaunchRecord> measured_launches;  // the same kernels with launch and duration
   // The longest of them (median duration) that is not a helper (validation/kernel_class.h), where
   // the file gives each kernel's duration.
   std::string primary_kernel;
@@ -40,6 +48,7 @@ struct Comparison {
   MeasuredOp reference;
   double simulated_us = 0;
   std::vector<std::string> simulated_kernels;
+  std::vector<KernelLaunchRecord> simulated_launches;  // measured suites: the same with launches
   // The family and duration of the op's longest simulated kernel (validation/error_bands.h).
   std::string main_family, main_kernel;
   double main_kernel_us = 0;

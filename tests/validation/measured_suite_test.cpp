@@ -7,6 +7,7 @@
 #include "sim/error.h"
 #include "tests/support/temp_files.h"
 #include "validation/csv.h"
+#include "validation/measured_rows_json.h"
 
 namespace gpusim::validation {
 namespace {
@@ -64,6 +65,44 @@ TEST(MeasuredSuite, GroupsKernelsIntoOpsAndSkipsUnmodeledVariants) {
   }
   EXPECT_NEAR(mape(rows, [](const Comparison&) { return true; }),
               (std::abs(rows[0].error_pct) + std::abs(rows[1].error_pct)) / 2, 1e-9);
+}
+
+TEST(MeasuredSuite, RowsJsonCarriesEachKernelsLaunchAndDuration) {
+  TempDir dir;
+  const auto csv = dir.write(
+      "ops.csv",
+      "op,family,dtype,shape,params_json,held_out,kernel_name,grid,block,duration_us_median,"
+      "op_kernel_time_us_median\n"
+      "matmul,matmul,bf16,M=3 N=5000 K=700,\"{\"\"M\"\":3,\"\"N\"\":5000,\"\"K\"\":700}\",1,gemm,40x1x4,"
+      "128x1x1,6.5,8\n"
+      "matmul,matmul,bf16,M=3 N=5000 K=700,\"{\"\"M\"\":3,\"\"N\"\":5000,\"\"K\"\":700}\",1,reduce,"
+      "20x1x1,256x1x1,1.5,8\n");
+  const auto ops = read_measured_ops(csv);
+  ASSERT_EQ(ops.size(), 1u);
+  ASSERT_EQ(ops[0].measured_launches.size(), 2u);
+  EXPECT_EQ(ops[0].measured_launches[0].grid, "40x1x4");
+  EXPECT_EQ(ops[0].measured_launches[1].block, "256x1x1");
+  EXPECT_DOUBLE_EQ(ops[0].measured_launches[1].us, 1.5);
+
+  const hw::HardwareSpec h100 =
+      hw::load_hardware("h100", hw::PresetCatalog(gpusim::testing::config_dir() / "hw"));
+  const auto rows = compare_measured(ops, h100, models::default_kernel_models());
+  ASSERT_EQ(rows.size(), 1u);
+  const auto j = measured_rows_json("suite-x", "h100-sxm5", rows);
+  EXPECT_EQ(j["suite"], "suite-x");
+  ASSERT_EQ(j["rows"].size(), 1u);
+  const auto& row = j["rows"][0];
+  EXPECT_EQ(row["split"], "held-out");
+  EXPECT_EQ(row["measured"].size(), 2u);
+  // The simulated kernels' durations add up to the op's simulated time, each with its launch.
+  double sum = 0;
+  ASSERT_EQ(row["simulated"].size(), rows[0].simulated_kernels.size());
+  for (const auto& k : row["simulated"]) {
+    sum += k["us"].get<double>();
+    EXPECT_NE(k["grid"].get<std::string>().find('x'), std::string::npos);
+  }
+  EXPECT_NEAR(sum, row["simulated_us"].get<double>(), 1e-9);
+  EXPECT_EQ(row["simulated"][0]["name"], rows[0].simulated_kernels[0]);
 }
 
 TEST(MeasuredSuite, TheShippedH100DataReadsAndMostOpsAreModeled) {
