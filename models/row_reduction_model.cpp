@@ -15,8 +15,11 @@
 //  * else one CTA of min(1024, round_up(C, 32)) threads per row, 128 bytes of reduction
 //    shared memory: cunn_SoftMaxForwardReg<..., ceil(C / threads)> when that is below 10
 //    (the row lives in registers), else cunn_SoftMaxForwardSmem when the row fits the 48 KiB
-//    default shared memory and C % ILP == 0, else cunn_SoftMaxForward<ILP> (three passes).
+//    default shared memory and C % ILP == 0, else cunn_SoftMaxForward<ILP> (three passes, each
+//    in vectors of ILP elements a thread and then the rest one element a thread, rows not
+//    16-byte aligned starting with one element a thread: multi_pass_iterations).
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -80,11 +83,32 @@ constexpr double kSumVectorRoundTrips = 2.2;
 // (ops{3,4,5}_h100.json: bf16 1 x 27470 ... 1 x 72198 take 0.35 cycles per element beyond the
 // latencies, fp32 1 x 38717 and 2 x 89090 0.27-0.29): the time follows the element count, not
 // the byte count, which a bandwidth or a per-iteration latency alone cannot give.
-constexpr double kMultiPassInstructionsPerElement16 = 45.0;
+// Issue 16's eighteenth round, with each pass's tail counted (multi_pass_iterations): 45 -> 35
+// for 16-bit rows (below).
+constexpr double kMultiPassInstructionsPerElement16 = 35.0;
 constexpr double kMultiPassInstructionsPerElement32 = 28.0;
 // The block-wide max and sum (shuffles, shared memory, barriers across 32 warps): a few-row launch
-// spends about 2 us on them beyond its loads and arithmetic (same rows).
-constexpr double kSoftmaxBlockReduceRoundTrips = 6.0;
+// spends about 2 us on them beyond its loads and arithmetic (same rows); 6 round trips until the
+// eighteenth round, 4.5 since (below).
+constexpr double kSoftmaxBlockReduceRoundTrips = 4.5;
+// A pass's tail iteration (one element a thread, after the vectors: multi_pass_iterations) waits
+// this share of a vector iteration's round trips. The plain kernel's time follows C modulo
+// 1,024 x ilp, not C: a lone bf16 CTA takes 5.4 us at 9,971 elements (one vector iteration, two
+// tail ones), 7.1 at 11,490 (four), 9.1-9.3 at 15,553-16,254 (eight), 7.6 at 18,050 (two vectors,
+// two tail), and rows not 16-byte aligned lose their first block's width to the shifted element,
+// so 17,223 elements in two rows take 9.95 us (the second row: one vector, eight tail) and 25,456
+// (aligned) 9.0 against 11.7 for 25,590 (sets 3-30, H100). Issue 16's eighteenth round: the
+// passes had been counted as ceil(C / (1,024 x ilp)) vector iterations, which ran rows with long
+// tails 15-27% fast and short ones 10-15% slow. Fitted on the 202 (H100) and 196 (H200)
+// plain-kernel rows of sets 3-30 with the instructions and the block reduce (0.4-1 x 2-6 round
+// trips x 28-40 instructions tried): those rows 11.0 -> 7.5% (H100), 10.6 -> 7.0% (H200); all
+// softmax rows 7.14 -> 6.24%, 8.14 -> 7.30%.
+constexpr double kMultiPassTailIterationShare = 0.8;
+// cunn_SoftMaxForwardSmem copies the row into shared memory in its first pass and reads it back
+// in the later two: 1.3 times the plain kernel's instructions an element (1.0-1.6 tried on its 23
+// rows of sets 1-30: 10.7 -> 6.0% (H100), 8.2 -> 7.3% (H200) against the old constants, 7.0% and
+// 11.6% with the plain kernel's 35; the old 45, fitted to both, had made the plain tails up).
+constexpr double kSmemVariantInstructionScale = 1.3;
 // cunn_SoftMaxForwardReg (rows of 1,025 to 10,239 elements, up to 9 a thread): its chain is a
 // fixed part (the block-wide max and sum, the store) and about a DRAM round trip per element a
 // thread holds. A lone CTA takes 2.8 us at 3 elements a thread, 3.5 at 5, 4.8 at 9 (sets 3-17,
@@ -166,6 +190,21 @@ bool rereads_miss_l2(const hw::HardwareSpec& hw, std::int64_t R, double row_byte
   const double near_l2 =
       static_cast<double>(hw.l2.size) / static_cast<double>(std::max(1, hw.l2.partitions));
   return resident_rows * row_bytes > near_l2;
+}
+
+// One pass of the plain multi-pass softmax over a row (SoftMax.cu's ilpReduce and
+// WriteFpropResultsVectorized): a row `shift` elements past a 16-byte boundary first takes one
+// element a thread over the first block's width, then vectors of `ilp` elements a thread, then
+// what is left one element a thread per iteration (the tail).
+struct PassIterations {
+  std::int64_t whole = 0;  // the shifted element's iteration and the vectors'
+  std::int64_t tail = 0;   // one element a thread
+};
+
+PassIterations multi_pass_iterations(std::int64_t C, std::int64_t threads, std::int64_t ilp,
+                                     std::int64_t shift) {
+  const std::int64_t size = shift > 0 ? std::max<std::int64_t>(0, C + shift - threads) : C;
+  return {(shift > 0 ? 1 : 0) + size / (ilp * threads), ceil_div(size % (ilp * threads), threads)};
 }
 
 // One CTA per `rows_per_cta` rows, R rows in total.
@@ -387,17 +426,51 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
     if (reg_cnt < 10) {
       rw.serial_round_trips = kSoftmaxRegBaseRoundTrips +
                               kSoftmaxRegRoundTripsPerElement * static_cast<double>(reg_cnt);
+      out.push_back(row_launch(hw, name, "softmax", {threads, 1, 1}, regs, smem, R, 1, rw, inflight));
     } else {
-      const double iterations = static_cast<double>(ceil_div(C, threads * ilp));
       const double instructions =
-          c * (e >= 4.0 ? kMultiPassInstructionsPerElement32 : kMultiPassInstructionsPerElement16);
-      rw.serial_round_trips = iterations + kSoftmaxBlockReduceRoundTrips;
-      rw.serial_l2_trips = smem_ok ? 0.0 : 2.0 * iterations;
+          c * (e >= 4.0 ? kMultiPassInstructionsPerElement32 : kMultiPassInstructionsPerElement16) *
+          (smem_ok ? kSmemVariantInstructionScale : 1.0);
       // Thread instructions at the SM's issue rate: 4 schedulers x 32 lanes a cycle.
       rw.serial_cycles = instructions / 128.0;
       rw.fp32 = std::max(rw.fp32, 2.0 * instructions);  // issue slots, as FP32 lanes count them
+      // Each pass's iterations wait a DRAM round trip (the first pass) or an L2 round trip (the
+      // plain kernel's later ones); a tail iteration kMultiPassTailIterationShare of one.
+      const auto with_iterations = [&](PassIterations pass) {
+        RowWork w = rw;
+        const double it = static_cast<double>(pass.whole) +
+                          kMultiPassTailIterationShare * static_cast<double>(pass.tail);
+        w.serial_round_trips = it + kSoftmaxBlockReduceRoundTrips;
+        w.serial_l2_trips = smem_ok ? 0.0 : 2.0 * it;
+        return w;
+      };
+      if (smem_ok) {  // rows of a multiple of ilp elements, vectors only
+        out.push_back(row_launch(hw, name, "softmax", {threads, 1, 1}, regs, smem, R, 1,
+                                 with_iterations({ceil_div(C, threads * ilp), 0}), inflight));
+      } else {
+        // Row r starts (r * C) % ilp elements past a 16-byte boundary (the tensor's base is
+        // aligned): the rows fall into classes by their passes' iterations, launched in turn.
+        std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> rows_by_iterations;
+        const std::int64_t period = std::min<std::int64_t>(R, ilp);
+        for (std::int64_t k = 0; k < period; ++k) {
+          const std::int64_t shift = (k * C) % ilp;
+          const PassIterations pass = multi_pass_iterations(C, threads, ilp, shift);
+          rows_by_iterations[{pass.whole, pass.tail}] += (R - k + period - 1) / period;
+        }
+        Launch l;
+        for (const auto& [pass, rows] : rows_by_iterations) {
+          Launch part = row_launch(hw, name, "softmax", {threads, 1, 1}, regs, smem, rows, 1,
+                                   with_iterations({pass.first, pass.second}), inflight);
+          if (l.ctas.empty()) {
+            l = std::move(part);
+            continue;
+          }
+          l.grid.x += part.grid.x;
+          l.ctas.insert(l.ctas.end(), part.ctas.begin(), part.ctas.end());
+        }
+        out.push_back(std::move(l));
+      }
     }
-    out.push_back(row_launch(hw, name, "softmax", {threads, 1, 1}, regs, smem, R, 1, rw, inflight));
     out.back().reads = {detail::tensor(tag, input, row * static_cast<double>(R))};
     out.back().writes = {detail::tensor(tag, output, row * static_cast<double>(R))};
   }

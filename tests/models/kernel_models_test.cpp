@@ -1349,6 +1349,44 @@ TEST(RowReductionModelTest, SoftmaxChainsFollowTheElementsLoaded) {
   EXPECT_LT(chain(1, 129, DType::kBf16), chain(1, 128, DType::kBf16));
 }
 
+// The plain multi-pass kernel walks each pass in vectors of 8 bf16 elements a thread, then the
+// rest one element a thread, and a row not 16-byte aligned first takes one element a thread over
+// its first block's width (SoftMax.cu's ilpReduce): its time follows C modulo 8,192, and rows
+// fall into classes by their alignment.
+TEST(RowReductionModelTest, MultiPassSoftmaxCountsEachPassesTailAndShift) {
+  const auto softmax = [](std::int64_t R, std::int64_t C) {
+    return lower(Op(OpKind::kSoftmax, DType::kBf16, RowShape{R, C}), h100()).front();
+  };
+  const auto chain = [](const hw::Launch& l, std::size_t c) {
+    return l.ctas.at(c).work.critical_path.seconds();
+  };
+  // One row (aligned): 16,254 = 8,192 + 8 x 1,024 - 130 takes one vector iteration and eight
+  // tail ones a pass; 17,223 two vector iterations and one tail one.
+  const auto long_tail = softmax(1, 16254), short_tail = softmax(1, 17223);
+  ASSERT_TRUE(contains(long_tail.name, "cunn_SoftMaxForward<8")) << long_tail.name;
+  ASSERT_EQ(long_tail.ctas.size(), 1u);
+  const double rt = h100().dram.latency.seconds() + 2.0 * h100().l2.hit_latency.seconds();
+  const double per_element = 35.0 / 128.0 / h100().clocks.sustained_other_hz;
+  EXPECT_NEAR(chain(long_tail, 0) - chain(short_tail, 0),
+              (1.0 + 0.8 * 8.0 - 2.0 - 0.8 * 1.0) * rt + (16254.0 - 17223.0) * per_element, 1e-12);
+  EXPECT_GT(chain(long_tail, 0), chain(short_tail, 0));
+  // Two rows: the second starts 17,223 % 8 = 7 elements past a boundary and takes the shifted
+  // element, one vector iteration and eight tail ones: a class of its own, slower.
+  const auto two = softmax(2, 17223);
+  ASSERT_EQ(two.ctas.size(), 2u);
+  EXPECT_EQ(two.ctas[0].count + two.ctas[1].count, 2);
+  EXPECT_NEAR(std::abs(chain(two, 0) - chain(two, 1)), (2.0 + 0.8 * 8.0 - 2.0 - 0.8) * rt, 1e-12);
+  // A multiple of 8 is aligned in every row: one class however many rows.
+  EXPECT_EQ(softmax(1000, 25456).ctas.size(), 1u);
+  // 1,000 rows of an odd length: one in eight starts aligned.
+  const auto odd = softmax(1000, 25457);
+  std::int64_t rows = 0;
+  for (const auto& c : odd.ctas) rows += c.count;
+  EXPECT_EQ(rows, 1000);
+  EXPECT_EQ(odd.grid.x, 1000);
+  EXPECT_EQ(odd.ctas.size(), 2u);
+}
+
 TEST(RowReductionModelTest, ManyRowWarpSoftmaxTakesTurnsAtTheSchedulers) {
   // softmax_warp_forward's CTAs issue their reductions and per-element work for 100 cycles plus
   // 30 an element a lane loads; sixteen to an SM take turns. 62164 x 74 bf16 (sets 3-14, H100)
