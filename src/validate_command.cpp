@@ -337,6 +337,10 @@ const std::vector<SuiteSpec>& suites() {
       {"measured30-h200", "h200", "ops30_h200.csv",
        "the twenty-seventh fresh set on an H200 SXM (all held out), measured with the H100's, "
        "stored unread, and compared once at the eighteenth round's start"},
+      {"measured31-h100", "h100", "ops31_h100.csv",
+       "issue 16's twenty-eighth fresh random set on the H100: 403 instances drawn the same way "
+       "(seed 44), all held out, measured at the eighteenth round's start, stored unread, and "
+       "compared once after the round's changes (softmax's tails and shifted rows)"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
