@@ -638,12 +638,42 @@ constexpr std::int64_t kXmmaSmallUnsplitMinSide = 24;
 constexpr double kXmmaSmallUnsplitMinOutputs = 12288.0;
 constexpr std::int64_t kXmmaSmallUnsplitMaxTiles = 140;
 
+// Tall matmuls of 2-11 columns run CUTLASS's 128x32 kernel along their rows (32-row tiles, the
+// 128 columns mostly idle), K split in slices of 4 up to 16 of them, through the reduce (sets
+// 3-30, H100: 25 of the 26 of 150-3,122 rows on at most 98 tiles and K = 8-3,869: 189x4x9 in 3
+// slices, 2963x6x21 in 6, 500x2x103 in 13, 3097x5x918 in 14, 2194x4x3869 in 17; their slices 9-31
+// above K = 60, 16 the nearest single count; 1514x3x3717 ran sm80_xmma's 32x32); deeper ones
+// (1950x4x14862, 833x6x14822) and taller ones (5021x6x5443, 7013x5x1354) ran sm80_xmma tiles, 12
+// columns and more the 64x64 kernel. gpusim had run them on the 64x64 or sm80_xmma tiles, 30-67%
+// fast. Issue 16's eighteenth round.
+constexpr std::int64_t kTallSimtMaxColumns = 11;
+constexpr std::int64_t kTallSimtMinRows = 150;
+constexpr std::int64_t kTallSimtMaxTiles = 100;
+constexpr std::int64_t kTallSimtMinK = 8;
+constexpr std::int64_t kTallSimtMaxK = 4096;
+// CUTLASS's 128x32 SIMT tile (128 threads, 32 outputs a thread) issues FFMA a smaller share of
+// its time than the 256x128 tile's 0.77 (sm80_xmma's tiles measure 0.56 at 32 outputs a thread):
+// with the rule above its rows still ran 41-43% fast, and its few-row rows (16x1696x13360,
+// 16x720x15984) 18-33%. 0.25-0.77 tried on its 150 rows of sets 3-30: 0.4 best (H100 15.5 ->
+// 12.5%, H200 19.0 -> 14.6%; all rows 7.812 -> 7.775%, 8.646 -> 8.584% with the rule).
+constexpr double kFfmaShareCutlass128x32 = 0.4;
+constexpr std::int64_t kTallSimtSliceK = 4;
+constexpr std::int64_t kTallSimtMaxSplit = 16;
+
 Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
   // cutlass_80_simt_sgemm_128x32_8x5 for few rows (ops3_h100.csv: M of 16-21, split 47-66), and
   // unsplit for every outer product and the tf32 products sent here (sets 3-13: all 7 fp32 and
   // 11 tf32 products of K = 1, 5x473 to 10573x4222; tf32 192x9463x14, 462x16278x3).
-  const Config skinny = cutlass_simt(128, 32, 5, 128, 80, 25600);
+  Config skinny = cutlass_simt(128, 32, 5, 128, 80, 25600);
+  skinny.ffma_share = kFfmaShareCutlass128x32;
   if (p.K == 1 || p.dtype == hw::DType::kTf32) return Choice{skinny, 1, 0};
+  if (!b_transposed && p.batch == 1 && p.N >= 2 && p.N <= kTallSimtMaxColumns &&
+      p.M >= kTallSimtMinRows && units_of(p, skinny, 1) <= kTallSimtMaxTiles &&
+      p.K >= kTallSimtMinK && p.K <= kTallSimtMaxK) {
+    Choice ch{skinny, std::min(kTallSimtMaxSplit, ceil_div(p.K, kTallSimtSliceK)), 0};
+    ch.reduce = true;
+    return ch;
+  }
   if (auto v = shallow_simt_choice(p)) return *v;
   if (p.K >= kXmmaSmallUnsplitMinK && p.K <= kXmmaSmallUnsplitMaxK &&
       std::min(p.M, p.N) >= kXmmaSmallUnsplitMinSide &&

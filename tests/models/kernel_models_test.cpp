@@ -914,6 +914,26 @@ TEST(GemmModelTest, XmmaSimtSplitsReduceInTheirOwnKernel) {
   EXPECT_TRUE(contains(few[1].name, "splitKreduce_kernel")) << few[1].name;
 }
 
+// Tall fp32 matmuls of 2-11 columns run CUTLASS's 128x32 SIMT kernel along their rows, K in
+// slices of 4 up to 16 of them, through cuBLASLt's reduce (sets 3-30, H100: 3097x5x918 on 97
+// tiles in 14 slices, 2963x6x21 in 6); 12 columns, more than 100 tiles or K above 4,096 do not.
+TEST(GemmModelTest, TallThinFp32RunsCutlass128x32SplitAlongRows) {
+  const auto tall = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{3097, 5, 918}), h100());
+  ASSERT_EQ(tall.size(), 2u);
+  EXPECT_EQ(tall[0].name, "cutlass_80_simt_sgemm_128x32_8x5_nn_align1");
+  EXPECT_EQ(tall[0].grid.count(), 97 * 16);  // ceil(3097 / 32) tiles x min(16, 918 / 4) slices
+  EXPECT_TRUE(contains(tall[1].name, "splitKreduce_kernel")) << tall[1].name;
+  const auto shallow = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{2963, 6, 21}), h100());
+  ASSERT_EQ(shallow.size(), 2u);
+  EXPECT_EQ(shallow[0].grid.count(), 93 * 6);  // slices of 4
+  for (const MatmulShape s : {MatmulShape{3097, 12, 918}, MatmulShape{5021, 6, 918},
+                              MatmulShape{1950, 4, 14862}}) {
+    EXPECT_NE(lower(Op(OpKind::kMatmul, DType::kFp32, s), h100())[0].name,
+              "cutlass_80_simt_sgemm_128x32_8x5_nn_align1")
+        << s.M << "x" << s.N << "x" << s.K;
+  }
+}
+
 TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   // ops3_h100.csv: fp32 16x10624x2528 ran gemmSN_NN on 166x4 CTAs of 256 threads; GPT-2's
   // lm_head (4 x 50257 x 768, rows of an odd number of bf16) gemmSN_TN on 6283 CTAs of 128.
