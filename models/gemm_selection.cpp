@@ -474,6 +474,15 @@ std::optional<Config> mma_sync_tile(const hw::HardwareSpec& hw, const Problem& p
   return std::nullopt;
 }
 
+// CUTLASS's SIMT kernels' first loads wait in their K-step chain (simt_k_step_path), so their
+// prologue waits one DRAM round trip fewer, as sm80_xmma's 32x32 tile and nvjet's do: one-step
+// launches of the 64x64 kernel (K slices of 2-4) take 2.5-2.8 us whatever their CTAs (1-104),
+// gpusim had 2.9-3.7 (sets 3-30, H100: 79 launches whose grid it matched, 10-30% slow). 0-3 half
+// round trips tried with steps of 0.7-1.0 round trips: one round trip with the step as it was best
+// (sets 3-30 7.775 -> 7.737% H100, 8.584 -> 8.515% H200; the 64x64 kernel's rows 8.2 -> 7.1%,
+// 10.4 -> 7.8%). Issue 16's eighteenth round.
+constexpr std::int64_t kCutlassSimtPrologueSavedHalfRoundTrips = 2;
+
 // CUTLASS's SIMT kernels as cuBLAS names them, cutlass_80_simt_sgemm_<N tile>x<M tile>_8x<stages>:
 // the N tile runs along the output's columns (4144x1904x832 fp32: 264 CTAs of 256x128 = 33 x 8
 // tiles of 128 rows and 256 columns). Threads, registers and shared memory as measured (ops_h100.csv,
@@ -491,6 +500,7 @@ Config cutlass_simt(std::int64_t tile_n, std::int64_t tile_m, std::int64_t stage
   c.regs = regs;
   c.smem = smem;
   c.ffma_share = kFfmaShareCutlass;
+  c.prologue_saved_half_round_trips = kCutlassSimtPrologueSavedHalfRoundTrips;
   return c;
 }
 

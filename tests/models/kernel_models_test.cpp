@@ -934,6 +934,18 @@ TEST(GemmModelTest, TallThinFp32RunsCutlass128x32SplitAlongRows) {
   }
 }
 
+// CUTLASS's SIMT kernels wait one DRAM round trip fewer before their K steps than the tiled
+// kernels' four: their first loads wait in the step chain (sets 3-30, H100: one-step 64x64
+// launches 2.5-2.8 us, 10-30% slow with the full prologue).
+TEST(GemmModelTest, CutlassSimtPrologueWaitsOneRoundTripFewer) {
+  const auto ls = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{80, 16, 16}), h100());
+  ASSERT_EQ(ls.size(), 2u);
+  ASSERT_EQ(ls[0].name, "cutlass_80_simt_sgemm_64x64_8x5_nn_align1");
+  const auto& h = h100();
+  EXPECT_NEAR(ls[0].ctas.front().work.fixed.seconds(),
+              3.0 * h.dram.latency.seconds() + h.l2.hit_latency.seconds(), 1e-12);
+}
+
 TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   // ops3_h100.csv: fp32 16x10624x2528 ran gemmSN_NN on 166x4 CTAs of 256 threads; GPT-2's
   // lm_head (4 x 50257 x 768, rows of an odd number of bf16) gemmSN_TN on 6283 CTAs of 128.
