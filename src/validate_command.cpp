@@ -340,7 +340,12 @@ const std::vector<SuiteSpec>& suites() {
       {"measured31-h100", "h100", "ops31_h100.csv",
        "issue 16's twenty-eighth fresh random set on the H100: 403 instances drawn the same way "
        "(seed 44), all held out, measured at the eighteenth round's start, stored unread, and "
-       "compared once after the round's changes (softmax's tails and shifted rows)"},
+       "compared once after the round's first change (softmax's tails and shifted rows)"},
+      {"measured32-h100", "h100", "ops32_h100.csv",
+       "issue 16's twenty-ninth fresh random set on the H100: 404 instances drawn the same way "
+       "(seed 45), all held out, measured in the eighteenth round after its softmax change, "
+       "stored unread, and compared once after the round's last change (the CUTLASS SIMT "
+       "prologue)"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
