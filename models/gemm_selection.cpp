@@ -661,14 +661,14 @@ constexpr std::int64_t kTallSimtMinRows = 150;
 constexpr std::int64_t kTallSimtMaxTiles = 100;
 constexpr std::int64_t kTallSimtMinK = 8;
 constexpr std::int64_t kTallSimtMaxK = 4096;
+constexpr std::int64_t kTallSimtSliceK = 4;
+constexpr std::int64_t kTallSimtMaxSplit = 16;
 // CUTLASS's 128x32 SIMT tile (128 threads, 32 outputs a thread) issues FFMA a smaller share of
 // its time than the 256x128 tile's 0.77 (sm80_xmma's tiles measure 0.56 at 32 outputs a thread):
 // with the rule above its rows still ran 41-43% fast, and its few-row rows (16x1696x13360,
 // 16x720x15984) 18-33%. 0.25-0.77 tried on its 150 rows of sets 3-30: 0.4 best (H100 15.5 ->
 // 12.5%, H200 19.0 -> 14.6%; all rows 7.812 -> 7.775%, 8.646 -> 8.584% with the rule).
 constexpr double kFfmaShareCutlass128x32 = 0.4;
-constexpr std::int64_t kTallSimtSliceK = 4;
-constexpr std::int64_t kTallSimtMaxSplit = 16;
 
 Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
   // cutlass_80_simt_sgemm_128x32_8x5 for few rows (ops3_h100.csv: M of 16-21, split 47-66), and

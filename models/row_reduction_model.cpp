@@ -76,8 +76,8 @@ constexpr double kSumVectorRoundTrips = 2.2;
 // sum of exponentials, write), each thread one 16-byte vector per iteration, and the next load
 // waits for the iteration's arithmetic: a DRAM latency in the first pass, an L2 latency in each
 // later one (the plain variant; none from shared memory), though the plain variant's later passes
-// still move their bytes from DRAM (see lower_softmax). The arithmetic is issue-bound, one CTA of 1024
-// threads filling the SM's schedulers: thread instructions per element over the three passes
+// still move their bytes from DRAM (see lower_softmax). The arithmetic is issue-bound, one CTA of
+// 1024 threads filling the SM's schedulers: thread instructions per element over the three passes
 // (loads, conversions, max, subtract, exp2, add, multiply, stores, loop control), 16-bit types
 // with their conversions more. Fitted on the few-row multi-pass rows of the random sets 3-5
 // (ops{3,4,5}_h100.json: bf16 1 x 27470 ... 1 x 72198 take 0.35 cycles per element beyond the
@@ -426,7 +426,8 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
     if (reg_cnt < 10) {
       rw.serial_round_trips = kSoftmaxRegBaseRoundTrips +
                               kSoftmaxRegRoundTripsPerElement * static_cast<double>(reg_cnt);
-      out.push_back(row_launch(hw, name, "softmax", {threads, 1, 1}, regs, smem, R, 1, rw, inflight));
+      out.push_back(
+          row_launch(hw, name, "softmax", {threads, 1, 1}, regs, smem, R, 1, rw, inflight));
     } else {
       const double instructions =
           c * (e >= 4.0 ? kMultiPassInstructionsPerElement32 : kMultiPassInstructionsPerElement16) *

@@ -15,7 +15,8 @@ nlohmann::json launches_json(const std::vector<KernelLaunchRecord>& launches) {
 
 nlohmann::json measured_rows_json(const std::string& suite, const std::string& hardware,
                                   const std::vector<Comparison>& rows) {
-  nlohmann::json out = {{"suite", suite}, {"hardware", hardware}, {"rows", nlohmann::json::array()}};
+  nlohmann::json out = {
+      {"suite", suite}, {"hardware", hardware}, {"rows", nlohmann::json::array()}};
   for (const auto& r : rows) {
     out["rows"].push_back({{"op", r.reference.label},
                            {"family", r.reference.family},

@@ -2,10 +2,9 @@
 // simulated kernels, launch shapes and durations, for looking into where an error comes from.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "validation/measured_suite.h"
 

@@ -79,7 +79,9 @@ std::vector<MeasuredOp> read_measured_ops(const std::filesystem::path& csv) {
   const CsvTable t = CsvTable::read(csv);
   std::vector<MeasuredOp> ops;
   std::map<std::string, std::size_t> index;  // label -> position in ops
-  const auto has = [&](const char* column) { return std::ranges::find(t.header(), column) != t.header().end(); };
+  const auto has = [&](const char* column) {
+    return std::ranges::find(t.header(), column) != t.header().end();
+  };
   const bool per_kernel_times = has("duration_us_median");
   const bool launch_shapes = has("grid") && has("block");
   std::vector<double> primary_us;  // per op: its primary kernel's median duration
@@ -106,7 +108,8 @@ std::vector<MeasuredOp> read_measured_ops(const std::filesystem::path& csv) {
     }
     MeasuredOp& m = ops[it->second];
     m.measured_kernels.push_back(t.at(row, "kernel_name"));
-    m.measured_launches.push_back({m.measured_kernels.back(), launch_shapes ? t.at(row, "grid") : "",
+    m.measured_launches.push_back({m.measured_kernels.back(),
+                                   launch_shapes ? t.at(row, "grid") : "",
                                    launch_shapes ? t.at(row, "block") : "",
                                    per_kernel_times ? t.number(row, "duration_us_median") : 0.0});
     if (per_kernel_times && !is_helper_kernel(m.measured_kernels.back())) {

@@ -926,8 +926,8 @@ TEST(GemmModelTest, TallThinFp32RunsCutlass128x32SplitAlongRows) {
   const auto shallow = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{2963, 6, 21}), h100());
   ASSERT_EQ(shallow.size(), 2u);
   EXPECT_EQ(shallow[0].grid.count(), 93 * 6);  // slices of 4
-  for (const MatmulShape s : {MatmulShape{3097, 12, 918}, MatmulShape{5021, 6, 918},
-                              MatmulShape{1950, 4, 14862}}) {
+  for (const MatmulShape s :
+       {MatmulShape{3097, 12, 918}, MatmulShape{5021, 6, 918}, MatmulShape{1950, 4, 14862}}) {
     EXPECT_NE(lower(Op(OpKind::kMatmul, DType::kFp32, s), h100())[0].name,
               "cutlass_80_simt_sgemm_128x32_8x5_nn_align1")
         << s.M << "x" << s.N << "x" << s.K;

@@ -73,7 +73,8 @@ TEST(MeasuredSuite, RowsJsonCarriesEachKernelsLaunchAndDuration) {
       "ops.csv",
       "op,family,dtype,shape,params_json,held_out,kernel_name,grid,block,duration_us_median,"
       "op_kernel_time_us_median\n"
-      "matmul,matmul,bf16,M=3 N=5000 K=700,\"{\"\"M\"\":3,\"\"N\"\":5000,\"\"K\"\":700}\",1,gemm,40x1x4,"
+      "matmul,matmul,bf16,M=3 N=5000 "
+      "K=700,\"{\"\"M\"\":3,\"\"N\"\":5000,\"\"K\"\":700}\",1,gemm,40x1x4,"
       "128x1x1,6.5,8\n"
       "matmul,matmul,bf16,M=3 N=5000 K=700,\"{\"\"M\"\":3,\"\"N\"\":5000,\"\"K\"\":700}\",1,reduce,"
       "20x1x1,256x1x1,1.5,8\n");
