@@ -848,7 +848,7 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
 // rows that allow 16-byte loads. Only for a handful of tiles: from 9 tiles up the sets 4 and 5
 // (ops4_h100.csv, ops5_h100.csv) ran unsplit without the reduce (544x48x16, 944x16x240,
 // 1696x16x96, 16x1744x32, 7504x80x16) or split long K as the estimate does (704x16x544 -> 6,
-// 2544x16x992 -> 6); 1872x16x16 (30 tiles, split 4) stays a miss.
+// 2544x16x992 -> 6); 1872x16x16 (30 tiles, split 4) was a miss until the column rule below.
 constexpr std::int64_t kTf32SmallSplitMaxTiles = 8;
 // Products of more than one column of tiles split up to 24 tiles when K is at most 32 (sets 3-12:
 // 16x752x16, 64x624x16, 32x1120x16, 16x1168x16, 32x1280x16, 336x224x16 split 4 ways; one column
@@ -857,6 +857,15 @@ constexpr std::int64_t kTf32WideSplitMaxTiles = 24;
 constexpr std::int64_t kTf32WideSplitMaxK = 32;
 // At most this many slices (16x16x1936 -> 24, 32x160x3152 -> 24, 304x16x13216 -> 26).
 constexpr std::int64_t kTf32MaxSmallSplit = 24;
+// One column of 22-34 tiles at K = 16 splits after all: 4 ways while the slices fit the SMs, else 2,
+// with the reduce (sets 3-30, H100: 1376x48x16, 1584x16x16, 1664x16x16, 1744x16x16 and 1872x16x16 4
+// ways, 2128x16x16 twice 2 ways, on s1688gemm_64x64_16x10; 38-40% fast unsplit); 10-21 tiles
+// (592x16x16 to 1344x16x16) and 35 or more (2224x64x16, 4480x16x16) ran unsplit. Issue 16's
+// eighteenth round.
+constexpr std::int64_t kTf32ColumnSplitMinTiles = 22;
+constexpr std::int64_t kTf32ColumnSplitMaxTiles = 34;
+constexpr std::int64_t kTf32ColumnSplitMaxK = 16;
+constexpr std::int64_t kTf32ColumnMaxSplit = 4;
 // More than 8 tiles (and K above 32): split as the estimate has it only from K = 480 over at most
 // 80 tiles, else unsplit (sets 3-28, H100, 64x64 tiles: all 7 of K >= 480 over 21-77 tiles split
 // 3-6 ways, 144x432x496 to 16x4928x832; 37 of 41 others unsplit, among them 16x7904x128,
@@ -870,6 +879,14 @@ Choice tf32_small_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch)
   // Narrower rows mostly ran sm80_xmma's unsplit 32x32x64 kernel instead (43x930x20, 583x240x19).
   if (p.dtype != hw::DType::kTf32 || operand_align(p) != 4) return ch;
   const bool wide = ceil_div(p.N, ch.cfg.tile_n) > 1 && p.K <= kTf32WideSplitMaxK;
+  if (ceil_div(p.N, ch.cfg.tile_n) == 1 && p.K <= kTf32ColumnSplitMaxK &&
+      tiles >= kTf32ColumnSplitMinTiles && tiles <= kTf32ColumnSplitMaxTiles) {
+    // Halved until the slices fit the SMs, so that they stay a multiple of 4 deep.
+    ch.split = kTf32ColumnMaxSplit;
+    while (ch.split > 1 && tiles * ch.split > hw.sm_count) ch.split /= 2;
+    ch.reduce = true;
+    return ch;
+  }
   if (tiles > (wide ? kTf32WideSplitMaxTiles : kTf32SmallSplitMaxTiles)) {
     // Beyond them cuBLAS splits only deep products of few tiles; the rest run unsplit, without
     // the reduce.

@@ -344,8 +344,8 @@ const std::vector<SuiteSpec>& suites() {
       {"measured32-h100", "h100", "ops32_h100.csv",
        "issue 16's twenty-ninth fresh random set on the H100: 404 instances drawn the same way "
        "(seed 45), all held out, measured in the eighteenth round after its softmax change, "
-       "stored unread, and compared once after the round's last change (the CUTLASS SIMT "
-       "prologue)"},
+       "stored unread, and compared once after the round's third change (the CUTLASS SIMT "
+       "prologue; the tf32 column split came after)"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "

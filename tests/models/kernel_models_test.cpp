@@ -946,6 +946,21 @@ TEST(GemmModelTest, CutlassSimtPrologueWaitsOneRoundTripFewer) {
               3.0 * h.dram.latency.seconds() + h.l2.hit_latency.seconds(), 1e-12);
 }
 
+// tf32: one column of 22-34 tiles at K = 16 splits 4 ways (2 when 4 would overflow the SMs)
+// with the reduce; 21 tiles and fewer, and 35 and more, stay unsplit (sets 3-30, H100).
+TEST(GemmModelTest, Tf32OneColumnOfTilesAtK16SplitsWithTheReduce) {
+  const auto split_of = [](std::int64_t M, std::int64_t N) {
+    const auto ls = lower(Op(OpKind::kMatmul, DType::kTf32, MatmulShape{M, N, 16}), h100());
+    const bool reduce = ls.size() == 2 && contains(ls[1].name, "splitKreduce_kernel");
+    const std::int64_t tiles = (M + 63) / 64 * ((N + 63) / 64);
+    return std::make_pair(ls[0].grid.count() / tiles, reduce);
+  };
+  EXPECT_EQ(split_of(1872, 16), std::make_pair(std::int64_t{4}, true));
+  EXPECT_EQ(split_of(2128, 16), std::make_pair(std::int64_t{2}, true));  // 34 tiles: 4 x 34 > 132
+  EXPECT_EQ(split_of(1344, 16), std::make_pair(std::int64_t{1}, false));
+  EXPECT_EQ(split_of(4480, 16), std::make_pair(std::int64_t{1}, false));
+}
+
 TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   // ops3_h100.csv: fp32 16x10624x2528 ran gemmSN_NN on 166x4 CTAs of 256 threads; GPT-2's
   // lm_head (4 x 50257 x 768, rows of an odd number of bf16) gemmSN_TN on 6283 CTAs of 128.
