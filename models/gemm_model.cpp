@@ -290,13 +290,16 @@ hw::Launch splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, std::int6
                          bool partials_16bit, bool bias, const Names& names,
                          const std::string& tag) {
   hw::Launch l;
-  // Template arguments as cuBLAS names them: the output type (fp16's partials too are __half).
+  // Template arguments as cuBLAS names them: the partials' type (float, or the output's for the
+  // 16-bit-partial variants, as partial_bytes costs them), then the output type. fp16's reduces
+  // take float partials too (88 of the 123 launches of sets 3-30 on the H100, after the tiled
+  // kernels that name their inputs first: "s1688gemm_f16", nvjet "hsh"), __half only after the
+  // "f16_s1688gemm"-style kernels, as bf16's.
   const char* out_type = p.dtype == hw::DType::kFp16  ? "__half"
                          : p.dtype == hw::DType::kBf16 ? "__nv_bfloat16"
                                                        : "float";
-  const bool half_partials = p.dtype == hw::DType::kFp16 || partials_16bit;
   l.name = fmt::format("cublasLt::splitKreduce_kernel<32, 16, int, {1}, {0}, float, {0}>", out_type,
-                       half_partials ? out_type : "float");
+                       partials_16bit ? out_type : "float");
   l.family = "gemm_splitk_reduce";
   l.grid = {ceil_div(p.N, 32), ceil_div(p.M, 16), p.batch};
   l.block = {32, 16, 1};

@@ -961,6 +961,34 @@ TEST(GemmModelTest, Tf32OneColumnOfTilesAtK16SplitsWithTheReduce) {
   EXPECT_EQ(split_of(4480, 16), std::make_pair(std::int64_t{1}, false));
 }
 
+// The split-K reduce's name says the partials' type as its reads cost it: "float" for 4-byte
+// partials (fp16's too, after the "s1688gemm_f16" and nvjet kernels: 88 of the 123 fp16 reduces of
+// sets 3-30), the output's type for the 16-bit-partial variants.
+TEST(GemmModelTest, SplitKReduceNamesThePartialsItsReadsCost) {
+  int reduces = 0, float_partials = 0, half_partials = 0;
+  for (const DType d : {DType::kBf16, DType::kFp16}) {
+    for (const MatmulShape s : {MatmulShape{16, 16, 8000}, MatmulShape{13, 7, 5001},
+                                MatmulShape{600, 300, 3}, MatmulShape{3000, 3000, 2},
+                                MatmulShape{64, 200, 9000}, MatmulShape{9, 2, 14}}) {
+      const auto ls = lower(Op(OpKind::kMatmul, d, s), h100());
+      for (const auto& l : ls) {
+        if (!contains(l.name, "splitKreduce_kernel")) continue;
+        ++reduces;
+        const auto t = totals(std::vector<hw::Launch>{l});
+        const double outputs = static_cast<double>(s.M * s.N);
+        const double split = t.fp32_flops / outputs;  // one add per partial element
+        const double bytes = t.dram_read_bytes / (split * outputs);
+        const bool named_float = contains(l.name, "<32, 16, int, float,");
+        EXPECT_EQ(named_float, bytes == 4.0) << l.name << " " << bytes;
+        (named_float ? float_partials : half_partials) += 1;
+      }
+    }
+  }
+  EXPECT_GT(reduces, 4);
+  EXPECT_GT(float_partials, 0);
+  EXPECT_GT(half_partials, 0);
+}
+
 TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   // ops3_h100.csv: fp32 16x10624x2528 ran gemmSN_NN on 166x4 CTAs of 256 threads; GPT-2's
   // lm_head (4 x 50257 x 768, rows of an odd number of bf16) gemmSN_TN on 6283 CTAs of 128.
