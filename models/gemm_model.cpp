@@ -372,6 +372,19 @@ constexpr double kGemvFixedRoundTrips = 3.5;
 constexpr double kGemvShortMaxRowBytes = 128.0;
 constexpr int kGemvShortRegs = 32;
 constexpr int kGemvLongRegs = 160;
+// A 16-bit matmul's one-row product of a short row (K within 128 bytes) runs gemv2N_kernel, not
+// gemvx: 128 outputs a CTA of 128 threads, each thread walking K alone, a quarter of a DRAM round
+// trip a step (sets 3-30, H100: 1x66x37 in 5.7 us, 1x1271x25 fp16 in 5.0, 1x1235x15 in 4.0,
+// 1x538x10 in 3.6, K = 2-5 in 2.0-2.5; gpusim had run gemvx's short variant, 30-55% fast from
+// K = 10). Its fixed part is half a round trip shorter than gemvx's (0.2-0.3 a step x 2.5-3.5
+// tried: the 37 rows the change touches 21.4 -> 17.2% (H100), 23.8 -> 20.2% (H200)). fp32's
+// short rows run gemvx on 32 outputs of 64 threads (32x2 blocks as measured). Issue 16's
+// eighteenth round.
+constexpr std::int64_t kGemv2NOutputsPerCta = 128;
+constexpr double kGemv2NStepRoundTrips = 0.25;
+constexpr double kGemv2NFixedRoundTrips = 3.0;
+constexpr std::int64_t kGemvShortFp32RowOutputsPerCta = 32;
+constexpr int kGemvShortFp32RowThreads = 64;
 // Outputs bounds of the long variant's grids (gemv_shape), and its 512-thread CTAs.
 constexpr std::int64_t kGemvFewOutputs = 2048;
 constexpr std::int64_t kGemvManyOutputs = 8192;
@@ -463,6 +476,7 @@ std::int64_t gemv2t_split(const hw::HardwareSpec& hw, std::int64_t ctas) {
 // rows' bounds (their measured grids vary more: 32x2, 4x32, 8x32, 64x2 and 64x8 blocks).
 struct GemvShape {
   bool gemv2t = false;
+  bool gemv2n = false;  // gemv2N_kernel: one thread an output, walking K alone
   std::int64_t outputs_per_cta = 4;
   int threads = 128;
   int regs = kGemvLongRegs;
@@ -474,6 +488,15 @@ GemvShape gemv_shape(const hw::HardwareSpec& hw, const Problem& p, bool linear, 
   if (static_cast<double>(p.K) * e <= kGemvShortMaxRowBytes) {
     g.outputs_per_cta = 64;
     g.regs = kGemvShortRegs;
+    if (!column && !linear) {  // a matmul's row: its outputs are W's columns
+      if (e == 2.0) {
+        g.gemv2n = true;
+        g.outputs_per_cta = kGemv2NOutputsPerCta;
+      } else {
+        g.outputs_per_cta = kGemvShortFp32RowOutputsPerCta;
+        g.threads = kGemvShortFp32RowThreads;
+      }
+    }
     return g;
   }
   if (detail::is_hopper(hw) && (column || linear) && (p.N >= kGemv2TMinOutputs || p.K >= kGemv2TMinK)) {
@@ -507,7 +530,9 @@ std::vector<hw::Launch> gemv_launches(const hw::HardwareSpec& hw, const Problem&
   hw::Launch l;
   l.family = "gemv";
   const GemvShape g = gemv_shape(hw, p, linear, column);
-  l.name = g.gemv2t ? fmt::format("gemv2T_kernel_val<{}>", name(p.dtype)) : kernel_name(c, 1, p.dtype, linear);
+  l.name = g.gemv2t   ? fmt::format("gemv2T_kernel_val<{}>", name(p.dtype))
+           : g.gemv2n ? fmt::format("gemv2N_kernel<{}>", name(p.dtype))
+                      : kernel_name(c, 1, p.dtype, linear);
   const std::int64_t ctas = ceil_div(p.N, g.outputs_per_cta);
   const std::int64_t split = g.gemv2t ? gemv2t_split(hw, ctas * p.batch) : 1;
   l.grid = {ctas, p.batch, split};
@@ -522,7 +547,12 @@ std::vector<hw::Launch> gemv_launches(const hw::HardwareSpec& hw, const Problem&
   // without; issue 16's twelfth round, with the copy: the GEMV rows of sets 3-17 17.2 -> 16.0%
   // (H100), 20.8 -> 19.8% (H200); 2 round trips did no better).
   const bool bias_in_kernel = bias && split == 1;  // else the reduce adds it
-  cta.fixed_round_trips = kGemvFixedRoundTrips + (bias_in_kernel ? 1.0 : 0.0);
+  cta.fixed_round_trips =
+      (g.gemv2n ? kGemv2NFixedRoundTrips : kGemvFixedRoundTrips) + (bias_in_kernel ? 1.0 : 0.0);
+  if (g.gemv2n) {
+    cta.chain = sim::Time::from_seconds(kGemv2NStepRoundTrips * static_cast<double>(p.K) *
+                                        hw.dram.latency.seconds());
+  }
   cta.split = split;
   fill_streaming_gemm(l, hw, p.batch, p.N, p.K, p.batch, bias_in_kernel, e, cta, names, tag);
   std::vector<hw::Launch> out{std::move(l)};

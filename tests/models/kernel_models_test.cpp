@@ -728,14 +728,16 @@ TEST(GemmModelTest, OneRowOrColumnProductsOnHopperRunGemvOrDotKernels) {
   EXPECT_TRUE(contains(column[0].name, "gemvx")) << column[0].name;
   EXPECT_EQ(testing::dims(column[0].grid), "1711x1x1");  // 4 of A's rows per CTA
   // A row's outputs per CTA grow with their count (1x902x234: 4, 226 CTAs; 1x2581x787: 16, 162;
-  // 1x9946x782: 32, 311); short K takes 64 (1x2572x2: 41 CTAs).
+  // 1x9946x782: 32, 311); F.linear's short K takes 64 (1x2572x2: 41 CTAs; a matmul's short row
+  // runs gemv2N on 128, ShortRowMatmulGemvWalksKPerThread).
   const auto row_grid = [](std::int64_t n, std::int64_t k) {
     return lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, n, k}), h100())[0].grid.count();
   };
   EXPECT_EQ(row_grid(902, 234), 226);
   EXPECT_EQ(row_grid(2581, 787), 162);
   EXPECT_EQ(row_grid(9946, 782), 311);
-  EXPECT_EQ(row_grid(2572, 2), 41);
+  EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{1, 2572, 2}), h100())[0].grid.count(), 41);
+  EXPECT_EQ(row_grid(2572, 2), 21);
   // The GEMV waits one and a half DRAM round trips longer than gemmSN before its stores (its
   // warps' reduction): 3.5 round trips and an L2 hit in all.
   const auto& h = h100();
@@ -987,6 +989,24 @@ TEST(GemmModelTest, SplitKReduceNamesThePartialsItsReadsCost) {
   EXPECT_GT(reduces, 4);
   EXPECT_GT(float_partials, 0);
   EXPECT_GT(half_partials, 0);
+}
+
+// A 16-bit matmul's one-row product of a short row runs gemv2N_kernel: 128 outputs a CTA, each
+// thread walking K alone, so its chain grows with K (sets 3-30, H100: 1x66x37 in 5.7 us, 1x538x10
+// in 3.6); F.linear's runs gemvx's short variant (64 outputs a CTA).
+TEST(GemmModelTest, ShortRowMatmulGemvWalksKPerThread) {
+  const auto row = [](std::int64_t N, std::int64_t K) {
+    return lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, N, K}), h100()).front();
+  };
+  const auto shallow = row(1235, 15), deeper = row(1235, 37);
+  EXPECT_TRUE(contains(shallow.name, "gemv2N_kernel")) << shallow.name;
+  EXPECT_EQ(shallow.grid.x, 10);  // ceil(1235 / 128)
+  EXPECT_EQ(shallow.block.x, 128);
+  EXPECT_NEAR(deeper.ctas[0].work.critical_path.seconds() - shallow.ctas[0].work.critical_path.seconds(),
+              0.25 * 22.0 * h100().dram.latency.seconds(), 1e-12);
+  const auto linear = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{1, 1235, 15}), h100()).front();
+  EXPECT_TRUE(contains(linear.name, "gemvx")) << linear.name;
+  EXPECT_EQ(linear.grid.x, 20);  // ceil(1235 / 64)
 }
 
 TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
