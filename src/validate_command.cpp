@@ -346,6 +346,12 @@ const std::vector<SuiteSpec>& suites() {
        "(seed 45), all held out, measured in the eighteenth round after its softmax change, "
        "stored unread, and compared once after the round's third change (the CUTLASS SIMT "
        "prologue; the tf32 column split came after)"},
+      {"measured31-h200", "h200", "ops31_h200.csv",
+       "the twenty-eighth fresh set on an H200 SXM (all held out), measured at the eighteenth "
+       "round's end after all its changes, stored unread, and compared once with its final model"},
+      {"measured32-h200", "h200", "ops32_h200.csv",
+       "the twenty-ninth fresh set on an H200 SXM (all held out), measured at the eighteenth "
+       "round's end after all its changes, stored unread, and compared once with its final model"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
