@@ -94,6 +94,14 @@ struct Choice {
   bool partials_16bit = false;
 };
 
+// A choice that splits K `split` ways through cublasLt's splitKreduce_kernel (even unsplit).
+inline Choice reduced_split(const Config& c, std::int64_t split, bool partials_16bit = false) {
+  Choice ch{c, split, 0};
+  ch.reduce = true;
+  ch.partials_16bit = partials_16bit;
+  return ch;
+}
+
 struct Problem {
   std::int64_t M, N, K, batch;
   hw::DType dtype;

@@ -480,6 +480,8 @@ struct GemvShape {
   std::int64_t outputs_per_cta = 4;
   int threads = 128;
   int regs = kGemvLongRegs;
+  double fixed_round_trips = kGemvFixedRoundTrips;
+  double step_round_trips = 0;  // a thread's chain along K, per element (gemv2N)
 };
 
 GemvShape gemv_shape(const hw::HardwareSpec& hw, const Problem& p, bool linear, bool column) {
@@ -492,6 +494,8 @@ GemvShape gemv_shape(const hw::HardwareSpec& hw, const Problem& p, bool linear, 
       if (e == 2.0) {
         g.gemv2n = true;
         g.outputs_per_cta = kGemv2NOutputsPerCta;
+        g.fixed_round_trips = kGemv2NFixedRoundTrips;
+        g.step_round_trips = kGemv2NStepRoundTrips;
       } else {
         g.outputs_per_cta = kGemvShortFp32RowOutputsPerCta;
         g.threads = kGemvShortFp32RowThreads;
@@ -547,12 +551,9 @@ std::vector<hw::Launch> gemv_launches(const hw::HardwareSpec& hw, const Problem&
   // without; issue 16's twelfth round, with the copy: the GEMV rows of sets 3-17 17.2 -> 16.0%
   // (H100), 20.8 -> 19.8% (H200); 2 round trips did no better).
   const bool bias_in_kernel = bias && split == 1;  // else the reduce adds it
-  cta.fixed_round_trips =
-      (g.gemv2n ? kGemv2NFixedRoundTrips : kGemvFixedRoundTrips) + (bias_in_kernel ? 1.0 : 0.0);
-  if (g.gemv2n) {
-    cta.chain = sim::Time::from_seconds(kGemv2NStepRoundTrips * static_cast<double>(p.K) *
-                                        hw.dram.latency.seconds());
-  }
+  cta.fixed_round_trips = g.fixed_round_trips + (bias_in_kernel ? 1.0 : 0.0);
+  cta.chain = sim::Time::from_seconds(g.step_round_trips * static_cast<double>(p.K) *
+                                      hw.dram.latency.seconds());
   cta.split = split;
   fill_streaming_gemm(l, hw, p.batch, p.N, p.K, p.batch, bias_in_kernel, e, cta, names, tag);
   std::vector<hw::Launch> out{std::move(l)};

@@ -607,9 +607,7 @@ std::optional<Choice> shallow_simt_choice(const Problem& p) {
       std::max(p.M, p.N) >= kSimtSplitVariantXmmaMinAspect * narrow) {
     return Choice{sm80_xmma_simt(kSm80XmmaSimtTiles[0]), 1, 0};  // the 32x32 tile
   }
-  Choice ch{c64, std::min(kSimtSplitVariantMaxSplit, ceil_div(p.K, kSimtSplitVariantSliceK)), 0};
-  ch.reduce = true;
-  return ch;
+  return reduced_split(c64, std::min(kSimtSplitVariantMaxSplit, ceil_div(p.K, kSimtSplitVariantSliceK)));
 }
 
 // cuBLAS splits an sm80_xmma SIMT product at most 33 ways (sets 3-19, H100: 5 to 12 tiles of
@@ -680,9 +678,7 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
   if (!b_transposed && p.batch == 1 && p.N >= 2 && p.N <= kTallSimtMaxColumns &&
       p.M >= kTallSimtMinRows && units_of(p, skinny, 1) <= kTallSimtMaxTiles &&
       p.K >= kTallSimtMinK && p.K <= kTallSimtMaxK) {
-    Choice ch{skinny, std::min(kTallSimtMaxSplit, ceil_div(p.K, kTallSimtSliceK)), 0};
-    ch.reduce = true;
-    return ch;
+    return reduced_split(skinny, std::min(kTallSimtMaxSplit, ceil_div(p.K, kTallSimtSliceK)));
   }
   if (auto v = shallow_simt_choice(p)) return *v;
   if (p.K >= kXmmaSmallUnsplitMinK && p.K <= kXmmaSmallUnsplitMaxK &&
@@ -954,9 +950,7 @@ std::optional<Choice> tf32_tall_shallow(const hw::HardwareSpec& hw, const Proble
   if (p.M < kTf32TallMinRows || p.N > kTf32TallMaxCols || p.K > kTf32TallMaxK) return std::nullopt;
   const auto c = mma_sync_tile(hw, p, 128, 256);
   if (!c) return std::nullopt;
-  Choice ch{*c, ceil_div(p.K, kTf32TallSliceK), 0};
-  ch.reduce = true;
-  return ch;
+  return reduced_split(*c, ceil_div(p.K, kTf32TallSliceK));
 }
 
 std::optional<Choice> xmma_tf32_small(const hw::HardwareSpec& hw, const Problem& p) {
@@ -1091,10 +1085,7 @@ std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p, b
 
 Choice wmma_choice(const hw::HardwareSpec& hw, const Problem& p, const Config& c, bool linear) {
   if (narrow_wmma_split(p, linear)) {
-    Choice ch{c, ceil_div(p.K, kWmmaNarrowSliceK), 0};
-    ch.reduce = true;
-    ch.partials_16bit = true;
-    return ch;
+    return reduced_split(c, ceil_div(p.K, kWmmaNarrowSliceK), true);
   }
   const std::int64_t s =
       p.K <= kWmmaUnsplitMaxK ? 1 : split_by_slices(p, c, kWmmaSliceK, kWmmaMaxSplit, 2 * hw.sm_count);

@@ -199,6 +199,7 @@ bool rereads_miss_l2(const hw::HardwareSpec& hw, std::int64_t R, double row_byte
 struct PassIterations {
   std::int64_t whole = 0;  // the shifted element's iteration and the vectors'
   std::int64_t tail = 0;   // one element a thread
+  auto operator<=>(const PassIterations&) const = default;
 };
 
 PassIterations multi_pass_iterations(std::int64_t C, std::int64_t threads, std::int64_t ilp,
@@ -207,19 +208,27 @@ PassIterations multi_pass_iterations(std::int64_t C, std::int64_t threads, std::
   return {(shift > 0 ? 1 : 0) + size / (ilp * threads), ceil_div(size % (ilp * threads), threads)};
 }
 
-// One CTA per `rows_per_cta` rows, R rows in total.
+// Rows that share one per-row demand.
+struct RowClass {
+  std::int64_t rows = 0;
+  RowWork work;
+};
+
+// One CTA per `rows_per_cta` rows of each class, the classes launched in turn.
 Launch row_launch(const hw::HardwareSpec& hw, std::string name, std::string family, hw::Dim3 block,
-                  int regs, std::int64_t smem, std::int64_t R, std::int64_t rows_per_cta,
-                  const RowWork& rw, double inflight) {
+                  int regs, std::int64_t smem, std::int64_t rows_per_cta,
+                  const std::vector<RowClass>& classes, double inflight) {
   Launch l;
   l.name = std::move(name);
   l.family = std::move(family);
-  l.grid = {ceil_div(R, rows_per_cta), 1, 1};
+  std::int64_t grid = 0;
+  for (const RowClass& c : classes) grid += ceil_div(c.rows, rows_per_cta);
+  l.grid = {grid, 1, 1};
   l.block = block;
   l.regs_per_thread = regs;
   l.smem_per_cta = smem;
   const double ctas = static_cast<double>(l.grid.x);
-  const auto work = [&](std::int64_t rows) {
+  const auto work = [&](const RowWork& rw, std::int64_t rows) {
     hw::CtaWork w;
     const double r = static_cast<double>(rows);
     w.fp32_flops = r * rw.fp32;
@@ -234,11 +243,19 @@ Launch row_launch(const hw::HardwareSpec& hw, std::string name, std::string fami
     w.issue_path = sim::Time::from_seconds(rw.issue_cycles / hw.clocks.sustained_other_hz);
     return w;
   };
-  const std::int64_t full = R / rows_per_cta;
-  const std::int64_t rem = R % rows_per_cta;
-  detail::add_class(l, full, work(rows_per_cta));
-  if (rem > 0) detail::add_class(l, 1, work(rem));
+  for (const RowClass& c : classes) {
+    detail::add_class(l, c.rows / rows_per_cta, work(c.work, rows_per_cta));
+    if (c.rows % rows_per_cta > 0) detail::add_class(l, 1, work(c.work, c.rows % rows_per_cta));
+  }
   return l;
+}
+
+// One CTA per `rows_per_cta` rows, R rows in total.
+Launch row_launch(const hw::HardwareSpec& hw, std::string name, std::string family, hw::Dim3 block,
+                  int regs, std::int64_t smem, std::int64_t R, std::int64_t rows_per_cta,
+                  const RowWork& rw, double inflight) {
+  return row_launch(hw, std::move(name), std::move(family), block, regs, smem, rows_per_cta,
+                    {RowClass{R, rw}}, inflight);
 }
 
 std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_t R,
@@ -451,25 +468,19 @@ std::vector<Launch> lower_softmax(std::int64_t R, std::int64_t C, hw::DType dtyp
       } else {
         // Row r starts (r * C) % ilp elements past a 16-byte boundary (the tensor's base is
         // aligned): the rows fall into classes by their passes' iterations, launched in turn.
-        std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> rows_by_iterations;
+        std::map<PassIterations, std::int64_t> rows_by_iterations;
         const std::int64_t period = std::min<std::int64_t>(R, ilp);
         for (std::int64_t k = 0; k < period; ++k) {
           const std::int64_t shift = (k * C) % ilp;
           const PassIterations pass = multi_pass_iterations(C, threads, ilp, shift);
-          rows_by_iterations[{pass.whole, pass.tail}] += (R - k + period - 1) / period;
+          rows_by_iterations[pass] += (R - k + period - 1) / period;
         }
-        Launch l;
+        std::vector<RowClass> classes;
         for (const auto& [pass, rows] : rows_by_iterations) {
-          Launch part = row_launch(hw, name, "softmax", {threads, 1, 1}, regs, smem, rows, 1,
-                                   with_iterations({pass.first, pass.second}), inflight);
-          if (l.ctas.empty()) {
-            l = std::move(part);
-            continue;
-          }
-          l.grid.x += part.grid.x;
-          l.ctas.insert(l.ctas.end(), part.ctas.begin(), part.ctas.end());
+          classes.push_back({rows, with_iterations(pass)});
         }
-        out.push_back(std::move(l));
+        out.push_back(
+            row_launch(hw, name, "softmax", {threads, 1, 1}, regs, smem, 1, classes, inflight));
       }
     }
     out.back().reads = {detail::tensor(tag, input, row * static_cast<double>(R))};
