@@ -352,6 +352,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured32-h200", "h200", "ops32_h200.csv",
        "the twenty-ninth fresh set on an H200 SXM (all held out), measured at the eighteenth "
        "round's end after all its changes, stored unread, and compared once with its final model"},
+      {"measured33-h100", "h100", "ops33_h100.csv",
+       "issue 16's thirtieth fresh random set on the H100: drawn the same way (seed 46), all "
+       "held out, measured in the eighteenth round after set 32's comparison, stored unread, and "
+       "compared once at the nineteenth round's start with the eighteenth round's final model"},
+      {"measured33-h200", "h200", "ops33_h200.csv",
+       "the thirtieth fresh set on an H200 SXM (all held out), measured at the eighteenth round's "
+       "end, stored unread, and compared once at the nineteenth round's start"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
