@@ -72,6 +72,15 @@ constexpr double kWelfordCombineRoundTrips = 2.75;
 constexpr double kSumCombineRoundTrips = 1.0;
 constexpr double kWelfordVectorRoundTrips = 2.7;
 constexpr double kSumVectorRoundTrips = 2.2;
+// Of LayerNorm's path, the issue-bound part the CTAs sharing an SM take in turn (the Welford
+// combine's divisions and three-value shuffles, the shared-memory round and its barriers), in
+// core cycles: launches of many short rows run one CTA an SM every 150-153 ns (C = 16-108:
+// 43466 x 108 in 52.5 us), and rows of one wave grow by as much a CTA an SM (1946 x 48: 4.26 us,
+// a lone row 2.8). Issue 16's nineteenth round, fitted on the 190 (H100) and 185 (H200)
+// vectorized LayerNorm rows of sets 3-33 (45-80 tried): 5.33 -> 4.20% (H100), 6.37 -> 4.87%
+// (H200); a per-element part (0.1 a cycle) made them worse. RMSNorm's sums have no such part
+// that shows: its short rows run at the block scheduler's pace (launch.cta_interval).
+constexpr double kWelfordIssueCycles = 60.0;
 // softmax's multi-pass kernels (cunn_SoftMaxForward, ...Smem) walk the row once per pass (max,
 // sum of exponentials, write), each thread one 16-byte vector per iteration, and the next load
 // waits for the iteration's arithmetic: a DRAM latency in the first pass, an L2 latency in each
@@ -288,6 +297,7 @@ std::vector<Launch> lower_norm(const hw::HardwareSpec& hw, bool rms, std::int64_
     // RMS: a square-accumulate FMA, then g * x * r.
     rw.fp32 = rms ? 4.0 * c : 10.0 * c;
     rw.sfu = (rms ? 0.0 : c) + 1.0;  // Welford's 1/count per element; one rsqrt per row
+    rw.issue_cycles = rms ? 0.0 : kWelfordIssueCycles;
     const double inflight = 128.0 * 4.0 * e;  // one 4-element vector per thread in flight
     // The loop over the thread's vectors, then the combine across warps.
     rw.serial_round_trips = (rms ? kSumCombineRoundTrips : kWelfordCombineRoundTrips) +
