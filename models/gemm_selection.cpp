@@ -588,6 +588,23 @@ constexpr std::int64_t kSimtWideTileMinK = 64;
 constexpr std::int64_t kSimtSplitVariantMaxTiles = 63;
 constexpr std::int64_t kSimtSplitVariantSliceK = 4;
 constexpr std::int64_t kSimtSplitVariantMaxSplit = 4;
+// Up to K = 24 every slice holds 4 (19 and 21 in 5 and 6; 4 at most had run them 13-25% fast),
+// and K = 32 is not split at all, though the reduce still runs (sets 3-33, H100: all 12 products
+// of K = 32 on one slice of the 64x64 and 128x64 variants; the split of 4 had run them 11-18%
+// fast). No product of K = 25-31 was measured. Issue 16's nineteenth round.
+constexpr std::int64_t kSimtSplitVariantFullSlicesMaxK = 24;
+constexpr std::int64_t kSimtSplitVariantUnsplitMaxK = 32;
+// Products of at least three 64-row tiles and at least two 128-column ones (or exactly three
+// 64-row tiles), at most 40 tiles of 64x64, run the 128x64 variant (64 rows by 128 columns a
+// tile, 128 threads of 64 outputs, 120 registers, 30 KiB): sets 3-33, H100, 20 of the 22 such
+// products of K < 64 (144x16x16 to 880x112x16 and 448x256x16 on 3-28 tiles; 192x13x12 ran the
+// 64x64 one, 189x4x9 the 128x32 one), where gpusim had run the 64x64 variant 5-33% fast. Its
+// prologue waits in full: one-wave launches take 3.2-3.6 us at K = 2-16 against the 64x64
+// variant's 2.6-2.7 (the 64x64 variant's half round trip saved, 0 here: its 128-column stages
+// take two loads a thread). Issue 16's nineteenth round.
+constexpr std::int64_t kSimtSplitVariantWideMinRowTiles = 3;
+constexpr std::int64_t kSimtSplitVariantWideMinColTiles = 2;
+constexpr std::int64_t kSimtSplitVariantWideMaxTiles = 40;
 
 // Of those, long thin products (more than 26 such tiles, more than 32 rows and columns, one side
 // at least 10 times the other) ran sm80_xmma's unsplit 32x32 tile instead (sets 3-22, H100: 7 of
@@ -595,7 +612,7 @@ constexpr std::int64_t kSimtSplitVariantMaxSplit = 4;
 // misses). Squarer ones ran the 128x64 variant or sm80_xmma's 64x64 split 5-6 ways (880x112x16,
 // 825x193x16: 5.5-6.7 us). Issue 16's fourteenth round.
 constexpr std::int64_t kSimtSplitVariantNarrowMaxDim = 32;
-constexpr std::int64_t kSimtSplitVariantWideMaxTiles = 26;
+constexpr std::int64_t kSimtSplitVariantXmmaMinTiles = 26;
 constexpr std::int64_t kSimtSplitVariantXmmaMinAspect = 10;
 
 std::optional<Choice> shallow_simt_choice(const Problem& p) {
@@ -603,11 +620,23 @@ std::optional<Choice> shallow_simt_choice(const Problem& p) {
   const std::int64_t tiles = units_of(p, c64, 1);
   if (p.K < 2 || p.K >= kSimtWideTileMinK || tiles > kSimtSplitVariantMaxTiles) return std::nullopt;
   const std::int64_t narrow = std::min(p.M, p.N);
-  if (narrow > kSimtSplitVariantNarrowMaxDim && tiles > kSimtSplitVariantWideMaxTiles &&
+  if (narrow > kSimtSplitVariantNarrowMaxDim && tiles > kSimtSplitVariantXmmaMinTiles &&
       std::max(p.M, p.N) >= kSimtSplitVariantXmmaMinAspect * narrow) {
     return Choice{sm80_xmma_simt(kSm80XmmaSimtTiles[0]), 1, 0};  // the 32x32 tile
   }
-  return reduced_split(c64, std::min(kSimtSplitVariantMaxSplit, ceil_div(p.K, kSimtSplitVariantSliceK)));
+  const std::int64_t split =
+      p.K <= kSimtSplitVariantFullSlicesMaxK ? ceil_div(p.K, kSimtSplitVariantSliceK)
+      : p.K <= kSimtSplitVariantUnsplitMaxK  ? 1
+                                             : std::min(kSimtSplitVariantMaxSplit, ceil_div(p.K, kSimtSplitVariantSliceK));
+  const std::int64_t row_tiles = ceil_div(p.M, c64.tile_m);
+  const std::int64_t col_tiles = ceil_div(p.N, 2 * c64.tile_n);
+  if (row_tiles >= kSimtSplitVariantWideMinRowTiles && tiles <= kSimtSplitVariantWideMaxTiles &&
+      (col_tiles >= kSimtSplitVariantWideMinColTiles || row_tiles == kSimtSplitVariantWideMinRowTiles)) {
+    Config wide = cutlass_simt(128, 64, 5, 128, 120, 30720);
+    wide.prologue_saved_half_round_trips = 0;
+    return reduced_split(wide, split);
+  }
+  return reduced_split(c64, split);
 }
 
 // cuBLAS splits an sm80_xmma SIMT product at most 33 ways (sets 3-19, H100: 5 to 12 tiles of

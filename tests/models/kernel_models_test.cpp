@@ -579,6 +579,32 @@ TEST(GemmModelTest, Align1EpilogueStoresTakeTurnsAtTheSchedulers) {
   EXPECT_LT(simulated_us(no_turns), 0.8 * 91.0);
 }
 
+TEST(GemmModelTest, ShallowFp32ProductsSliceAsCublasDoes) {
+  // Sets 3-33 (H100): shallow fp32 products of few tiles run CUTLASS's SIMT split-K variants
+  // through the reduce, K in slices of 4 up to K = 24, one slice at K = 32; products of three or
+  // more 64-row tiles and two or more 128-column ones (or exactly three 64-row tiles) on the
+  // 128x64 variant.
+  const auto main_and_split = [](std::int64_t M, std::int64_t N, std::int64_t K) {
+    const auto l = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{M, N, K}), h100());
+    EXPECT_TRUE(contains(l.back().name, "splitKreduce")) << l.back().name;
+    return l;
+  };
+  const auto k19 = main_and_split(27, 64, 19);
+  EXPECT_TRUE(contains(k19.front().name, "simt_sgemm_64x64")) << k19.front().name;
+  EXPECT_EQ(k19.front().grid.count(), 5);  // one tile, 5 slices
+  const auto k32 = main_and_split(32, 16, 32);
+  EXPECT_TRUE(contains(k32.front().name, "simt_sgemm_64x64")) << k32.front().name;
+  EXPECT_EQ(k32.front().grid.count(), 1);
+  const auto tall = main_and_split(160, 16, 16);  // three 64-row tiles
+  EXPECT_TRUE(contains(tall.front().name, "simt_sgemm_128x64")) << tall.front().name;
+  EXPECT_EQ(tall.front().grid.count(), 3 * 4);
+  const auto wide = main_and_split(448, 256, 16);  // 7 x 2 tiles
+  EXPECT_TRUE(contains(wide.front().name, "simt_sgemm_128x64")) << wide.front().name;
+  EXPECT_EQ(wide.front().grid.count(), 7 * 2 * 4);
+  const auto narrow = main_and_split(512, 16, 16);  // 8 row tiles, one column tile
+  EXPECT_TRUE(contains(narrow.front().name, "simt_sgemm_64x64")) << narrow.front().name;
+}
+
 TEST(GemmModelTest, HopperRunsNoThirtyTwoRowCutlass80Tile) {
   // Sets 3-17 (H100): products of 32 rows or fewer on cuBLAS's cutlass_80 kernels ran 64-row
   // tiles (16x1056x10000 tf32: cutlass_80_tensorop_s1688gemm_128x64_32x6_nn_align1); the
