@@ -58,8 +58,18 @@ constexpr double kDecodeChainCap64KiB = 8.0;
 // 19.1). Refitted in issue 16's thirteenth round with the split rule that counts its two halves
 // as one CTA (below), on the 126 D = 256 rows of sets 3-20 (H100) and 119 (H200): fill 1.75-2.75
 // x cap 24-96 tried, 2.5 and 48 best; those rows 9.3 -> 7.1% (H100), 10.1 -> 8.5% (H200).
-constexpr double kDecodeWideFillScale = 2.5;
+// 2.25 since the issue turns below (issue 16's nineteenth round: 2.0-2.5 tried with them).
+constexpr double kDecodeWideFillScale = 2.25;
 constexpr double kDecodeWideChainCap64KiB = 48.0;
+// The 16-row decode kernel's softmax and MMA issue for each 128-key tile of 128-deep rows (the
+// 64-deep kernel half, the 256-wide kernel's 64-key tiles over half of D the same), which the
+// CTAs sharing an SM take in turn (hw::CtaWork::issue_path), as the short-cache kernel's tiles
+// do (kShortDecodeIssueCyclesPerTile): launches of 133-264 CTAs, two on an SM, ran 9-17% fast
+// at short keys per CTA (sets 3-33, D = 128: 128-255 keys a split 12.7% fast, H100) where one
+// CTA an SM ran within 3%. Issue 16's nineteenth round, fitted on the 1,240 (H100) and 1,200
+// (H200) decode rows of sets 3-33 (500-2,000 cycles and a fixed 500-2,000 a CTA tried): 5.69 ->
+// 5.13% (H100), 6.75 -> 5.73% (H200), with the wide fill at 2.25.
+constexpr double kDecodeIssueCyclesPerTile = 1500.0;
 // cuDNN leaves caches of up to four 128-key tiles unsplit: sets 3-16 split every cache of 513
 // keys and more on few CTAs (513 keys, 16 CTAs: 4 splits) and none up to 506 (1 x 2 heads at 412
 // keys, 8 x 2 at 399); GPT-2 at 257 keys with 48 CTAs ran one kernel (hf_models_h100.json.gz).
@@ -410,6 +420,10 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
     w.critical_path = sim::Time::from_seconds(
         (kDecodeFillRoundTrips * fill_scale + kDecodeRoundTripsPer64KiB * streamed / (64.0 * 1024)) *
         hw.dram.latency.seconds());
+    const double tile_work = static_cast<double>(tile_keys) / static_cast<double>(kTileN) *
+                             static_cast<double>(d_tile) / 128.0 / halves;
+    w.issue_path = sim::Time::from_seconds(kDecodeIssueCyclesPerTile * tile_work *
+                                           static_cast<double>(tiles) / hw.clocks.sustained_other_hz);
     per_split.push_back(w);
   }
   for (std::int64_t bh = 0; bh < base; ++bh) {

@@ -1653,6 +1653,28 @@ TEST(FlashAttentionModelTest, CudnnDecodesShortCachesWithSixtyFourRowTiles) {
   EXPECT_NEAR(one.issue_path.seconds() * h100().clocks.sustained_other_hz, 1500.0, 1.0);
 }
 
+TEST(FlashAttentionModelTest, CudnnDecodeTilesTakeTurnsAtTheSchedulers) {
+  // The 16-row decode kernel issues 1,500 cycles of softmax and MMA a 128-key tile of 128-deep
+  // rows (half for 64-deep rows), which two CTAs on an SM take in turn. Measured (sets 3-33,
+  // H100): 17 x 16 heads (8 KV heads) at 336 keys, 136 CTAs, take 15.0 us; without the turns
+  // gpusim ran them in 13.8.
+  const auto decode = [](std::int64_t B, std::int64_t Hq, std::int64_t Hkv, std::int64_t L,
+                         std::int64_t D) {
+    return lower(Op(OpKind::kSdpaDecode, DType::kBf16, SdpaDecodeShape{B, Hq, Hkv, L, D}), h100());
+  };
+  const auto l = decode(17, 16, 8, 336, 128);
+  ASSERT_EQ(l.size(), 1u);
+  ASSERT_TRUE(contains(l[0].name, "16x128x128")) << l[0].name;
+  const double cycles = h100().clocks.sustained_other_hz;
+  EXPECT_NEAR(l[0].ctas[0].work.issue_path.seconds() * cycles, 3 * 1500.0, 1.0);  // 3 tiles
+  const auto d64 = decode(17, 16, 8, 336, 64);
+  EXPECT_NEAR(d64[0].ctas[0].work.issue_path.seconds() * cycles, 3 * 750.0, 1.0);
+  EXPECT_NEAR(simulated_us(l), 15.01, 0.05 * 15.01);
+  auto no_turns = l;
+  for (auto& c : no_turns[0].ctas) c.work.issue_path = sim::Time();
+  EXPECT_LT(simulated_us(no_turns), 0.95 * 15.01);
+}
+
 TEST(FlashAttentionModelTest, CudnnRunsHeadDimsUpTo256WithTheMeasuredGrids) {
   // hf_models3_h100.json.gz: Gemma 2 (B 1, 8 heads, 1,024 tokens, D 256) ran 64 CTAs of the
   // "64x128x256" kernel; Phi-3 (D 96) the "x128" kernel on all 132 SMs (256 units).
