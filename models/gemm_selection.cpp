@@ -1162,7 +1162,14 @@ constexpr std::int64_t kSerialColumnSplitK = 256;
 // fewer (sets 3-13: 3x138x3, 5x206x3, 2x285x14, 2x1115x14, 2x66x37 and 2x19x65 unsplit with
 // bf16 out; 7x460x5 and 10x119x34 took the variant).
 constexpr std::int64_t kShallowSliceK = 8;
-constexpr std::int64_t kShallowMaxK = 80;
+constexpr std::int64_t kShallowEstimateMaxK = 80;
+// Deeper products of few tiles, K of 81 to 264, take the same slices of 8 where the estimate had
+// split them a few ways (sets 3-33, H100: 31x23x97 -> 13 slices, 37x23x105 -> 14, 40x259x115 -> 15,
+// 19x172x125 -> 16, 2x22x173 -> 22, 3x4x259 -> 33; 127x179x98 -> 5 and 295x4x195 -> 13 the
+// misses; from K = 276 on, slices of 24 and of 8 alike: 239x13x276 and 21x29x285 -> 12,
+// 27x17x334 -> 14, 12x12x851 -> 107). Issue 16's nineteenth round: 81-1,024 tried, 264 best;
+// the bf16 align1 rows 10.76 -> 10.61% (H100), 11.17 -> 10.96% (H200).
+constexpr std::int64_t kShallowMaxK = 264;
 constexpr std::int64_t kShallowSplitSmsPerTile = 5;
 constexpr std::int64_t kShallowSplitMinRows = 6;
 // Tall products of at most 19 columns take those slices over more tiles too, while the split
@@ -1213,8 +1220,9 @@ Choice register_staged_variant(const hw::HardwareSpec& hw, const Problem& p, Cho
 }
 
 Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch, bool bias) {
-  if (bias || p.dtype != hw::DType::kBf16 || !ch.cfg.register_staged || ch.split != 1 || p.K < 2 ||
-      p.K > kShallowMaxK || p.M < kShallowSplitMinRows) {
+  if (bias || p.dtype != hw::DType::kBf16 || !ch.cfg.register_staged ||
+      (ch.split != 1 && p.K <= kShallowEstimateMaxK) || p.K < 2 || p.K > kShallowMaxK ||
+      p.M < kShallowSplitMinRows) {
     return ch;
   }
   const std::int64_t slices = ceil_div(p.K, kShallowSliceK);

@@ -1144,6 +1144,15 @@ TEST(GemmModelTest, ShallowAlign1ProductsTakeTheSplitKVariant) {
   EXPECT_EQ(tall[0].grid.count(), 92 * 3);
   EXPECT_EQ(lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{13086, 11, 22}), h100()).size(),
             1u);
+  // Deeper products of few tiles, K up to 264, keep the slices of 8 (sets 3-33: 19x172x125 on 3
+  // tiles -> 16 slices, 40x259x115 -> 15), however the estimate would split them.
+  const auto k125 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{19, 172, 125}), h100());
+  ASSERT_EQ(k125.size(), 2u);
+  EXPECT_EQ(k125[0].grid.count(), 3 * 16);
+  EXPECT_TRUE(contains(k125[1].name, "splitKreduce_kernel"));
+  const auto k115 = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{40, 259, 115, false}), h100());
+  ASSERT_EQ(k115.size(), 2u);
+  EXPECT_EQ(k115[0].grid.count(), 5 * 15);
   // Nor products of 5 rows or fewer: 2x285x14 and 3x138x3 ran one bf16 kernel, 7x460x5 the variant.
   EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{2, 285, 14, false}), h100()).size(), 1u);
   EXPECT_EQ(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{3, 138, 3, false}), h100()).size(), 1u);
