@@ -359,6 +359,14 @@ const std::vector<SuiteSpec>& suites() {
       {"measured33-h200", "h200", "ops33_h200.csv",
        "the thirtieth fresh set on an H200 SXM (all held out), measured at the eighteenth round's "
        "end, stored unread, and compared once at the nineteenth round's start"},
+      {"measured34-h100", "h100", "ops34_h100.csv",
+       "issue 16's thirty-first fresh random set on the H100: drawn the same way (seed 47), all "
+       "held out, measured at the nineteenth round's start, stored unread, and compared once "
+       "after the round's changes (the LayerNorm turns, the shallow fp32 slices and 128x64 "
+       "variant, cuDNN decode's tile turns, the align1 slices to K = 264)"},
+      {"measured34-h200", "h200", "ops34_h200.csv",
+       "the thirty-first fresh set on an H200 SXM (all held out), measured with the H100's at the "
+       "nineteenth round's start, stored unread, and compared once after the round's changes"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
