@@ -422,8 +422,9 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
         hw.dram.latency.seconds());
     const double tile_work = static_cast<double>(tile_keys) / static_cast<double>(kTileN) *
                              static_cast<double>(d_tile) / 128.0 / halves;
-    w.issue_path = sim::Time::from_seconds(kDecodeIssueCyclesPerTile * tile_work *
-                                           static_cast<double>(tiles) / hw.clocks.sustained_other_hz);
+    w.issue_path =
+        sim::Time::from_seconds(kDecodeIssueCyclesPerTile * tile_work * static_cast<double>(tiles) /
+                                hw.clocks.sustained_other_hz);
     per_split.push_back(w);
   }
   for (std::int64_t bh = 0; bh < base; ++bh) {

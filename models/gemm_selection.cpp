@@ -626,12 +626,14 @@ std::optional<Choice> shallow_simt_choice(const Problem& p) {
   }
   const std::int64_t split =
       p.K <= kSimtSplitVariantFullSlicesMaxK ? ceil_div(p.K, kSimtSplitVariantSliceK)
-      : p.K <= kSimtSplitVariantUnsplitMaxK  ? 1
-                                             : std::min(kSimtSplitVariantMaxSplit, ceil_div(p.K, kSimtSplitVariantSliceK));
+      : p.K <= kSimtSplitVariantUnsplitMaxK
+          ? 1
+          : std::min(kSimtSplitVariantMaxSplit, ceil_div(p.K, kSimtSplitVariantSliceK));
   const std::int64_t row_tiles = ceil_div(p.M, c64.tile_m);
   const std::int64_t col_tiles = ceil_div(p.N, 2 * c64.tile_n);
   if (row_tiles >= kSimtSplitVariantWideMinRowTiles && tiles <= kSimtSplitVariantWideMaxTiles &&
-      (col_tiles >= kSimtSplitVariantWideMinColTiles || row_tiles == kSimtSplitVariantWideMinRowTiles)) {
+      (col_tiles >= kSimtSplitVariantWideMinColTiles ||
+       row_tiles == kSimtSplitVariantWideMinRowTiles)) {
     Config wide = cutlass_simt(128, 64, 5, 128, 120, 30720);
     wide.prologue_saved_half_round_trips = 0;
     return reduced_split(wide, split);

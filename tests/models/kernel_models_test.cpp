@@ -1150,7 +1150,8 @@ TEST(GemmModelTest, ShallowAlign1ProductsTakeTheSplitKVariant) {
   ASSERT_EQ(k125.size(), 2u);
   EXPECT_EQ(k125[0].grid.count(), 3 * 16);
   EXPECT_TRUE(contains(k125[1].name, "splitKreduce_kernel"));
-  const auto k115 = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{40, 259, 115, false}), h100());
+  const auto k115 =
+      lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{40, 259, 115, false}), h100());
   ASSERT_EQ(k115.size(), 2u);
   EXPECT_EQ(k115[0].grid.count(), 5 * 15);
   // Nor products of 5 rows or fewer: 2x285x14 and 3x138x3 ran one bf16 kernel, 7x460x5 the variant.
