@@ -506,6 +506,13 @@ Config cutlass_simt(std::int64_t tile_n, std::int64_t tile_m, std::int64_t stage
 
 Config cutlass_simt_256x128() { return cutlass_simt(256, 128, 4, 256, 202, 49152); }
 Config cutlass_simt_64x64() { return cutlass_simt(64, 64, 5, 128, 76, 20480); }
+// The 128x64 split-K variant of shallow products (kSimtSplitVariantWideMinRowTiles), its
+// prologue waited in full.
+Config cutlass_simt_128x64() {
+  Config c = cutlass_simt(128, 64, 5, 128, 120, 30720);
+  c.prologue_saved_half_round_trips = 0;
+  return c;
+}
 
 // One of cuBLAS's sm80_xmma SIMT kernels as measured: its tile, threads, registers and shared
 // memory.
@@ -599,9 +606,9 @@ constexpr std::int64_t kSimtSplitVariantUnsplitMaxK = 32;
 // tile, 128 threads of 64 outputs, 120 registers, 30 KiB): sets 3-33, H100, 20 of the 22 such
 // products of K < 64 (144x16x16 to 880x112x16 and 448x256x16 on 3-28 tiles; 192x13x12 ran the
 // 64x64 one, 189x4x9 the 128x32 one), where gpusim had run the 64x64 variant 5-33% fast. Its
-// prologue waits in full: one-wave launches take 3.2-3.6 us at K = 2-16 against the 64x64
-// variant's 2.6-2.7 (the 64x64 variant's half round trip saved, 0 here: its 128-column stages
-// take two loads a thread). Issue 16's nineteenth round.
+// prologue waits in full, without the round trip the other CUTLASS SIMT kernels save
+// (kCutlassSimtPrologueSavedHalfRoundTrips): one-wave launches take 3.2-3.6 us at K = 2-16
+// against the 64x64 variant's 2.6-2.7 (cutlass_simt_128x64). Issue 16's nineteenth round.
 constexpr std::int64_t kSimtSplitVariantWideMinRowTiles = 3;
 constexpr std::int64_t kSimtSplitVariantWideMinColTiles = 2;
 constexpr std::int64_t kSimtSplitVariantWideMaxTiles = 40;
@@ -634,9 +641,7 @@ std::optional<Choice> shallow_simt_choice(const Problem& p) {
   if (row_tiles >= kSimtSplitVariantWideMinRowTiles && tiles <= kSimtSplitVariantWideMaxTiles &&
       (col_tiles >= kSimtSplitVariantWideMinColTiles ||
        row_tiles == kSimtSplitVariantWideMinRowTiles)) {
-    Config wide = cutlass_simt(128, 64, 5, 128, 120, 30720);
-    wide.prologue_saved_half_round_trips = 0;
-    return reduced_split(wide, split);
+    return reduced_split(cutlass_simt_128x64(), split);
   }
   return reduced_split(c64, split);
 }
