@@ -19,11 +19,13 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
+import sys
 
 import torch
 
-FLUSH_BYTES = 256 << 20
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from event_timing import FLUSH_BYTES, driver_version, event_times_us, gpu_label  # noqa: E402
+
 REPS = 25
 WARMUP = 3
 SLEEP_CYCLES = 200_000  # about 0.1 ms at the H100's clocks
@@ -31,17 +33,7 @@ SIZES_KIB = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 
 
 def median_us(setup, op):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for i in range(WARMUP + REPS):
-        setup()
-        start.record()
-        op()
-        end.record()
-        torch.cuda.synchronize()
-        if i >= WARMUP:
-            times.append(start.elapsed_time(end) * 1000.0)
-    return statistics.median(times)
+    return statistics.median(event_times_us(setup, op, WARMUP, REPS))
 
 
 def main():
@@ -51,7 +43,7 @@ def main():
     dev, bf = "cuda", torch.bfloat16
     buf = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=dev)
     name = torch.cuda.get_device_name()
-    gpu = "h200" if "H200" in name else "h100"
+    gpu = gpu_label(name)
     props = torch.cuda.get_device_properties(0)
     rows = []
     for kib in SIZES_KIB:
@@ -93,8 +85,7 @@ def main():
         "device": name,
         "sm_count": props.multi_processor_count,
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "driver": subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True).stdout.strip().splitlines()[0],
+        "driver": driver_version(),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "method": "bf16 add z = x + y and copy z.copy_(x) of the given size per operand, timed by "

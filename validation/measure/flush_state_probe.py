@@ -23,11 +23,14 @@ import datetime
 import json
 import os
 import statistics
+import sys
 
 import torch
 import torch.nn.functional as F
 
-FLUSH_BYTES = 256 << 20
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from event_timing import FLUSH_BYTES, event_times_us  # noqa: E402
+
 REPS = 30
 WARMUP = 5
 SLEEP_CYCLES = 4_000_000  # about 2 ms at the H100's clocks
@@ -68,16 +71,7 @@ def cases():
 
 
 def time_case(fn, setup):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for i in range(WARMUP + REPS):
-        setup()
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        if i >= WARMUP:
-            times.append(start.elapsed_time(end) * 1e3)
+    times = event_times_us(setup, fn, WARMUP, REPS)
     return statistics.median(times), min(times), max(times)
 
 

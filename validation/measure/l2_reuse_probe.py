@@ -24,28 +24,20 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
+import sys
 
 import torch
 
-FLUSH_BYTES = 256 << 20
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from event_timing import FLUSH_BYTES, driver_version, event_times_us, gpu_label  # noqa: E402
+
 REPS = 25
 WARMUP = 3
 SIZES_MIB = (1, 2, 4, 8, 12, 16, 20, 24, 28, 32, 40, 48, 56, 64, 96)
 
 
 def median_us(setup, op):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for i in range(WARMUP + REPS):
-        setup()
-        start.record()
-        op()
-        end.record()
-        torch.cuda.synchronize()
-        if i >= WARMUP:
-            times.append(start.elapsed_time(end) * 1000.0)
-    return statistics.median(times)
+    return statistics.median(event_times_us(setup, op, WARMUP, REPS))
 
 
 def main():
@@ -55,7 +47,7 @@ def main():
     dev, bf = "cuda", torch.bfloat16
     buf = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=dev)
     name = torch.cuda.get_device_name()
-    gpu = "h200" if "H200" in name else "h100"
+    gpu = gpu_label(name)
     rows = []
     for mib in SIZES_MIB:
         n = mib * (1 << 20) // 2
@@ -88,8 +80,7 @@ def main():
         "tool": "l2_reuse_probe",
         "device": name,
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "driver": subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True).stdout.strip().splitlines()[0],
+        "driver": driver_version(),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "l2_bytes": torch.cuda.get_device_properties(0).L2_cache_size,
