@@ -5,8 +5,8 @@ gpusim starts the CTAs beyond an SM's first wave at most one per `launch.cta_int
 fitted on short-row norms and softmax). Empty CTAs start 81 ns apart on each SM
 (validation/data/cta_dispatch_h100.json). This probe asks what CTAs that load and store a little
 do: bf16 adds (z = x + y) and copies of 0.25-64 MiB, their inputs resident in L2 (warm: the same
-op ran just before, then a GPU sleep that lets the host queue the timed launch) or flushed (cold: a 256 MiB zero_() before), timed by CUDA events, median of
-25 after 3 warm-ups. PyTorch's vectorized elementwise kernel runs 128 threads of 8 bf16 elements
+op ran just before, then a GPU sleep that lets the host queue the timed launch) or flushed
+(cold: a 256 MiB zero_() before), timed by CUDA events, median of 25 after 3 warm-ups. PyTorch's vectorized elementwise kernel runs 128 threads of 8 bf16 elements
 a CTA (1,024 elements, 2 KiB an operand), so n elements make n / 1,024 CTAs; the time per CTA an
 SM at large n is the pace the block scheduler and the CTAs' own latency allow together.
 
@@ -15,8 +15,6 @@ Usage (GPU machine, repository root):
 Writes $OUT/cta_pace_<gpu>.json.
 """
 import argparse
-import datetime
-import json
 import os
 import statistics
 import sys
@@ -24,7 +22,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from event_timing import FLUSH_BYTES, driver_version, event_times_us, gpu_label  # noqa: E402
+from event_timing import FLUSH_BYTES, event_times_us, write_probe_result  # noqa: E402
 
 REPS = 25
 WARMUP = 3
@@ -42,9 +40,6 @@ def main():
     args = ap.parse_args()
     dev, bf = "cuda", torch.bfloat16
     buf = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=dev)
-    name = torch.cuda.get_device_name()
-    gpu = gpu_label(name)
-    props = torch.cuda.get_device_properties(0)
     rows = []
     for kib in SIZES_KIB:
         n = kib * 1024 // 2
@@ -80,23 +75,12 @@ def main():
         print(f"{kib:6d} KiB  {row['ctas']:6d} CTAs  add warm {row['add_warm_us']:7.2f} cold "
               f"{row['add_cold_us']:7.2f}  copy warm {row['copy_warm_us']:7.2f} cold "
               f"{row['copy_cold_us']:7.2f} us", flush=True)
-    result = {
-        "tool": "cta_pace_probe",
-        "device": name,
-        "sm_count": props.multi_processor_count,
-        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "driver": driver_version(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "method": "bf16 add z = x + y and copy z.copy_(x) of the given size per operand, timed by "
-                  "CUDA events around the op alone, median of 25 after 3 warm-ups; warm: the same "
-                  "op just before, then a 0.1 ms GPU sleep (operands in L2 up to its size); cold: "
-                  "a 256 MiB zero_() before",
-        "rows": rows,
-    }
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, f"cta_pace_{gpu}.json"), "w") as f:
-        json.dump(result, f, indent=1)
+    method = ("bf16 add z = x + y and copy z.copy_(x) of the given size per operand, timed by "
+              "CUDA events around the op alone, median of 25 after 3 warm-ups; warm: the same op "
+              "just before, then a 0.1 ms GPU sleep (operands in L2 up to its size); cold: a "
+              "256 MiB zero_() before")
+    write_probe_result(args.out, "cta_pace_probe", method, rows,
+                       sm_count=torch.cuda.get_device_properties(0).multi_processor_count)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """Shared pieces of the CUDA-event probes (flush_state_probe.py, l2_reuse_probe.py,
 cta_pace_probe.py): a timed op after a state set-up, the flush buffer, the driver version."""
+import datetime
+import json
+import os
 import subprocess
 
 import torch
@@ -32,3 +35,23 @@ def driver_version():
     out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout
     return out.strip().splitlines()[0]
+
+
+def write_probe_result(out_dir, tool, method, rows, **extra):
+    """$OUT/<tool without _probe>_<gpu>.json: the rows with the device, date, driver, torch and
+    CUDA versions, the method, and any `extra` fields (the key order of the files written so far)."""
+    name = torch.cuda.get_device_name()
+    result = {"tool": tool, "device": name}
+    result.update({k: v for k, v in extra.items() if k == "sm_count"})
+    result.update({
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "driver": driver_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+    })
+    result.update({k: v for k, v in extra.items() if k != "sm_count"})
+    result.update({"method": method, "rows": rows})
+    os.makedirs(out_dir, exist_ok=True)
+    stem = tool[:-len("_probe")] if tool.endswith("_probe") else tool
+    with open(os.path.join(out_dir, f"{stem}_{gpu_label(name)}.json"), "w") as f:
+        json.dump(result, f, indent=1)

@@ -20,8 +20,6 @@ Usage (GPU machine, repository root):
 Writes $OUT/l2_reuse_<gpu>.json.
 """
 import argparse
-import datetime
-import json
 import os
 import statistics
 import sys
@@ -29,7 +27,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from event_timing import FLUSH_BYTES, driver_version, event_times_us, gpu_label  # noqa: E402
+from event_timing import FLUSH_BYTES, event_times_us, write_probe_result  # noqa: E402
 
 REPS = 25
 WARMUP = 3
@@ -46,8 +44,6 @@ def main():
     args = ap.parse_args()
     dev, bf = "cuda", torch.bfloat16
     buf = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=dev)
-    name = torch.cuda.get_device_name()
-    gpu = gpu_label(name)
     rows = []
     for mib in SIZES_MIB:
         n = mib * (1 << 20) // 2
@@ -76,22 +72,11 @@ def main():
         rows.append(row)
         print(f"{mib:4d} MiB  cold {row['cold_us']:8.2f}  produced {row['produced_us']:8.2f}  "
               f"reread {row['reread_us']:8.2f} us", flush=True)
-    result = {
-        "tool": "l2_reuse_probe",
-        "device": name,
-        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "driver": driver_version(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "l2_bytes": torch.cuda.get_device_properties(0).L2_cache_size,
-        "method": "consumer z = y + 1 (bf16) timed by CUDA events, median of 25 after 3 warm-ups; "
-                  "states: cold (256 MiB zero_ flush), produced (flush, then y = x * 2), reread "
-                  "(flush, then y.sum())",
-        "rows": rows,
-    }
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, f"l2_reuse_{gpu}.json"), "w") as f:
-        json.dump(result, f, indent=1)
+    method = ("consumer z = y + 1 (bf16) timed by CUDA events, median of 25 after 3 warm-ups; "
+              "states: cold (256 MiB zero_ flush), produced (flush, then y = x * 2), reread "
+              "(flush, then y.sum())")
+    write_probe_result(args.out, "l2_reuse_probe", method, rows,
+                       l2_bytes=torch.cuda.get_device_properties(0).L2_cache_size)
 
 
 if __name__ == "__main__":
