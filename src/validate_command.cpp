@@ -367,6 +367,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured34-h200", "h200", "ops34_h200.csv",
        "the thirty-first fresh set on an H200 SXM (all held out), measured with the H100's at the "
        "nineteenth round's start, stored unread, and compared once after the round's changes"},
+      {"measured35-h100", "h100", "ops35_h100.csv",
+       "issue 16's thirty-second fresh random set on the H100: drawn the same way (seed 48), all "
+       "held out, measured in the nineteenth round after set 34's comparison, stored unread, and "
+       "compared once at the twentieth round's start with the nineteenth round's final model"},
+      {"measured35-h200", "h200", "ops35_h200.csv",
+       "the thirty-second fresh set on an H200 SXM (all held out), measured with the H100's in the "
+       "nineteenth round, stored unread, and compared once at the twentieth round's start"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
