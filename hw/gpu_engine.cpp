@@ -94,7 +94,7 @@ class Engine {
  public:
   Engine(const HardwareSpec& hw, LaunchMode mode, EngineObserver* observer, KernelOutcomeCache* cache,
          L2DirtyLines::Start l2_start = L2DirtyLines::Start::kDirty)
-      : hw_(hw), mode_(mode), observer_(observer), cache_(cache), l2_(hw.l2.size),
+      : hw_(hw), mode_(mode), observer_(observer), cache_(cache), l2_(hw.l2.reuse_capacity()),
         l2_dirty_(static_cast<double>(hw.l2.size), hw.l2.max_dirty_share, l2_start), clock_hz_(hw.clocks.sustained_other_hz) {
     sms_.reserve(hw.sm_count);
     for (int i = 0; i < hw.sm_count; ++i) sms_.emplace_back(hw.sm);

@@ -60,6 +60,7 @@ const std::array kFields{
     FieldDef{"l2.bandwidth", Quantity::kBandwidth, 1e9, kBig, kAnyText, "L2 hit bandwidth, whole chip", GPUSIM_REF(l2.bandwidth)},
     FieldDef{"l2.hit_latency", Quantity::kDuration, 1e-9, 1e-4, kAnyText, "L2 hit load-to-use latency", GPUSIM_REF(l2.hit_latency)},
     FieldDef{"l2.max_dirty_share", Quantity::kFraction, 0, 1, kAnyText, "share of the L2 it keeps dirty at most: stores stay in L2 as dirty lines, written to DRAM when evicted", GPUSIM_REF(l2.max_dirty_share)},
+    FieldDef{"l2.reuse_share", Quantity::kFraction, 0, 1, kAnyText, "share of the L2 that kernels find what earlier kernels left in: the capacity of the residency between kernels", GPUSIM_REF(l2.reuse_share)},
     FieldDef{"dram.kind", Quantity::kText, 0, 0, kDramKinds, "memory technology", GPUSIM_REF(dram.kind)},
     FieldDef{"dram.bus_width_bits", Quantity::kCount, 1, 65536, kAnyText, "memory interface width in bits", GPUSIM_REF(dram.bus_width_bits)},
     FieldDef{"dram.bandwidth", Quantity::kBandwidth, 1e9, kBig, kAnyText, "peak DRAM bandwidth (datasheet)", GPUSIM_REF(dram.bandwidth)},

@@ -75,6 +75,15 @@ struct L2Spec {
   sim::Time hit_latency;
   // Share of the L2's lines it keeps dirty at most (a write-back cache; hw/l2_dirty_lines.h).
   double max_dirty_share = 0;
+  // Share of the L2 a kernel's data can still be found in by the kernels after it: the capacity
+  // of the between-kernel residency (hw/l2_residency.h). Below 1 on Hopper, where a consumer
+  // finds at most about 40 MiB of what came before it whatever the L2's size.
+  double reuse_share = 1;
+
+  // Bytes the between-kernel residency holds.
+  std::int64_t reuse_capacity() const {
+    return static_cast<std::int64_t>(static_cast<double>(size) * reuse_share);
+  }
 
   bool operator==(const L2Spec&) const = default;
 };

@@ -5,7 +5,7 @@
 namespace gpusim::hw {
 
 SerialChain::SerialChain(const HardwareSpec& hw, LaunchMode mode, KernelOutcomeCache& cache)
-    : hw_(hw), mode_(mode), cache_(cache), l2_(hw.l2.size),
+    : hw_(hw), mode_(mode), cache_(cache), l2_(hw.l2.reuse_capacity()),
       l2_dirty_(static_cast<double>(hw.l2.size), hw.l2.max_dirty_share) {
   if (!cache.serves(hw)) throw std::logic_error("SerialChain: the kernel outcome cache was made for another chip");
 }

@@ -290,6 +290,38 @@ TEST(GpuEngine, SecondKernelReadsWhatTheFirstLeftInL2) {
   EXPECT_GT(cold.kernels[1].duration(), warm.kernels[1].duration());
 }
 
+// validation/data/l2_reuse_h100.json: a consumer (z = y + 1) right after the producer of y
+// (y = x * 2) finds all of y in L2 up to 16-20 MiB, then about 14 MiB of 24, 10 of 28, 5 of 32
+// and 2-3 from 40 on: what 40 MiB (l2.reuse_share 0.8 of 50) less the consumer's own writes
+// leave. With the whole L2 as the residency it found 24 of 24 and 18 of 32.
+TEST(GpuEngine, ConsumersFindWhatTheL2ReuseProbeFound) {
+  auto found_mib = [](const HardwareSpec& hw, double mib) {
+    const double bytes = mib * (1 << 20);
+    const std::int64_t ctas = 4 * hw.sm_count;
+    Launch producer = kernel("producer", ctas, 0, bytes / ctas);
+    producer.ctas[0].work.dram_write_bytes = bytes / ctas;
+    producer.reads = {{"x", static_cast<std::int64_t>(bytes)}};
+    producer.writes = {{"y", static_cast<std::int64_t>(bytes)}};
+    Launch consumer = producer;
+    consumer.name = "consumer";
+    consumer.reads = {{"y", static_cast<std::int64_t>(bytes)}};
+    consumer.writes = {{"z", static_cast<std::int64_t>(bytes)}};
+    const auto r = run_engine(hw, LaunchMode::kGraph, {node(producer), node(consumer)});
+    return r.kernels[1].l2_read_hit_rate * mib;
+  };
+  const HardwareSpec hw = h100();
+  EXPECT_EQ(hw.l2.reuse_capacity(), 40 << 20);
+  const std::vector<std::pair<double, double>> measured = {{16, 16}, {24, 14}, {28, 10.5}, {32, 5}, {40, 2.5}};
+  for (const auto& [mib, found] : measured) EXPECT_NEAR(found_mib(hw, mib), found, 4.0) << mib << " MiB";
+  // The whole L2 as the residency (the model before the probe) keeps far more than measured.
+  const HardwareSpec whole = h100({{"l2.reuse_share", "1"}});
+  EXPECT_NEAR(found_mib(whole, 24), 24, 1e-9);
+  EXPECT_NEAR(found_mib(whole, 32), 18, 1e-9);
+  // A what-if that doubles the L2 doubles what kernels find of each other's data.
+  const HardwareSpec larger = h100({{"l2.size", "100MiB"}});
+  EXPECT_NEAR(found_mib(larger, 40), 40, 1e-9);
+}
+
 TEST(GpuEngine, GraphAndEagerGaps) {
   const HardwareSpec hw = h100();
   std::vector<KernelNode> chain;
