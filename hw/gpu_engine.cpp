@@ -94,7 +94,7 @@ class Engine {
  public:
   Engine(const HardwareSpec& hw, LaunchMode mode, EngineObserver* observer, KernelOutcomeCache* cache,
          L2DirtyLines::Start l2_start = L2DirtyLines::Start::kDirty)
-      : hw_(hw), mode_(mode), observer_(observer), cache_(cache), l2_(hw.l2.reuse_capacity()),
+      : hw_(hw), mode_(mode), observer_(observer), cache_(cache), l2_curve_(L2ReuseCurve::of(hw.l2)), l2_(static_cast<std::int64_t>(l2_curve_.horizon())),
         l2_dirty_(static_cast<double>(hw.l2.size), hw.l2.max_dirty_share, l2_start), clock_hz_(hw.clocks.sustained_other_hz) {
     sms_.reserve(hw.sm_count);
     for (int i = 0; i < hw.sm_count; ++i) sms_.emplace_back(hw.sm);
@@ -268,7 +268,7 @@ class Engine {
 
   // What the kernel finds in L2, then what it leaves there.
   void apply_l2(KernelState& k) {
-    const L2Pass pass = pass_through_l2(l2_, k.node->launch.reads, k.node->launch.writes);
+    const L2Pass pass = pass_through_l2(l2_, l2_curve_, k.node->launch.reads, k.node->launch.writes);
     k.charge = forced_charge_.value_or(l2_charge(k.node->launch, pass.read_miss, l2_dirty_));
     k.result.l2_read_hit_rate = pass.read_hit_rate;
   }
@@ -773,6 +773,7 @@ class Engine {
   sim::Simulation sim_;
   std::vector<SmState> sms_;
   std::optional<L2Charge> forced_charge_;
+  L2ReuseCurve l2_curve_;
   L2Residency l2_;
   L2DirtyLines l2_dirty_;
   std::vector<KernelState> kernels_;

@@ -75,15 +75,11 @@ struct L2Spec {
   sim::Time hit_latency;
   // Share of the L2's lines it keeps dirty at most (a write-back cache; hw/l2_dirty_lines.h).
   double max_dirty_share = 0;
-  // Share of the L2 a kernel's data can still be found in by the kernels after it: the capacity
-  // of the between-kernel residency (hw/l2_residency.h). Below 1 on Hopper, where a consumer
-  // finds at most about 40 MiB of what came before it whatever the L2's size.
+  // What later kernels find of a kernel's lines (hw::L2ReuseCurve, hw/l2_residency.h): half of
+  // them once reuse_share x size bytes of other lines went through the L2 since, the share
+  // falling around there as sharply as reuse_steepness says.
   double reuse_share = 1;
-
-  // Bytes the between-kernel residency holds.
-  std::int64_t reuse_capacity() const {
-    return static_cast<std::int64_t>(static_cast<double>(size) * reuse_share);
-  }
+  double reuse_steepness = 6;
 
   bool operator==(const L2Spec&) const = default;
 };

@@ -13,7 +13,22 @@ std::int64_t BasicL2Residency<Key>::resident(const Key& tensor) const {
 }
 
 template <class Key>
-void BasicL2Residency<Key>::touch(const Key& tensor, std::int64_t bytes) {
+double BasicL2Residency<Key>::newer_bytes(const Key& tensor, double limit) const {
+  const auto it = index_.find(tensor);
+  if (it == index_.end()) return 0;
+  double sum = 0;
+  for (auto e = lru_.begin(); e != it->second && sum <= limit; ++e) sum += static_cast<double>(e->bytes);
+  return sum;
+}
+
+template <class Key>
+double BasicL2Residency<Key>::traffic(const Key& tensor) const {
+  const auto it = index_.find(tensor);
+  return it == index_.end() ? 0 : it->second->traffic;
+}
+
+template <class Key>
+void BasicL2Residency<Key>::touch(const Key& tensor, std::int64_t bytes, double traffic) {
   // The touched tensor moves to the front with nothing resident, then the least recently used
   // others make room for what it keeps (it is never its own victim).
   auto found = index_.find(tensor);
@@ -45,6 +60,7 @@ void BasicL2Residency<Key>::touch(const Key& tensor, std::int64_t bytes) {
     index_.emplace(tensor, lru_.begin());
   }
   lru_.front().bytes = keep;
+  lru_.front().traffic = traffic;
   used_ += keep;
 }
 
@@ -56,12 +72,23 @@ void DenseL2Residency::unlink(std::int32_t t) {
   (older_[i] >= 0 ? newer_[static_cast<std::size_t>(older_[i])] : oldest_) = newer_[i];
 }
 
+double DenseL2Residency::newer_bytes(std::int32_t tensor, double limit) const {
+  if (resident(tensor) <= 0) return 0;
+  double sum = 0;
+  for (std::int32_t j = newer_[static_cast<std::size_t>(tensor)]; j >= 0 && sum <= limit;
+       j = newer_[static_cast<std::size_t>(j)]) {
+    sum += static_cast<double>(bytes_[static_cast<std::size_t>(j)]);
+  }
+  return sum;
+}
+
 // BasicL2Residency::touch, step for step.
-void DenseL2Residency::touch(std::int32_t tensor, std::int64_t bytes) {
+void DenseL2Residency::touch(std::int32_t tensor, std::int64_t bytes, double traffic) {
   const auto i = static_cast<std::size_t>(tensor);
   if (i >= bytes_.size()) {
     const std::size_t n = std::max(i + 1, 2 * bytes_.size());
     bytes_.resize(n, 0);
+    traffic_.resize(n, 0);
     newer_.resize(n, -1);
     older_.resize(n, -1);
   }
@@ -89,6 +116,7 @@ void DenseL2Residency::touch(std::int32_t tensor, std::int64_t bytes) {
     return;
   }
   bytes_[i] = keep;
+  traffic_[i] = traffic;
   used_ += keep;
 }
 

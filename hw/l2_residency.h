@@ -1,15 +1,19 @@
-// Which tensors the L2 holds between kernels, least recently used first out. Tracked at tensor
-// granularity with partial residency: a tensor larger than what is free keeps its most
-// recently touched bytes. Tensors are named by strings (the engine) or by integer ids (the
-// serial chain runner, hw/serial_chain.h); both follow the same rule.
+// Which tensors went through the L2 between kernels, in the order they were last used: the
+// stack from which L2ReuseCurve tells how much of each a kernel still finds. Tracked at tensor
+// granularity with partial residency: a tensor larger than what is kept keeps its most recently
+// touched bytes. Tensors are named by strings (the engine) or by integer ids (the serial chain
+// runner, hw/serial_chain.h); both follow the same rule.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <list>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "hw/hardware_spec.h"
 
 namespace gpusim::hw {
 
@@ -21,14 +25,19 @@ class BasicL2Residency {
   std::int64_t capacity() const { return capacity_; }
   // Bytes of `tensor` now in L2.
   std::int64_t resident(const Key& tensor) const;
+  // Resident bytes of the tensors used more recently than `tensor` (stops counting past `limit`).
+  double newer_bytes(const Key& tensor, double limit) const;
+  // Bytes the kernel that last touched `tensor` moved in all (0 when not resident).
+  double traffic(const Key& tensor) const;
   // The tensor was just read or written in full: it becomes the most recently used, with up to
   // `bytes` resident, evicting the least recently used tensors as needed.
-  void touch(const Key& tensor, std::int64_t bytes);
+  void touch(const Key& tensor, std::int64_t bytes, double traffic = 0);
 
  private:
   struct Entry {
     Key tensor;
     std::int64_t bytes;
+    double traffic = 0;
   };
   std::int64_t capacity_;
   std::int64_t used_ = 0;
@@ -48,7 +57,11 @@ class DenseL2Residency {
   std::int64_t resident(std::int32_t tensor) const {
     return static_cast<std::size_t>(tensor) < bytes_.size() ? bytes_[static_cast<std::size_t>(tensor)] : 0;
   }
-  void touch(std::int32_t tensor, std::int64_t bytes);
+  double newer_bytes(std::int32_t tensor, double limit) const;
+  double traffic(std::int32_t tensor) const {
+    return resident(tensor) > 0 ? traffic_[static_cast<std::size_t>(tensor)] : 0;
+  }
+  void touch(std::int32_t tensor, std::int64_t bytes, double traffic = 0);
 
  private:
   void unlink(std::int32_t t);
@@ -57,8 +70,28 @@ class DenseL2Residency {
   // By id: resident bytes (0 when out), and the neighbours in recency order (-1: none) of those
   // with bytes resident.
   std::vector<std::int64_t> bytes_;
+  std::vector<double> traffic_;
   std::vector<std::int32_t> newer_, older_;
   std::int32_t newest_ = -1, oldest_ = -1;
+};
+
+// How much of what earlier kernels left in L2 a kernel still finds, by stack distance: a line
+// after which D bytes of other lines went through the L2 is found with the share
+// 1 / (1 + (D / half)^steepness). Measured (validation/measure/l2_reuse_probe.py,
+// l2_order_probe.py): the replacement is not a strict LRU, so the share falls smoothly around
+// `half` rather than at the L2's size.
+struct L2ReuseCurve {
+  double half = 0;       // bytes of stack distance at which half the lines are found
+  double steepness = 1;  // how sharply the share falls around `half`
+
+  static L2ReuseCurve of(const L2Spec& l2) {
+    return {static_cast<double>(l2.size) * l2.reuse_share, l2.reuse_steepness};
+  }
+  double found(double distance) const {
+    return half <= 0 ? 0.0 : 1.0 / (1.0 + std::pow(std::max(distance, 0.0) / half, steepness));
+  }
+  // Beyond this distance less than a thousandth is found: the residency forgets what lies past it.
+  double horizon() const { return half * std::pow(999.0, 1.0 / steepness); }
 };
 
 // A kernel's pass through L2: the share of its input bytes it finds there, then what it leaves.
@@ -68,24 +101,36 @@ struct L2Pass {
   double read_hit_rate = 0;  // share found (0 without inputs)
 };
 template <class Residency, class Uses>
-L2Pass pass_through_l2(Residency& l2, const Uses& reads, const Uses& writes) {
-  double read_bytes = 0, hits = 0, write_bytes = 0;
+L2Pass pass_through_l2(Residency& l2, const L2ReuseCurve& curve, const Uses& reads, const Uses& writes) {
+  // The lines this kernel takes in L2 as it runs (an evict-first stream takes none).
+  double traffic = 0;
+  for (const auto& t : reads) traffic += t.evict_first ? 0.0 : static_cast<double>(t.bytes);
+  for (const auto& t : writes) traffic += static_cast<double>(t.bytes);
+  double read_bytes = 0, hits = 0;
   for (const auto& t : reads) {
     read_bytes += static_cast<double>(t.bytes);
-    hits += static_cast<double>(std::min(l2.resident(t.tensor), t.bytes));
+    const double resident = static_cast<double>(std::min(l2.resident(t.tensor), t.bytes));
+    if (resident <= 0) continue;
+    // The line at position p of the tensor (kernels sweep their tensors in the same order): the
+    // rest of the last kernel that touched it came after it, then the kernels since, then this
+    // kernel's traffic up to p.
+    const double since = l2.newer_bytes(t.tensor, curve.horizon());
+    const double before = l2.traffic(t.tensor);
+    constexpr int kSteps = 16;
+    double share = 0;
+    for (int i = 0; i < kSteps; ++i) {
+      const double p = (i + 0.5) / kSteps;
+      share += curve.found(since + (1 - p) * before + p * traffic);
+    }
+    hits += resident * share / kSteps;
   }
-  // While the kernel runs, its own writes take L2 lines, and the LRU victims are the inputs it
-  // has not read yet (those it read became most recent): only what its writes leave room for
-  // can still hit.
-  for (const auto& t : writes) write_bytes += static_cast<double>(t.bytes);
-  hits = std::min(hits, std::max(0.0, static_cast<double>(l2.capacity()) - write_bytes));
   L2Pass pass;
   pass.read_miss = read_bytes > 0 ? 1.0 - hits / read_bytes : 1.0;
   pass.read_hit_rate = read_bytes > 0 ? hits / read_bytes : 0.0;
   for (const auto& t : reads) {
-    if (!t.evict_first) l2.touch(t.tensor, t.bytes);
+    if (!t.evict_first) l2.touch(t.tensor, t.bytes, traffic);
   }
-  for (const auto& t : writes) l2.touch(t.tensor, t.bytes);
+  for (const auto& t : writes) l2.touch(t.tensor, t.bytes, traffic);
   return pass;
 }
 

@@ -5,7 +5,7 @@
 namespace gpusim::hw {
 
 SerialChain::SerialChain(const HardwareSpec& hw, LaunchMode mode, KernelOutcomeCache& cache)
-    : hw_(hw), mode_(mode), cache_(cache), l2_(hw.l2.reuse_capacity()),
+    : hw_(hw), mode_(mode), cache_(cache), l2_curve_(L2ReuseCurve::of(hw.l2)), l2_(static_cast<std::int64_t>(l2_curve_.horizon())),
       l2_dirty_(static_cast<double>(hw.l2.size), hw.l2.max_dirty_share) {
   if (!cache.serves(hw)) throw std::logic_error("SerialChain: the kernel outcome cache was made for another chip");
 }
@@ -21,7 +21,7 @@ SerialChain::Known& SerialChain::advance(const Launch& launch, std::span<const T
   }
   const sim::Time host = host_clock_;
   ready = kernels_ == 0 ? host : std::max(end_ + hw_.launch.graph_gap, host);
-  const L2Pass pass = pass_through_l2(l2_, reads, writes);
+  const L2Pass pass = pass_through_l2(l2_, l2_curve_, reads, writes);
   read_hit_rate = pass.read_hit_rate;
   const L2Charge charge = l2_charge(launch, pass.read_miss, l2_dirty_);
   const Seen key{&launch, charge};

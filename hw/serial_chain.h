@@ -57,6 +57,7 @@ class SerialChain {
   const HardwareSpec& hw_;
   LaunchMode mode_;
   KernelOutcomeCache& cache_;
+  L2ReuseCurve l2_curve_;
   DenseL2Residency l2_;
   L2DirtyLines l2_dirty_;
   struct Seen {

@@ -97,6 +97,7 @@ std::string describe(Quantity q) {
     case Quantity::kFlopsPerCycle: return "a per-SM rate such as 4096 flop/clk";
     case Quantity::kOpsPerCycle: return "a per-SM rate such as 16 op/clk";
     case Quantity::kFraction: return "a fraction such as 0.9 or 90%";
+    case Quantity::kNumber: return "a plain number such as 6.5";
     case Quantity::kText: return "a word";
   }
   return "a value";
@@ -125,6 +126,10 @@ ParsedQuantity parse_quantity(std::string_view raw, Quantity q) {
     return ParsedQuantity{number, {}};
   }
 
+  if (q == Quantity::kNumber) {
+    if (!symbol.empty()) return failure(fmt::format("'{}' should be a plain number, without a unit", text));
+    return ParsedQuantity{number, {}};
+  }
   if (q == Quantity::kFraction) {
     if (symbol.empty()) return ParsedQuantity{number, {}};
     if (symbol == "%") return ParsedQuantity{number / 100, {}};
@@ -200,7 +205,8 @@ std::string format_quantity(double value, Quantity q) {
     }
     case Quantity::kFlopsPerCycle: return fmt::format("{} flop/clk", value);
     case Quantity::kOpsPerCycle: return fmt::format("{} op/clk", value);
-    case Quantity::kFraction: return fmt::format("{}", value);
+    case Quantity::kFraction:
+    case Quantity::kNumber: return fmt::format("{}", value);
   }
   return fmt::format("{}", value);
 }

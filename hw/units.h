@@ -16,6 +16,7 @@ enum class Quantity {
   kFlopsPerCycle,  // 4096 flop/clk (per SM; an FMA counts 2)
   kOpsPerCycle,    // 16 op/clk (per SM)
   kFraction,       // 0.9 or 90%
+  kNumber,         // a plain number without a unit: 6.5
   kText,           // a word such as HBM3
 };
 

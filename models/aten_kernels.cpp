@@ -131,8 +131,12 @@ Launch lower_reduce(std::int64_t outputs, std::int64_t reduced, hw::DType in, hw
     bx = std::min<std::int64_t>(detail::last_pow2(reduced), kMaxThreads / by);
     k.ctas = ceil_div(outputs, by);
     const double per_thread = static_cast<double>(ceil_div(reduced, bx));
-    // Four vector loads in flight per thread, then a shared-memory tree.
-    k.round_trips = std::ceil(per_thread / 8.0) + 2.0;
+    // One 4-element vector load in flight per thread (the loop's next load waits for the
+    // previous one's accumulate), then a shared-memory tree: y.mean(-1) over rows of 4096 fp32
+    // takes 9-12 us for 16 rows a CTA from L2 and 19-28 us cold, whatever the CTAs
+    // (validation/data/l2_order_h100.json; HF's RMSNorm means, hf_models_h100.json.gz: 8.9-9.7
+    // us for 1-64 CTAs). Two elements a round trip had left them 30-40% fast.
+    k.round_trips = std::ceil(per_thread / 4.0) + 2.0;
     k.inflight_per_cta = static_cast<double>(bx * by) * 16.0;
     k.name = fmt::format("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<{}, {}> >",
                          detail::aten_type_name(in), op_functor);

@@ -72,8 +72,8 @@ TEST(RunCommand, WhatIfOverridesChangeTheAnswer) {
 
 TEST(RunCommand, BiggerL2KeepsMoreOfTheSoftmaxInputResident) {
   // Naive attention writes S x S scores (4 x 12 x 1024^2 fp32 = 192 MiB) that the scale and
-  // softmax kernels read next while writing as much: a 512 MiB L2 holds both, a 50 MiB one
-  // holds neither (the kernel's own writes evict its unread input).
+  // softmax kernels read next while writing as much: a 512 MiB L2 keeps most of them between the
+  // kernels, a 50 MiB one almost none (hw::L2ReuseCurve: 400 MB of traffic lies between).
   TempDir dir;
   const auto file = dir.write("naive.yaml",
                               "name: naive\nops:\n  - {op: naive_attention, B: 4, H: 12, S: 1024, "
@@ -91,7 +91,7 @@ TEST(RunCommand, BiggerL2KeepsMoreOfTheSoftmaxInputResident) {
   const double small = softmax_hit({});
   const double big = softmax_hit({"--set", "hw.l2.size=512MiB"});
   EXPECT_LT(small, 0.1);
-  EXPECT_GT(big, 0.99);
+  EXPECT_GT(big, 0.8);
 }
 
 TEST(RunCommand, EagerModeAddsHostGapsToSmallKernels) {

@@ -281,8 +281,8 @@ TEST(GpuEngine, SecondKernelReadsWhatTheFirstLeftInL2) {
     return run_engine(hw, LaunchMode::kGraph, {node(producer), node(consumer)});
   };
   const auto warm = producer_consumer(h100());
-  EXPECT_DOUBLE_EQ(warm.kernels[1].l2_read_hit_rate, 1.0);
-  EXPECT_DOUBLE_EQ(warm.kernels[1].dram_read_bytes, 0.0);
+  EXPECT_GT(warm.kernels[1].l2_read_hit_rate, 0.995);
+  EXPECT_LT(warm.kernels[1].dram_read_bytes, 0.005 * (16 << 20));
   // With an L2 too small to hold it, the consumer reads DRAM and takes longer.
   const auto cold = producer_consumer(h100({{"l2.size", "4MiB"}}));
   EXPECT_LT(cold.kernels[1].l2_read_hit_rate, 0.3);
@@ -290,10 +290,10 @@ TEST(GpuEngine, SecondKernelReadsWhatTheFirstLeftInL2) {
   EXPECT_GT(cold.kernels[1].duration(), warm.kernels[1].duration());
 }
 
-// validation/data/l2_reuse_h100.json: a consumer (z = y + 1) right after the producer of y
-// (y = x * 2) finds all of y in L2 up to 16-20 MiB, then about 14 MiB of 24, 10 of 28, 5 of 32
-// and 2-3 from 40 on: what 40 MiB (l2.reuse_share 0.8 of 50) less the consumer's own writes
-// leave. With the whole L2 as the residency it found 24 of 24 and 18 of 32.
+// validation/data/l2_reuse_h100.json and _h200.json: a consumer (z = y + 1) right after the
+// producer of y (y = x * 2) finds all of y in L2 up to 16 MiB, then about 14 MiB of 24, 10 of 28,
+// 5 of 32 and 2-3 from 40 on (the H100); 14 of 20, 10 of 24, 9 of 32 and 3-4 from 40 on (the
+// H200, whose larger L2 keeps no more). A strict LRU over the whole L2 kept 24 of 24 and 18 of 32.
 TEST(GpuEngine, ConsumersFindWhatTheL2ReuseProbeFound) {
   auto found_mib = [](const HardwareSpec& hw, double mib) {
     const double bytes = mib * (1 << 20);
@@ -310,16 +310,17 @@ TEST(GpuEngine, ConsumersFindWhatTheL2ReuseProbeFound) {
     return r.kernels[1].l2_read_hit_rate * mib;
   };
   const HardwareSpec hw = h100();
-  EXPECT_EQ(hw.l2.reuse_capacity(), 40 << 20);
-  const std::vector<std::pair<double, double>> measured = {{16, 16}, {24, 14}, {28, 10.5}, {32, 5}, {40, 2.5}};
-  for (const auto& [mib, found] : measured) EXPECT_NEAR(found_mib(hw, mib), found, 4.0) << mib << " MiB";
-  // The whole L2 as the residency (the model before the probe) keeps far more than measured.
-  const HardwareSpec whole = h100({{"l2.reuse_share", "1"}});
-  EXPECT_NEAR(found_mib(whole, 24), 24, 1e-9);
-  EXPECT_NEAR(found_mib(whole, 32), 18, 1e-9);
-  // A what-if that doubles the L2 doubles what kernels find of each other's data.
+  const std::vector<std::pair<double, double>> h100_found = {{8, 8}, {16, 16}, {24, 14}, {28, 10.5}, {32, 5}, {40, 2.5}};
+  for (const auto& [mib, found] : h100_found) EXPECT_NEAR(found_mib(hw, mib), found, 2.5) << mib << " MiB";
+  const HardwareSpec h200 = load_hardware("h200", PresetCatalog(gpusim::testing::config_dir() / "hw"));
+  const std::vector<std::pair<double, double>> h200_found = {{8, 8}, {20, 14}, {24, 10}, {32, 9}, {40, 3.5}};
+  for (const auto& [mib, found] : h200_found) EXPECT_NEAR(found_mib(h200, mib), found, 3.0) << mib << " MiB (H200)";
+  // Far beyond the curve's half distance, nothing: the residency forgets what lies past it.
+  EXPECT_LT(found_mib(hw, 96), 0.1);
+  // A what-if that doubles the L2 doubles the distance at which half is found.
   const HardwareSpec larger = h100({{"l2.size", "100MiB"}});
-  EXPECT_NEAR(found_mib(larger, 40), 40, 1e-9);
+  EXPECT_NEAR(found_mib(larger, 50), 25, 0.5);
+  EXPECT_GT(found_mib(larger, 40), 30);
 }
 
 TEST(GpuEngine, GraphAndEagerGaps) {

@@ -22,6 +22,15 @@ class ReferenceL2 {
     }
     return 0;
   }
+  // The bytes of the tensors in front of t (0 when t is not resident).
+  double newer_bytes(const std::string& t) const {
+    double sum = 0;
+    for (const auto& [name, bytes] : lru_) {
+      if (name == t) return sum;
+      sum += static_cast<double>(bytes);
+    }
+    return 0;
+  }
   void touch(const std::string& t, std::int64_t bytes) {
     std::erase_if(lru_, [&](const auto& e) { return e.first == t; });
     const std::int64_t keep = std::min(bytes, capacity_);
@@ -47,6 +56,7 @@ TEST(L2Residency, MatchesThePlainRuleOnRandomTouches) {
     L2Residency l2(capacity);
     DenseL2Residency dense(capacity);  // the same rule by tensor id
     ReferenceL2 reference(capacity);
+    std::vector<double> last_traffic(40, 0.0);
     for (int step = 0; step < 5000; ++step) {
       const auto id = static_cast<std::int32_t>(random() % 40);
       const std::string t = "t" + std::to_string(id);
@@ -54,13 +64,23 @@ TEST(L2Residency, MatchesThePlainRuleOnRandomTouches) {
       const std::int64_t bytes = random() % 10 == 0 ? static_cast<std::int64_t>(random() % (3 * capacity))
                                  : random() % 25 == 0 ? 0
                                                       : static_cast<std::int64_t>(random() % (capacity / 4));
-      l2.touch(t, bytes);
-      dense.touch(id, bytes);
+      const double traffic = static_cast<double>(step);  // any value; kept with the tensor
+      l2.touch(t, bytes, traffic);
+      dense.touch(id, bytes, traffic);
       reference.touch(t, bytes);
+      last_traffic[static_cast<std::size_t>(id)] = traffic;
       for (int k = 0; k < 40; ++k) {
         const std::string name = "t" + std::to_string(k);
         ASSERT_EQ(l2.resident(name), reference.resident(name)) << "step " << step << ", " << name;
         ASSERT_EQ(dense.resident(k), reference.resident(name)) << "step " << step << ", id " << k;
+        // The stack distance before the tensor, and the traffic of the kernel that last
+        // touched it (hw::pass_through_l2), the same by name and by id.
+        const double newer = reference.newer_bytes(name), unlimited = 1e18;
+        ASSERT_EQ(l2.newer_bytes(name, unlimited), newer) << "step " << step << ", " << name;
+        ASSERT_EQ(dense.newer_bytes(k, unlimited), newer) << "step " << step << ", id " << k;
+        const double kept = reference.resident(name) > 0 ? last_traffic[static_cast<std::size_t>(k)] : 0.0;
+        ASSERT_EQ(l2.traffic(name), kept) << "step " << step << ", " << name;
+        ASSERT_EQ(dense.traffic(k), kept) << "step " << step << ", id " << k;
       }
     }
   }

@@ -33,6 +33,7 @@ TEST(Units, ParsesEachQuantityWithAndWithoutSpace) {
   EXPECT_DOUBLE_EQ(parse_ok("350ns", Quantity::kDuration), 350e-9);
   EXPECT_DOUBLE_EQ(parse_ok("4096 flop/clk", Quantity::kFlopsPerCycle), 4096);
   EXPECT_DOUBLE_EQ(parse_ok("16 op/clk", Quantity::kOpsPerCycle), 16);
+  EXPECT_DOUBLE_EQ(parse_ok("6.5", Quantity::kNumber), 6.5);
   EXPECT_DOUBLE_EQ(parse_ok("132", Quantity::kCount), 132);
 }
 
@@ -60,6 +61,7 @@ TEST(Units, RejectsGarbageFractionsAndUnitsOnCounts) {
   parse_error("", Quantity::kBytes);
   parse_error("1.5", Quantity::kCount);
   parse_error("132 SMs", Quantity::kCount);
+  parse_error("6 steps", Quantity::kNumber);
   parse_error("0.3B", Quantity::kBytes);
   parse_error("inf GB/s", Quantity::kBandwidth);
 }
@@ -72,7 +74,8 @@ TEST(Units, FormatsInAFormItParsesBack) {
       {3.35e12, Quantity::kBandwidth},        {1.792e12, Quantity::kBandwidth},
       {1.98e9, Quantity::kFrequency},         {2e-6, Quantity::kDuration},
       {3.5e-7, Quantity::kDuration},          {4096, Quantity::kFlopsPerCycle},
-      {16, Quantity::kOpsPerCycle},           {132, Quantity::kCount}};
+      {16, Quantity::kOpsPerCycle},           {132, Quantity::kCount},
+      {6.5, Quantity::kNumber}};
   for (const auto& [value, q] : cases) {
     const std::string text = format_quantity(value, q);
     EXPECT_DOUBLE_EQ(parse_ok(text, q), value) << text;

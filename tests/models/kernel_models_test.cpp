@@ -1827,5 +1827,24 @@ TEST(NaiveAttentionModelTest, ComposesGemmElementwiseAndSoftmax) {
   EXPECT_EQ(causal[3].grid.x, 8LL * 16 * 1024 * 1024 / 256);
 }
 
+TEST(AtenKernelsTest, RowMeanThreadsWaitOneVectorARoundTrip) {
+  // y.mean(-1) over rows of 4096 fp32, as HF's RMSNorm: 32 threads a row, 16 rows a CTA, each
+  // thread walking its 128 elements one 4-element vector a round trip, then the tree (2).
+  const TensorUse in{"y", 16 << 20}, out{"m", 1024 * 4};
+  const auto mean = [&](std::int64_t rows) {
+    return lower_reduce(rows, 4096, DType::kFp32, DType::kFp32, true,
+                                "at::native::MeanOps<float, float, float, float>", in, out, h100());
+  };
+  const hw::Launch one = mean(16);
+  EXPECT_EQ(one.grid.x, 1);
+  EXPECT_EQ(one.block.x * one.block.y, 512);
+  EXPECT_NEAR(one.ctas[0].work.critical_path.seconds(), (4096 / 32 / 4 + 2) * h100().dram.latency.seconds(), 1e-12);
+  // Cold, 16 CTAs of 16 rows take 19.1 us by CUDA events (validation/data/l2_order_h100.json,
+  // about 2 us of it the events' own); two elements a round trip had run them in 9.
+  const double cold_us = simulated_us({mean(256)});
+  EXPECT_GT(cold_us, 13.0);
+  EXPECT_LT(cold_us, 19.0);
+}
+
 }  // namespace
 }  // namespace gpusim::models
