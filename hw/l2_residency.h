@@ -112,8 +112,8 @@ L2Pass pass_through_l2(Residency& l2, const L2ReuseCurve& curve, const Uses& rea
     const double resident = static_cast<double>(std::min(l2.resident(t.tensor), t.bytes));
     if (resident <= 0) continue;
     // The line at position p of the tensor (kernels sweep their tensors in the same order): the
-    // rest of the last kernel that touched it came after it, then the kernels since, then this
-    // kernel's traffic up to p.
+    // rest of the last kernel that touched it came after it, then the tensors used since (that
+    // kernel's own later ones counted again, a small excess), then this kernel's traffic up to p.
     const double since = l2.newer_bytes(t.tensor, curve.horizon());
     const double before = l2.traffic(t.tensor);
     constexpr int kSteps = 16;

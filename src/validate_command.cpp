@@ -374,6 +374,14 @@ const std::vector<SuiteSpec>& suites() {
       {"measured35-h200", "h200", "ops35_h200.csv",
        "the thirty-second fresh set on an H200 SXM (all held out), measured with the H100's in the "
        "nineteenth round, stored unread, and compared once at the twentieth round's start"},
+      {"measured36-h100", "h100", "ops36_h100.csv",
+       "issue 16's thirty-third fresh random set on the H100: drawn the same way (seed 49), all "
+       "held out, measured at the twentieth round's start, stored unread, and compared once after "
+       "the round's changes (the L2 reuse curve, the measured block-scheduler pace, the row "
+       "reduce's chain)"},
+      {"measured36-h200", "h200", "ops36_h200.csv",
+       "the thirty-third fresh set on an H200 SXM (all held out), measured with the H100's at the "
+       "twentieth round's start, stored unread, and compared once after the round's changes"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
