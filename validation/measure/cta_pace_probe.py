@@ -16,22 +16,16 @@ Writes $OUT/cta_pace_<gpu>.json.
 """
 import argparse
 import os
-import statistics
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from event_timing import FLUSH_BYTES, event_times_us, write_probe_result  # noqa: E402
+from event_timing import FLUSH_BYTES, median_event_us, write_probe_result  # noqa: E402
 
-REPS = 25
-WARMUP = 3
 SLEEP_CYCLES = 200_000  # about 0.1 ms at the H100's clocks
 SIZES_KIB = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 
-
-def median_us(setup, op):
-    return statistics.median(event_times_us(setup, op, WARMUP, REPS))
 
 
 def main():
@@ -67,10 +61,10 @@ def main():
             buf.zero_()
 
         row = {"kib": kib, "elements": n, "ctas": (n + 1023) // 1024}
-        row["add_warm_us"] = median_us(warm_add, add)
-        row["add_cold_us"] = median_us(cold, add)
-        row["copy_warm_us"] = median_us(warm_copy, copy)
-        row["copy_cold_us"] = median_us(cold, copy)
+        row["add_warm_us"] = median_event_us(warm_add, add)
+        row["add_cold_us"] = median_event_us(cold, add)
+        row["copy_warm_us"] = median_event_us(warm_copy, copy)
+        row["copy_cold_us"] = median_event_us(cold, copy)
         rows.append(row)
         print(f"{kib:6d} KiB  {row['ctas']:6d} CTAs  add warm {row['add_warm_us']:7.2f} cold "
               f"{row['add_cold_us']:7.2f}  copy warm {row['copy_warm_us']:7.2f} cold "

@@ -3,6 +3,7 @@ cta_pace_probe.py): a timed op after a state set-up, the flush buffer, the drive
 import datetime
 import json
 import os
+import statistics
 import subprocess
 
 import torch
@@ -25,6 +26,11 @@ def event_times_us(setup, op, warmup, reps):
         if i >= warmup:
             times.append(start.elapsed_time(end) * 1e3)
     return times
+
+
+def median_event_us(setup, op, warmup=3, reps=25):
+    """The median of event_times_us: the probes' figure for `op` after `setup()`."""
+    return statistics.median(event_times_us(setup, op, warmup, reps))
 
 
 def gpu_label(name):

@@ -24,24 +24,18 @@ Writes $OUT/kernel_pace_<gpu>.json.
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from event_timing import FLUSH_BYTES, event_times_us, write_probe_result  # noqa: E402
+from event_timing import FLUSH_BYTES, median_event_us, write_probe_result  # noqa: E402
 
-REPS = 25
-WARMUP = 3
 SLEEP_CYCLES = 200_000  # about 0.1 ms
 SIZES_MIB = (1, 2, 4, 8, 16, 32)
 WIDTH = 4096
 
-
-def median_us(setup, op):
-    return statistics.median(event_times_us(setup, op, WARMUP, REPS))
 
 
 def kernels(mib, dev):
@@ -100,8 +94,8 @@ def main():
             def warm(op=op):
                 op()
                 torch.cuda._sleep(SLEEP_CYCLES)
-            row[name + "_warm_us"] = median_us(warm, op)
-            row[name + "_cold_us"] = median_us(cold, op)
+            row[name + "_warm_us"] = median_event_us(warm, op)
+            row[name + "_cold_us"] = median_event_us(cold, op)
         if mib == 4:
             row["kernels"] = {name: launched(op) for name, op in kernels(mib, dev).items()}
         rows.append(row)

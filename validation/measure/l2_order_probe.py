@@ -24,22 +24,16 @@ Writes $OUT/l2_order_<gpu>.json.
 """
 import argparse
 import os
-import statistics
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from event_timing import FLUSH_BYTES, event_times_us, write_probe_result  # noqa: E402
+from event_timing import FLUSH_BYTES, median_event_us, write_probe_result  # noqa: E402
 
-REPS = 25
-WARMUP = 3
 SIZES_MIB = (4, 8, 12, 16, 24, 32)
 WIDTH = 4096
 
-
-def median_us(setup, op):
-    return statistics.median(event_times_us(setup, op, WARMUP, REPS))
 
 
 def main():
@@ -71,8 +65,8 @@ def main():
 
         row = {"mib": mib, "rows": n // WIDTH, "width": WIDTH}
         for name, op in consumers.items():
-            row[name + "_cold_us"] = median_us(cold, op)
-            row[name + "_produced_us"] = median_us(produced, op)
+            row[name + "_cold_us"] = median_event_us(cold, op)
+            row[name + "_produced_us"] = median_event_us(produced, op)
         rows.append(row)
         print(f"{mib:4d} MiB  " + "  ".join(
             f"{k} {row[k + '_cold_us']:.2f}/{row[k + '_produced_us']:.2f}" for k in consumers), flush=True)

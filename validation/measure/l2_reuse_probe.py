@@ -21,21 +21,15 @@ Writes $OUT/l2_reuse_<gpu>.json.
 """
 import argparse
 import os
-import statistics
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from event_timing import FLUSH_BYTES, event_times_us, write_probe_result  # noqa: E402
+from event_timing import FLUSH_BYTES, median_event_us, write_probe_result  # noqa: E402
 
-REPS = 25
-WARMUP = 3
 SIZES_MIB = (1, 2, 4, 8, 12, 16, 20, 24, 28, 32, 40, 48, 56, 64, 96)
 
-
-def median_us(setup, op):
-    return statistics.median(event_times_us(setup, op, WARMUP, REPS))
 
 
 def main():
@@ -68,7 +62,7 @@ def main():
 
         row = {"mib": mib, "elements": n, "bytes_moved": 4 * n}
         for label, setup in (("cold", cold), ("produced", produced), ("reread", reread)):
-            row[label + "_us"] = median_us(setup, consumer)
+            row[label + "_us"] = median_event_us(setup, consumer)
         rows.append(row)
         print(f"{mib:4d} MiB  cold {row['cold_us']:8.2f}  produced {row['produced_us']:8.2f}  "
               f"reread {row['reread_us']:8.2f} us", flush=True)
