@@ -1,10 +1,72 @@
 #include "hw/l2_residency.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 
 namespace gpusim::hw {
+namespace {
+
+constexpr std::size_t kTablePoints = 4097;
+// Past the horizon less than this share is found.
+constexpr double kForgotten = 1e-3;
+
+double share_at(double u, double steepness) { return 1.0 / (1.0 + std::pow(u, steepness)); }
+
+// The share and its integral over 0..u (u in units of `half`) at kTablePoints points evenly to
+// `horizon_u` (the integral by Simpson's rule on each interval), interleaved: share, integral.
+// Shared by every curve of the same steepness.
+std::shared_ptr<const std::vector<double>> curve_table(double steepness, double horizon_u) {
+  static std::mutex mutex;
+  static std::map<double, std::shared_ptr<const std::vector<double>>> tables;
+  const std::lock_guard lock(mutex);
+  auto& table = tables[steepness];
+  if (!table) {
+    auto t = std::make_shared<std::vector<double>>(2 * kTablePoints, 0.0);
+    const double h = horizon_u / (kTablePoints - 1);
+    (*t)[0] = 1.0;
+    for (std::size_t i = 1; i < kTablePoints; ++i) {
+      const double a = static_cast<double>(i - 1) * h, b = static_cast<double>(i) * h;
+      (*t)[2 * i] = share_at(b, steepness);
+      (*t)[2 * i + 1] = (*t)[2 * i - 1] + h / 6 * ((*t)[2 * i - 2] + 4 * share_at((a + b) / 2, steepness) + (*t)[2 * i]);
+    }
+    table = std::move(t);
+  }
+  return table;
+}
+
+}  // namespace
+
+L2ReuseCurve::L2ReuseCurve(double half, double steepness)
+    : half_(half), steepness_(steepness), horizon_u_(std::pow(1 / kForgotten - 1, 1 / steepness)),
+      table_(curve_table(steepness, horizon_u_)) {}
+
+double L2ReuseCurve::tabulated(double u, std::size_t column) const {
+  const double x = std::clamp(u, 0.0, horizon_u_) / horizon_u_ * (kTablePoints - 1);
+  const auto i = std::min(static_cast<std::size_t>(x), kTablePoints - 2);
+  const double f = x - static_cast<double>(i);
+  const double lo = (*table_)[2 * i + column], hi = (*table_)[2 * i + 2 + column];
+  return lo + f * (hi - lo);
+}
+
+double L2ReuseCurve::found(double distance) const {
+  if (half_ <= 0) return 0;
+  const double u = std::max(distance, 0.0) / half_;
+  return u >= horizon_u_ ? 0.0 : tabulated(u, 0);
+}
+
+double L2ReuseCurve::integral(double u) const { return tabulated(u, 1); }
+
+double L2ReuseCurve::mean_found(double from, double to) const {
+  if (half_ <= 0) return 0;
+  const double u0 = std::max(from, 0.0) / half_, u1 = std::max(to, 0.0) / half_;
+  // A range shorter than the table's step: the share at its middle.
+  if (std::abs(u1 - u0) < horizon_u_ / (kTablePoints - 1)) return found((from + to) / 2);
+  return (integral(u1) - integral(u0)) / (u1 - u0);
+}
 
 template <class Key>
 std::int64_t BasicL2Residency<Key>::resident(const Key& tensor) const {

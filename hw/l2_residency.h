@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -77,21 +78,30 @@ class DenseL2Residency {
 
 // How much of what earlier kernels left in L2 a kernel still finds, by stack distance: a line
 // after which D bytes of other lines went through the L2 is found with the share
-// 1 / (1 + (D / half)^steepness). Measured (validation/measure/l2_reuse_probe.py,
-// l2_order_probe.py): the replacement is not a strict LRU, so the share falls smoothly around
-// `half` rather than at the L2's size.
-struct L2ReuseCurve {
-  double half = 0;       // bytes of stack distance at which half the lines are found
-  double steepness = 1;  // how sharply the share falls around `half`
-
+// 1 / (1 + (D / half)^steepness), and not at all past the horizon, where that share falls below
+// a thousandth. Measured (validation/measure/l2_reuse_probe.py, l2_order_probe.py): the
+// replacement is not a strict LRU, so the share falls smoothly around `half` rather than at the
+// L2's size.
+class L2ReuseCurve {
+ public:
   static L2ReuseCurve of(const L2Spec& l2) {
-    return {static_cast<double>(l2.size) * l2.reuse_share, l2.reuse_steepness};
+    return L2ReuseCurve(static_cast<double>(l2.size) * l2.reuse_share, l2.reuse_steepness);
   }
-  double found(double distance) const {
-    return half <= 0 ? 0.0 : 1.0 / (1.0 + std::pow(std::max(distance, 0.0) / half, steepness));
-  }
-  // Beyond this distance less than a thousandth is found: the residency forgets what lies past it.
-  double horizon() const { return half * std::pow(999.0, 1.0 / steepness); }
+  L2ReuseCurve(double half, double steepness);
+
+  // The share found at one distance (bytes).
+  double found(double distance) const;
+  // The mean share found over distances running evenly from `from` to `to` (a tensor's lines),
+  // from the curve's integral (tabulated once per steepness): no power functions per kernel.
+  double mean_found(double from, double to) const;
+  double horizon() const { return half_ * horizon_u_; }
+
+ private:
+  double tabulated(double u, std::size_t column) const;  // column 0: the share, 1: its integral
+  double integral(double u) const;  // of the share over distances 0..u x half
+
+  double half_ = 0, steepness_ = 1, horizon_u_ = 0;
+  std::shared_ptr<const std::vector<double>> table_;  // the share and its integral to horizon_u_
 };
 
 // A kernel's pass through L2: the share of its input bytes it finds there, then what it leaves.
@@ -115,14 +125,7 @@ L2Pass pass_through_l2(Residency& l2, const L2ReuseCurve& curve, const Uses& rea
     // rest of the last kernel that touched it came after it, then the tensors used since (that
     // kernel's own later ones counted again, a small excess), then this kernel's traffic up to p.
     const double since = l2.newer_bytes(t.tensor, curve.horizon());
-    const double before = l2.traffic(t.tensor);
-    constexpr int kSteps = 16;
-    double share = 0;
-    for (int i = 0; i < kSteps; ++i) {
-      const double p = (i + 0.5) / kSteps;
-      share += curve.found(since + (1 - p) * before + p * traffic);
-    }
-    hits += resident * share / kSteps;
+    hits += resident * curve.mean_found(since + l2.traffic(t.tensor), since + traffic);
   }
   L2Pass pass;
   pass.read_miss = read_bytes > 0 ? 1.0 - hits / read_bytes : 1.0;
