@@ -41,7 +41,7 @@ std::shared_ptr<const std::vector<double>> curve_table(double steepness, double 
 }  // namespace
 
 L2ReuseCurve::L2ReuseCurve(double half, double steepness)
-    : half_(half), steepness_(steepness), horizon_u_(std::pow(1 / kForgotten - 1, 1 / steepness)),
+    : half_(half), horizon_u_(std::pow(1 / kForgotten - 1, 1 / steepness)),
       table_(curve_table(steepness, horizon_u_)) {}
 
 double L2ReuseCurve::tabulated(double u, std::size_t column) const {

@@ -100,7 +100,7 @@ class L2ReuseCurve {
   double tabulated(double u, std::size_t column) const;  // column 0: the share, 1: its integral
   double integral(double u) const;  // of the share over distances 0..u x half
 
-  double half_ = 0, steepness_ = 1, horizon_u_ = 0;
+  double half_ = 0, horizon_u_ = 0;
   std::shared_ptr<const std::vector<double>> table_;  // the share and its integral to horizon_u_
 };
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -98,6 +99,30 @@ TEST(L2Residency, KeepsTheMostRecentBytesOfATensorLargerThanTheCache) {
   EXPECT_EQ(l2.resident("a"), 100);
   EXPECT_EQ(l2.resident("b"), 0);
   EXPECT_EQ(l2.resident("c"), 0);
+}
+
+// The reuse curve's table (its share and integral, tabulated once per steepness) against the
+// formula: the share 1 / (1 + (D / half)^k) and its mean over a range, by a fine midpoint sum.
+TEST(L2ReuseCurve, TableMatchesTheFormula) {
+  for (const double k : {4.0, 6.0}) {
+    const double half = 50.0 * (1 << 20);
+    const L2ReuseCurve curve(half, k);
+    const auto share = [&](double d) { return 1.0 / (1.0 + std::pow(d / half, k)); };
+    for (double d = 0; d < curve.horizon(); d += half / 37) {
+      ASSERT_NEAR(curve.found(d), share(d), 1e-6) << "k " << k << ", d " << d;
+    }
+    EXPECT_EQ(curve.found(1.01 * curve.horizon()), 0.0);  // forgotten past the horizon
+    EXPECT_NEAR(share(curve.horizon()), 1e-3, 1e-9);
+    for (const auto& [from, to] : {std::pair{0.0, 0.5}, {0.3, 2.1}, {1.5, 0.2}, {0.9, 1.1}, {2.0, 2.0}}) {
+      double sum = 0;
+      constexpr int n = 100000;
+      for (int i = 0; i < n; ++i) {
+        const double d = (from + (to - from) * (i + 0.5) / n) * half;
+        sum += d < curve.horizon() ? share(d) : 0.0;
+      }
+      EXPECT_NEAR(curve.mean_found(from * half, to * half), sum / n, 1e-5) << from << " -> " << to;
+    }
+  }
 }
 
 }  // namespace
