@@ -75,12 +75,12 @@ std::int64_t BasicL2Residency<Key>::resident(const Key& tensor) const {
 }
 
 template <class Key>
-double BasicL2Residency<Key>::newer_bytes(const Key& tensor, double limit) const {
+L2StackPlace BasicL2Residency<Key>::place(const Key& tensor, double limit) const {
   const auto it = index_.find(tensor);
-  if (it == index_.end()) return 0;
+  if (it == index_.end()) return {};
   double sum = 0;
   for (auto e = lru_.begin(); e != it->second && sum <= limit; ++e) sum += static_cast<double>(e->bytes);
-  return sum;
+  return {it->second->bytes, sum, it->second->traffic};
 }
 
 template <class Key>
@@ -134,14 +134,15 @@ void DenseL2Residency::unlink(std::int32_t t) {
   (older_[i] >= 0 ? newer_[static_cast<std::size_t>(older_[i])] : oldest_) = newer_[i];
 }
 
-double DenseL2Residency::newer_bytes(std::int32_t tensor, double limit) const {
-  if (resident(tensor) <= 0) return 0;
+L2StackPlace DenseL2Residency::place(std::int32_t tensor, double limit) const {
+  const std::int64_t kept = resident(tensor);
+  if (kept <= 0) return {};
   double sum = 0;
   for (std::int32_t j = newer_[static_cast<std::size_t>(tensor)]; j >= 0 && sum <= limit;
        j = newer_[static_cast<std::size_t>(j)]) {
     sum += static_cast<double>(bytes_[static_cast<std::size_t>(j)]);
   }
-  return sum;
+  return {kept, sum, traffic_[static_cast<std::size_t>(tensor)]};
 }
 
 // BasicL2Residency::touch, step for step.

@@ -18,16 +18,25 @@
 
 namespace gpusim::hw {
 
+// Where a tensor stands in the stack: its bytes kept, the bytes of the tensors used since (counted
+// up to a limit), and the bytes the kernel that last touched it moved in all (zeros when out).
+struct L2StackPlace {
+  std::int64_t resident = 0;
+  double newer_bytes = 0;
+  double traffic = 0;
+};
+
 template <class Key>
 class BasicL2Residency {
  public:
   explicit BasicL2Residency(std::int64_t capacity) : capacity_(capacity) {}
 
-  std::int64_t capacity() const { return capacity_; }
   // Bytes of `tensor` now in L2.
   std::int64_t resident(const Key& tensor) const;
+  // All of the tensor's place at one lookup (the stack walk stops counting past `limit`).
+  L2StackPlace place(const Key& tensor, double limit) const;
   // Resident bytes of the tensors used more recently than `tensor` (stops counting past `limit`).
-  double newer_bytes(const Key& tensor, double limit) const;
+  double newer_bytes(const Key& tensor, double limit) const { return place(tensor, limit).newer_bytes; }
   // Bytes the kernel that last touched `tensor` moved in all (0 when not resident).
   double traffic(const Key& tensor) const;
   // The tensor was just read or written in full: it becomes the most recently used, with up to
@@ -54,11 +63,11 @@ class DenseL2Residency {
  public:
   explicit DenseL2Residency(std::int64_t capacity) : capacity_(capacity) {}
 
-  std::int64_t capacity() const { return capacity_; }
   std::int64_t resident(std::int32_t tensor) const {
     return static_cast<std::size_t>(tensor) < bytes_.size() ? bytes_[static_cast<std::size_t>(tensor)] : 0;
   }
-  double newer_bytes(std::int32_t tensor, double limit) const;
+  L2StackPlace place(std::int32_t tensor, double limit) const;
+  double newer_bytes(std::int32_t tensor, double limit) const { return place(tensor, limit).newer_bytes; }
   double traffic(std::int32_t tensor) const {
     return resident(tensor) > 0 ? traffic_[static_cast<std::size_t>(tensor)] : 0;
   }
@@ -119,13 +128,13 @@ L2Pass pass_through_l2(Residency& l2, const L2ReuseCurve& curve, const Uses& rea
   double read_bytes = 0, hits = 0;
   for (const auto& t : reads) {
     read_bytes += static_cast<double>(t.bytes);
-    const double resident = static_cast<double>(std::min(l2.resident(t.tensor), t.bytes));
+    const L2StackPlace at = l2.place(t.tensor, curve.horizon());
+    const double resident = static_cast<double>(std::min(at.resident, t.bytes));
     if (resident <= 0) continue;
     // The line at position p of the tensor (kernels sweep their tensors in the same order): the
     // rest of the last kernel that touched it came after it, then the tensors used since (that
     // kernel's own later ones counted again, a small excess), then this kernel's traffic up to p.
-    const double since = l2.newer_bytes(t.tensor, curve.horizon());
-    hits += resident * curve.mean_found(since + l2.traffic(t.tensor), since + traffic);
+    hits += resident * curve.mean_found(at.newer_bytes + at.traffic, at.newer_bytes + traffic);
   }
   L2Pass pass;
   pass.read_miss = read_bytes > 0 ? 1.0 - hits / read_bytes : 1.0;

@@ -14,14 +14,13 @@ Usage (GPU machine, repository root):
   python3 validation/measure/cta_pace_probe.py --out $OUT
 Writes $OUT/cta_pace_<gpu>.json.
 """
-import argparse
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from event_timing import FLUSH_BYTES, median_event_us, write_probe_result  # noqa: E402
+from event_timing import median_event_us, probe_start, write_probe_result  # noqa: E402
 
 SLEEP_CYCLES = 200_000  # about 0.1 ms at the H100's clocks
 SIZES_KIB = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
@@ -29,11 +28,8 @@ SIZES_KIB = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
+    out, buf = probe_start()
     dev, bf = "cuda", torch.bfloat16
-    buf = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=dev)
     rows = []
     for kib in SIZES_KIB:
         n = kib * 1024 // 2
@@ -73,7 +69,7 @@ def main():
               "CUDA events around the op alone, median of 25 after 3 warm-ups; warm: the same op "
               "just before, then a 0.1 ms GPU sleep (operands in L2 up to its size); cold: a "
               "256 MiB zero_() before")
-    write_probe_result(args.out, "cta_pace_probe", method, rows,
+    write_probe_result(out, "cta_pace_probe", method, rows,
                        sm_count=torch.cuda.get_device_properties(0).multi_processor_count)
 
 

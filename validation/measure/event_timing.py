@@ -1,5 +1,6 @@
 """Shared pieces of the CUDA-event probes (flush_state_probe.py, l2_reuse_probe.py,
 cta_pace_probe.py): a timed op after a state set-up, the flush buffer, the driver version."""
+import argparse
 import datetime
 import json
 import os
@@ -26,6 +27,14 @@ def event_times_us(setup, op, warmup, reps):
         if i >= warmup:
             times.append(start.elapsed_time(end) * 1e3)
     return times
+
+
+def probe_start():
+    """The probes' common start: the --out folder from the command line, and the flush buffer on
+    the GPU (zero_() of it leaves the L2 full of its dirty lines, as the op sets' flush does)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    return ap.parse_args().out, torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
 
 
 def median_event_us(setup, op, warmup=3, reps=25):

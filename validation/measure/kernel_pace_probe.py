@@ -21,7 +21,6 @@ Usage (GPU machine, repository root):
   python3 validation/measure/kernel_pace_probe.py --out $OUT
 Writes $OUT/kernel_pace_<gpu>.json.
 """
-import argparse
 import json
 import os
 import sys
@@ -30,7 +29,7 @@ import tempfile
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from event_timing import FLUSH_BYTES, median_event_us, write_probe_result  # noqa: E402
+from event_timing import median_event_us, probe_start, write_probe_result  # noqa: E402
 
 SLEEP_CYCLES = 200_000  # about 0.1 ms
 SIZES_MIB = (1, 2, 4, 8, 16, 32)
@@ -78,11 +77,8 @@ def launched(op):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
+    out, buf = probe_start()
     dev = "cuda"
-    buf = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=dev)
 
     def cold():
         buf.zero_()
@@ -104,7 +100,7 @@ def main():
     method = ("each op on operands of the given MiB, timed by CUDA events around it alone, median of "
               "25 after 3 warm-ups; warm: the same op just before, then a 0.1 ms GPU sleep; cold: a "
               "256 MiB zero_() before (see the module docstring for the ops)")
-    write_probe_result(args.out, "kernel_pace_probe", method, rows,
+    write_probe_result(out, "kernel_pace_probe", method, rows,
                        sm_count=torch.cuda.get_device_properties(0).multi_processor_count)
 
 

@@ -22,14 +22,13 @@ Usage (GPU machine, repository root):
   python3 validation/measure/l2_order_probe.py --out $OUT
 Writes $OUT/l2_order_<gpu>.json.
 """
-import argparse
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from event_timing import FLUSH_BYTES, median_event_us, write_probe_result  # noqa: E402
+from event_timing import median_event_us, probe_start, write_probe_result  # noqa: E402
 
 SIZES_MIB = (4, 8, 12, 16, 24, 32)
 WIDTH = 4096
@@ -37,11 +36,8 @@ WIDTH = 4096
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
+    out, buf = probe_start()
     dev = "cuda"
-    buf = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=dev)
     rows = []
     for mib in SIZES_MIB:
         n = mib * (1 << 20) // 4
@@ -73,7 +69,7 @@ def main():
     method = ("fp32 y of rows x 4096; consumers z = y + 1, y.mean(-1), y.sum(), y.flip(0).add_(1), timed "
               "by CUDA events, median of 25 after 3 warm-ups; states: cold (256 MiB zero_ flush), "
               "produced (flush, then y = x * 2)")
-    write_probe_result(args.out, "l2_order_probe", method, rows,
+    write_probe_result(out, "l2_order_probe", method, rows,
                        l2_bytes=torch.cuda.get_device_properties(0).L2_cache_size)
 
 
