@@ -382,6 +382,13 @@ const std::vector<SuiteSpec>& suites() {
       {"measured36-h200", "h200", "ops36_h200.csv",
        "the thirty-third fresh set on an H200 SXM (all held out), measured with the H100's at the "
        "twentieth round's start, stored unread, and compared once after the round's changes"},
+      {"measured37-h100", "h100", "ops37_h100.csv",
+       "issue 16's thirty-fourth fresh random set on the H100: drawn the same way (seed 50), all "
+       "held out, measured in the twentieth round after set 36's comparison, stored unread, and "
+       "compared once at the twenty-first round's start with the twentieth round's final model"},
+      {"measured37-h200", "h200", "ops37_h200.csv",
+       "the thirty-fourth fresh set on an H200 SXM (all held out), measured with the H100's in the "
+       "twentieth round, stored unread, and compared once at the twenty-first round's start"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
