@@ -54,19 +54,26 @@ class L2DirtyLines {
       dirty_ = std::min(cap_, quantize(dirty_ + writes));
       return out;
     }
+    // In u = x / C (x: bytes loaded so far), written so that a kernel that finds nearly all its
+    // inputs (a few bytes loaded against kilobytes stored) loses no precision: the stores' part
+    // is taken per byte stored, never as the product of a huge s C and a tiny 1 - e^-u.
     const double c = capacity_, r = missed_reads, s = writes / missed_reads, d0 = dirty_;
-    const double d_inf = s * c;  // where D heads without the limit
+    const auto gone = [](double u) { return -std::expm1(-u); };  // 1 - e^-u
+    // (u - (1 - e^-u)) / u: the share of the stores made over u that loads evicted again.
+    const auto re_evicted = [&](double u) { return u < 1e-4 ? u / 2 - u * u / 6 + u * u * u / 24 : 1.0 - gone(u) / u; };
     // Evicted over [0, x] loaded while the limit does not bind, and D after it.
-    const auto evicted = [&](double x) { return d_inf * x / c + (d0 - d_inf) * (1.0 - std::exp(-x / c)); };
-    const auto state = [&](double x) { return d_inf + (d0 - d_inf) * std::exp(-x / c); };
-    // Loaded bytes before D reaches the limit (at once when it starts there).
-    const double reach = d_inf <= cap_ ? r : d0 >= cap_ ? 0.0 : c * std::log((d_inf - d0) / (d_inf - cap_));
+    const auto evicted = [&](double x) { return d0 * gone(x / c) + s * x * re_evicted(x / c); };
+    const auto state = [&](double x) { return d0 * (1.0 - gone(x / c)) + s * x * (1.0 - re_evicted(x / c)); };
+    // Loaded bytes before D reaches the limit (at once when it starts there); D heads for s C.
+    const double d_inf = s * c;
+    const double reach = d_inf <= cap_ ? r : d0 >= cap_ ? 0.0 : c * std::log1p((cap_ - d0) / (d_inf - cap_));
     if (r <= reach) {
       out.evicted = evicted(r);
       dirty_ = state(r);
     } else {  // then D holds the limit: loads evict at its share, stores past it cost a write
-      out.evicted = evicted(reach) + cap_ / c * (r - reach);
-      out.overflow = (s - cap_ / c) * (r - reach);
+      const double rest = 1.0 - reach / r;  // share of the loads made at the limit
+      out.evicted = evicted(reach) + cap_ / c * r * rest;
+      out.overflow = std::max(0.0, (writes - cap_ / c * r) * rest);
       dirty_ = cap_;
     }
     out.evicted = std::max(0.0, out.evicted);

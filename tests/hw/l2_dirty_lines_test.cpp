@@ -80,6 +80,32 @@ TEST(L2DirtyLines, AReadOnlyStreamWritesBackUpToWhatWasDirty) {
   EXPECT_GT(last, 0.99 * 0.55 * capacity);
 }
 
+// A kernel that finds nearly all its inputs in L2 (a few bytes loaded, kilobytes stored) pays
+// what it pays with nothing loaded: the closed form's s C (1 - e^-u) must not cancel. HF decode's
+// RoPE and norm pieces find all but ~1e-7 of their inputs; a cancelling form set the dirty count
+// to garbage there, and the kernels after it wrote back megabytes more or less.
+TEST(L2DirtyLines, NearlyNothingLoadedPaysAsNothingLoaded) {
+  const double capacity = 50 * kMiB, share = 0.55;
+  for (const double below : {0.0, 1.0, 10.0, 200.0}) {  // granules below the limit
+    for (const double stores : {4.0, 16384.0, 131072.0, 4 * kMiB}) {
+      for (const double loads : {1e-9, 1e-4, 0.5}) {
+        L2DirtyLines none(capacity, share), few(capacity, share);
+        if (below > 0) {  // clean `below` granules: a read-only stream that evicts them
+          const double evict = capacity * std::log(none.dirty() / (none.dirty() - below * L2DirtyLines::kGranule));
+          none.bring_in(evict, 0);
+          few.bring_in(evict, 0);
+        }
+        ASSERT_EQ(none.dirty(), few.dirty());
+        const auto a = none.bring_in(0, stores);
+        const auto b = few.bring_in(loads, stores);
+        EXPECT_NEAR(b.evicted, a.evicted, 1.0) << below << " " << stores << " " << loads;
+        EXPECT_NEAR(b.overflow, a.overflow, 1.0) << below << " " << stores << " " << loads;
+        EXPECT_EQ(few.dirty(), none.dirty()) << below << " " << stores << " " << loads;
+      }
+    }
+  }
+}
+
 // Repeated work reaches one state exactly (the count is kept in whole granules), so the kernel
 // outcome cache, keyed on what a kernel pays, sees the same keys layer after layer.
 TEST(L2DirtyLines, RepeatedWorkSettlesOnOneState) {
