@@ -84,7 +84,7 @@ TensorUse fused_moe(StepEmitter& e, const std::string& label, const TensorUse& h
   const TensorUse logits = e.linear(label + ".gate", T, E, d, false, h, e.weight(label + ".gate", static_cast<double>(E * d)));
   const TensorUse top = e.new_bytes(label + ".topk_softmax", static_cast<double>(S) * 8);
   e.emit(label + ".topk_softmax", {models::lower_topk(T, E, k, logits, top, e.hw()).front()});
-  const auto rows = expert_rows(S, E, expert_weights);
+  const auto rows = expert_rows(T, k, E, expert_weights);
   const TensorUse up = e.new_act(label + ".experts.gate_up", static_cast<double>(S * 2 * F));
   e.emit(label + ".experts.gate_up_proj",
          models::lower_grouped_gemm(rows, 2 * F, d, e.math(), h, e.weight(label + ".experts.gate_up_proj", static_cast<double>(E * 2 * F * d)), up, e.hw()));

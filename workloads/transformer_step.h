@@ -90,9 +90,11 @@ void lower_hf_train_step(const ModelWorkload& w, const StepShape& s, ProgramBuil
 // and positions, cast the last logits to fp32, argmax, append the token, check stopping.
 void lower_hf_generate_bookkeeping(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b);
 
-// Tokens per expert when `tokens` token-expert pairs are routed over `experts` experts: evenly
-// (the default), or in proportion to `weights` (one per expert) when given.
-std::vector<std::int64_t> expert_rows(std::int64_t tokens, std::int64_t experts,
+// Rows per expert when `tokens` tokens each pick `top_k` of `experts` experts: by default the
+// tokens * top_k pairs spread evenly over the experts near-uniform random routing hits on
+// average (E (1 - (1 - k/E)^T), rounded: all of them for prefills, fewer for small decode
+// batches); in proportion to `weights` (one per expert) when given.
+std::vector<std::int64_t> expert_rows(std::int64_t tokens, std::int64_t top_k, std::int64_t experts,
                                       const std::vector<double>& weights);
 
 }  // namespace gpusim::workloads
