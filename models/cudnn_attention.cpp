@@ -340,7 +340,7 @@ std::vector<hw::Launch> lower_cudnn_decode(std::int64_t B, std::int64_t Hq, std:
       hw.sm, hw::BlockResources{128, k.regs_per_thread, k.smem_per_cta});
   const std::int64_t slots = static_cast<std::int64_t>(hw.sm_count) * std::max(1, occ.ctas_per_sm);
   // Head dimensions above 128 split the output's 256 columns over two CTAs, each computing the
-  // whole QK^T for its keys (reading all of K) and half of PV (ops3_h100.csv, ops4_h100.csv:
+  // whole QK^T for its keys (reading all of K) and half of PV (ops3_h100.csv, ops4_h100.csv.gz:
   // grid x = 2 x splits for every D = 256 decode, e.g. 32 x 1 x 5 for 16 splits). The split rule
   // counts the pair as one CTA (issue 16's thirteenth round; sets 3-20, H100: 1 x 4 heads at
   // 13,706 keys ran 64 splits, 512 CTAs; 40 x 1 at 23,702 keys 4 splits; 22 x 4 unsplit).

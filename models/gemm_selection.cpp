@@ -824,7 +824,7 @@ namespace {
 
 // K up to which gemmSN runs however few CTAs it has; deeper products need its grid to fill half
 // the SMs, else cuBLAS splits K over a tiled kernel instead (16x1008x3136 fp32, 12x19x5802 bf16,
-// 6x25x1360 tf32: 16, 2 and 2 gemmSN CTAs, run as 14- to 242-way split-K in ops4_h100.csv, seen
+// 6x25x1360 tf32: 16, 2 and 2 gemmSN CTAs, run as 14- to 242-way split-K in ops4_h100.csv.gz, seen
 // at the first evaluation of that set).
 constexpr std::int64_t kGemmsnAnyGridMaxK = 128;
 constexpr std::int64_t kGemmsnNarrowFp32MaxK = 96;
@@ -868,7 +868,7 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // 3x4526x2325, 4x8046x10165 on gemmSN; 2x620x1693 a miss; 0.3-1.0 tried).
   if (p.dtype != hw::DType::kFp32 && linear && 2 * p.N < p.K) return false;
   // fp32, and 16-bit F.linear (TN): K up to 128, or a grid that fills half the SMs. The TN kernel
-  // also ran with one CTA (11x7x754 in ops4_h100.csv), which this sends to the tiled kernels: a
+  // also ran with one CTA (11x7x754 in ops4_h100.csv.gz), which this sends to the tiled kernels: a
   // known miss.
   return p.K <= kGemmsnAnyGridMaxK || 2 * ceil_div(p.N, g.cols) * g.row_groups >= hw.sm_count;
 }
@@ -878,7 +878,7 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
 // does not split (ops3_h100.csv: 1872x16x16 -> 30 tiles x 4, 16x224x16 -> 4 x 4, 16x16x48 ->
 // 1 x 12, 304x16x13216 -> 5 x 26; 16x16x32 unsplit, every one with the reduce kernel), for
 // rows that allow 16-byte loads. Only for a handful of tiles: from 9 tiles up the sets 4 and 5
-// (ops4_h100.csv, ops5_h100.csv) ran unsplit without the reduce (544x48x16, 944x16x240,
+// (ops4_h100.csv.gz, ops5_h100.csv.gz) ran unsplit without the reduce (544x48x16, 944x16x240,
 // 1696x16x96, 16x1744x32, 7504x80x16) or split long K as the estimate does (704x16x544 -> 6,
 // 2544x16x992 -> 6); 1872x16x16 (30 tiles, split 4) was a miss until the column rule below.
 constexpr std::int64_t kTf32SmallSplitMaxTiles = 8;
@@ -936,7 +936,7 @@ Choice tf32_small_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch)
 }
 
 // Splits the mma.sync kernels may take: cuBLAS splits their few-tile products deeply
-// (ops4_h100.csv: 104 ways for 24x274x8287, 175 for 4x3x2800, 242 for 12x19x5802; ops3_h100.csv:
+// (ops4_h100.csv.gz: 104 ways for 24x274x8287, 175 for 4x3x2800, 242 for 12x19x5802; ops3_h100.csv:
 // 123 for 17x2x12716); nvjet kernels up to 16.
 constexpr std::int64_t kMmaSyncMaxSplit = 256;
 constexpr std::int64_t kNvjetMaxSplit = 16;
@@ -1142,7 +1142,7 @@ Choice choose_tiled(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
 }
 
 // A bias on single-element rows over several tiles: cuBLAS keeps the bias in the kernel's
-// epilogue and splits K serially, few ways (ops3_h100.csv, ops4_h100.csv: a memset, then 2-15
+// epilogue and splits K serially, few ways (ops3_h100.csv, ops4_h100.csv.gz: a memset, then 2-15
 // slices, about one per 768 of K, no reduce kernel: 769x2x975 -> 3, 1917x71x547 -> 2,
 // 149x21x11486 -> 15); a single tile keeps the parallel split (3x2x857 -> 27 and the reduce).
 constexpr std::int64_t kSerialSplitK = 768;

@@ -42,7 +42,7 @@ using detail::ceil_div;
 // Refitted per kernel (the pair's sum was right, its split wrong: moments 20-30% short, the
 // forward kernel as much long on long rows): 0.8 round trips per moments chunk (was 0.5), and
 // the forward kernel's unrolled loop keeps two elements per thread in flight (calibration rows
-// of ops3_h100.csv and ops_h100.csv; the fresh set ops4_h100.csv, seen, agreed). The forward
+// of ops3_h100.csv and ops_h100.csv; the fresh set ops4_h100.csv.gz, seen, agreed). The forward
 // kernel's 1.0 round trips per iteration became 1.2 with the write-back L2 (issue 16's fifth
 // round, after set 9's comparison; sets 3-8, 1.0-1.4 tried with 0.8-1.2 per moments chunk: the
 // pair's rows 9.6% -> 6.9%, biased -5.5% -> -0.7%, H100).

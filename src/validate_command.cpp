@@ -155,238 +155,238 @@ const std::vector<SuiteSpec>& suites() {
        "halves used for the third round of changes"},
       {"measured3-h200", "h200", "ops3_h200.csv",
        "the same 402 instances on an H200 SXM"},
-      {"measured4-h100", "h100", "ops4_h100.csv",
+      {"measured4-h100", "h100", "ops4_h100.csv.gz",
        "issue 16's fresh random set on the H100: 402 instances drawn the same way with a new seed "
        "(17), every one held out; measured after set 3's held-out half had been seen, compared "
        "once after the second round of model changes, then used for the third"},
-      {"measured4-h200", "h200", "ops4_h200.csv",
+      {"measured4-h200", "h200", "ops4_h200.csv.gz",
        "the fresh set's 402 instances on an H200 SXM (all held out)"},
-      {"measured5-h100", "h100", "ops5_h100.csv",
+      {"measured5-h100", "h100", "ops5_h100.csv.gz",
        "issue 16's second fresh random set on the H100: 401 instances drawn the same way (seed "
        "18), all held out, measured after set 4 had been looked at and compared once after the "
        "second round's last change, then used for the third round"},
-      {"measured5-h200", "h200", "ops5_h200.csv",
+      {"measured5-h200", "h200", "ops5_h200.csv.gz",
        "the second fresh set on an H200 SXM (all held out)"},
-      {"measured6-h100", "h100", "ops6_h100.csv",
+      {"measured6-h100", "h100", "ops6_h100.csv.gz",
        "issue 16's third fresh random set on the H100: 401 instances drawn the same way (seed "
        "19), all held out, measured before the third round of model changes (which looked at sets "
        "3-5) and compared once after it"},
-      {"measured6-h200", "h200", "ops6_h200.csv",
+      {"measured6-h200", "h200", "ops6_h200.csv.gz",
        "the third fresh set on an H200 SXM (all held out)"},
-      {"measured7-h100", "h100", "ops7_h100.csv",
+      {"measured7-h100", "h100", "ops7_h100.csv.gz",
        "issue 16's fourth fresh random set on the H100: 400 instances drawn the same way (seed "
        "20), all held out, measured after the changes that followed set 6's comparison and "
        "compared once after the last of them"},
-      {"measured7-h200", "h200", "ops7_h200.csv",
+      {"measured7-h200", "h200", "ops7_h200.csv.gz",
        "the fourth fresh set on an H200 SXM (all held out)"},
-      {"measured8-h100", "h100", "ops8_h100.csv",
+      {"measured8-h100", "h100", "ops8_h100.csv.gz",
        "issue 16's fifth fresh random set on the H100: 403 instances drawn the same way (seed "
        "21), all held out, measured after the shallow align1 GEMM rules were written from sets "
        "3-7 and compared once after them"},
-      {"measured8-h200", "h200", "ops8_h200.csv",
+      {"measured8-h200", "h200", "ops8_h200.csv.gz",
        "the fifth fresh set on an H200 SXM (all held out)"},
-      {"measured9-h100", "h100", "ops9_h100.csv",
+      {"measured9-h100", "h100", "ops9_h100.csv.gz",
        "issue 16's sixth fresh random set on the H100: 403 instances drawn the same way (seed "
        "22), all held out, measured before the fifth round's changes (the L2 as a write-back "
        "cache, the cp.async shares) and compared once after them"},
-      {"measured9-h200", "h200", "ops9_h200.csv",
+      {"measured9-h200", "h200", "ops9_h200.csv.gz",
        "the sixth fresh set on an H200 SXM (all held out), measured at the end of issue 16's sixth "
        "round, after every change of the fifth and sixth, and compared once"},
-      {"measured10-h100", "h100", "ops10_h100.csv",
+      {"measured10-h100", "h100", "ops10_h100.csv.gz",
        "issue 16's seventh fresh random set on the H100: 401 instances drawn the same way (seed "
        "23), all held out, measured before the sixth round's changes (nvjet's K-step chain and "
        "split rule, the split-K reduce, the wmma kernel) and compared once after them"},
-      {"measured10-h200", "h200", "ops10_h200.csv",
+      {"measured10-h200", "h200", "ops10_h200.csv.gz",
        "the seventh fresh set on an H200 SXM (all held out), measured at the end of issue 16's "
        "sixth round, after its last change, and compared once"},
-      {"measured11-h100", "h100", "ops11_h100.csv",
+      {"measured11-h100", "h100", "ops11_h100.csv.gz",
        "issue 16's eighth fresh random set on the H100: 402 instances drawn the same way (seed "
        "24), all held out, measured before the seventh round's changes (the sm75 wmma kernel of "
        "fp16 align1 products, deep fp32 products off gemmSN, the bias split rule) and compared once "
        "after them"},
-      {"measured11-h200", "h200", "ops11_h200.csv",
+      {"measured11-h200", "h200", "ops11_h200.csv.gz",
        "the eighth fresh set on an H200 SXM (all held out), measured with the H100's and compared "
        "once after the seventh round"},
-      {"measured12-h100", "h100", "ops12_h100.csv",
+      {"measured12-h100", "h100", "ops12_h100.csv.gz",
        "issue 16's ninth fresh random set on the H100: 404 instances drawn the same way (seed "
        "25), all held out, measured after the seventh round's changes and before the cuDNN decode "
        "refit, and compared once after it"},
-      {"measured12-h200", "h200", "ops12_h200.csv",
+      {"measured12-h200", "h200", "ops12_h200.csv.gz",
        "the ninth fresh set on an H200 SXM (all held out), compared once with the H100's"},
-      {"measured13-h100", "h100", "ops13_h100.csv",
+      {"measured13-h100", "h100", "ops13_h100.csv.gz",
        "issue 16's tenth fresh random set on the H100: 403 instances drawn the same way (seed "
        "26), all held out, measured after the session's last change of issue 16's seventh and "
        "eighth rounds and compared once with that model"},
-      {"measured13-h200", "h200", "ops13_h200.csv",
+      {"measured13-h200", "h200", "ops13_h200.csv.gz",
        "the tenth fresh set on an H200 SXM (all held out), compared once with the same model"},
-      {"measured14-h100", "h100", "ops14_h100.csv",
+      {"measured14-h100", "h100", "ops14_h100.csv.gz",
        "issue 16's eleventh fresh random set on the H100: 403 instances drawn the same way (seed "
        "27), all held out, measured at the start of the ninth round and compared once with the "
        "round's final model"},
-      {"measured15-h100", "h100", "ops15_h100.csv",
+      {"measured15-h100", "h100", "ops15_h100.csv.gz",
        "issue 16's twelfth fresh random set on the H100: 399 instances drawn the same way (seed "
        "28), all held out, measured at the start of the ninth round, stored unread, and compared "
        "once in the tenth round (its later changes were made without looking at it again)"},
-      {"measured16-h100", "h100", "ops16_h100.csv",
+      {"measured16-h100", "h100", "ops16_h100.csv.gz",
        "issue 16's thirteenth fresh random set on the H100: 402 instances drawn the same way "
        "(seed 29), all held out, measured at the start of the tenth round, stored unread, and "
        "compared once with the round's final model"},
-      {"measured15-h200", "h200", "ops15_h200.csv",
+      {"measured15-h200", "h200", "ops15_h200.csv.gz",
        "the twelfth fresh set on an H200 SXM (all held out), measured at the end of the tenth "
        "round and compared once with its final model"},
-      {"measured16-h200", "h200", "ops16_h200.csv",
+      {"measured16-h200", "h200", "ops16_h200.csv.gz",
        "the thirteenth fresh set on an H200 SXM (all held out), measured at the end of the tenth "
        "round and compared once with its final model"},
-      {"measured17-h100", "h100", "ops17_h100.csv",
+      {"measured17-h100", "h100", "ops17_h100.csv.gz",
        "issue 16's fourteenth fresh random set on the H100: 402 instances drawn the same way "
        "(seed 30), all held out, measured at the tenth round's start, stored unread, and "
        "compared once with the eleventh round's final model"},
-      {"measured17-h200", "h200", "ops17_h200.csv",
+      {"measured17-h200", "h200", "ops17_h200.csv.gz",
        "the fourteenth fresh set on an H200 SXM (all held out), measured at the eleventh "
        "round's start, stored unread, and compared once with its final model"},
-      {"measured18-h100", "h100", "ops18_h100.csv",
+      {"measured18-h100", "h100", "ops18_h100.csv.gz",
        "issue 16's fifteenth fresh random set on the H100: 403 instances drawn the same way "
        "(seed 31), all held out, measured at the eleventh round's start, stored unread, and "
        "compared once with the twelfth round's final model"},
-      {"measured18-h200", "h200", "ops18_h200.csv",
+      {"measured18-h200", "h200", "ops18_h200.csv.gz",
        "the fifteenth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
        "unread, and compared once with the twelfth round's final model"},
-      {"measured19-h100", "h100", "ops19_h100.csv",
+      {"measured19-h100", "h100", "ops19_h100.csv.gz",
        "issue 16's sixteenth fresh random set on the H100: 402 instances drawn the same way "
        "(seed 32), all held out, measured at the eleventh round's end, stored unread, and "
        "compared once with the twelfth round's final model (one change made after set 18's "
        "comparison)"},
-      {"measured19-h200", "h200", "ops19_h200.csv",
+      {"measured19-h200", "h200", "ops19_h200.csv.gz",
        "the sixteenth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
        "unread, and compared once with the twelfth round's final model"},
-      {"measured20-h100", "h100", "ops20_h100.csv",
+      {"measured20-h100", "h100", "ops20_h100.csv.gz",
        "issue 16's seventeenth fresh random set on the H100: 401 instances drawn the same way "
        "(seed 33), all held out, measured at the twelfth round's end, stored unread, and "
        "compared once with the thirteenth round's final model"},
-      {"measured20-h200", "h200", "ops20_h200.csv",
+      {"measured20-h200", "h200", "ops20_h200.csv.gz",
        "the seventeenth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
        "unread, and compared once with the thirteenth round's final model"},
-      {"measured21-h100", "h100", "ops21_h100.csv",
+      {"measured21-h100", "h100", "ops21_h100.csv.gz",
        "issue 16's eighteenth fresh random set on the H100: 403 instances drawn the same way "
        "(seed 34), all held out, measured in the thirteenth round after set 20's comparison, "
        "stored unread, and compared once with the round's final model"},
-      {"measured21-h200", "h200", "ops21_h200.csv",
+      {"measured21-h200", "h200", "ops21_h200.csv.gz",
        "the eighteenth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
        "unread, and compared once with the thirteenth round's final model"},
-      {"measured22-h100", "h100", "ops22_h100.csv",
+      {"measured22-h100", "h100", "ops22_h100.csv.gz",
        "issue 16's nineteenth fresh random set on the H100: 400 instances drawn the same way "
        "(seed 35), all held out, measured at the thirteenth round's end, stored unread, and "
        "compared once after the fourteenth round's GEMV changes"},
-      {"measured22-h200", "h200", "ops22_h200.csv",
+      {"measured22-h200", "h200", "ops22_h200.csv.gz",
        "the nineteenth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
        "unread, and compared once after the fourteenth round's GEMV changes"},
-      {"measured23-h100", "h100", "ops23_h100.csv",
+      {"measured23-h100", "h100", "ops23_h100.csv.gz",
        "issue 16's twentieth fresh random set on the H100: 400 instances drawn the same way "
        "(seed 36), all held out, measured in the fourteenth round before set 22's comparison, "
        "stored unread, and compared once after the round's GEMV and fp32 changes"},
-      {"measured23-h200", "h200", "ops23_h200.csv",
+      {"measured23-h200", "h200", "ops23_h200.csv.gz",
        "the twentieth fresh set on an H200 SXM (all held out), measured with the H100's, stored "
        "unread, and compared once after the fourteenth round's GEMV and fp32 changes"},
-      {"measured24-h100", "h100", "ops24_h100.csv",
+      {"measured24-h100", "h100", "ops24_h100.csv.gz",
        "issue 16's twenty-first fresh random set on the H100: 401 instances drawn the same way "
        "(seed 37), all held out, measured at the fourteenth round's end, stored unread, and "
        "compared once after the fifteenth round's changes"},
-      {"measured24-h200", "h200", "ops24_h200.csv",
+      {"measured24-h200", "h200", "ops24_h200.csv.gz",
        "the twenty-first fresh set on an H200 SXM (all held out), measured with the H100's, stored "
        "unread, and compared once after the fifteenth round's changes"},
-      {"measured25-h100", "h100", "ops25_h100.csv",
+      {"measured25-h100", "h100", "ops25_h100.csv.gz",
        "issue 16's twenty-second fresh random set on the H100: 402 instances drawn the same way "
        "(seed 38), all held out, measured in the fifteenth round, stored unread, and compared "
        "once after the sixteenth round's changes"},
-      {"measured25-h200", "h200", "ops25_h200.csv",
+      {"measured25-h200", "h200", "ops25_h200.csv.gz",
        "the twenty-second fresh set on an H200 SXM (all held out), measured with the H100's, "
        "stored unread, and compared once after the sixteenth round's changes"},
-      {"measured26-h100", "h100", "ops26_h100.csv",
+      {"measured26-h100", "h100", "ops26_h100.csv.gz",
        "issue 16's twenty-third fresh random set on the H100: 402 instances drawn the same way "
        "(seed 39), all held out, measured at the sixteenth round's start, stored unread, and "
        "compared once after the round's later changes (the deep-K slices, the reduce's groups)"},
-      {"measured26-h200", "h200", "ops26_h200.csv",
+      {"measured26-h200", "h200", "ops26_h200.csv.gz",
        "the twenty-third fresh set on an H200 SXM (all held out), measured with the H100's, "
        "stored unread, and compared once after the sixteenth round's later changes"},
-      {"measured27-h100", "h100", "ops27_h100.csv",
+      {"measured27-h100", "h100", "ops27_h100.csv.gz",
        "issue 16's twenty-fourth fresh random set on the H100: 403 instances drawn the same way "
        "(seed 40), all held out, measured in the sixteenth round after set 26's comparison, "
        "stored unread, and compared once after the round's last change (the first-miss queue)"},
-      {"measured27-h200", "h200", "ops27_h200.csv",
+      {"measured27-h200", "h200", "ops27_h200.csv.gz",
        "the twenty-fourth fresh set on an H200 SXM (all held out), measured with the H100's, "
        "stored unread, and compared once after the sixteenth round's last change"},
-      {"measured28-h100", "h100", "ops28_h100.csv",
+      {"measured28-h100", "h100", "ops28_h100.csv.gz",
        "issue 16's twenty-fifth fresh random set on the H100: 403 instances drawn the same way "
        "(seed 41), all held out, measured at the sixteenth round's end, stored unread, and "
        "compared once after the seventeenth round's first two changes (the wide K 2-3 variant, "
        "tf32's FFMA kernel)"},
-      {"measured28-h200", "h200", "ops28_h200.csv",
+      {"measured28-h200", "h200", "ops28_h200.csv.gz",
        "the twenty-fifth fresh set on an H200 SXM (all held out), measured at the seventeenth "
        "round's start, stored unread, and compared once after its first two changes"},
-      {"measured29-h100", "h100", "ops29_h100.csv",
+      {"measured29-h100", "h100", "ops29_h100.csv.gz",
        "issue 16's twenty-sixth fresh random set on the H100: 403 instances drawn the same way "
        "(seed 42), all held out, measured in the seventeenth round after set 28's comparison, "
        "stored unread, and compared once before the round's last change (the fp32 32x32 rule)"},
-      {"measured29-h200", "h200", "ops29_h200.csv",
+      {"measured29-h200", "h200", "ops29_h200.csv.gz",
        "the twenty-sixth fresh set on an H200 SXM (all held out), measured at the seventeenth "
        "round's start, stored unread, and compared once with the H100's"},
-      {"measured30-h100", "h100", "ops30_h100.csv",
+      {"measured30-h100", "h100", "ops30_h100.csv.gz",
        "issue 16's twenty-seventh fresh random set on the H100: 402 instances drawn the same way "
        "(seed 43), all held out, measured at the seventeenth round's end, stored unread, and "
        "compared once at the eighteenth round's start with the seventeenth round's final model"},
-      {"measured30-h200", "h200", "ops30_h200.csv",
+      {"measured30-h200", "h200", "ops30_h200.csv.gz",
        "the twenty-seventh fresh set on an H200 SXM (all held out), measured with the H100's, "
        "stored unread, and compared once at the eighteenth round's start"},
-      {"measured31-h100", "h100", "ops31_h100.csv",
+      {"measured31-h100", "h100", "ops31_h100.csv.gz",
        "issue 16's twenty-eighth fresh random set on the H100: 403 instances drawn the same way "
        "(seed 44), all held out, measured at the eighteenth round's start, stored unread, and "
        "compared once after the round's first change (softmax's tails and shifted rows)"},
-      {"measured32-h100", "h100", "ops32_h100.csv",
+      {"measured32-h100", "h100", "ops32_h100.csv.gz",
        "issue 16's twenty-ninth fresh random set on the H100: 404 instances drawn the same way "
        "(seed 45), all held out, measured in the eighteenth round after its softmax change, "
        "stored unread, and compared once after the round's third change (the CUTLASS SIMT "
        "prologue; the tf32 column split came after)"},
-      {"measured31-h200", "h200", "ops31_h200.csv",
+      {"measured31-h200", "h200", "ops31_h200.csv.gz",
        "the twenty-eighth fresh set on an H200 SXM (all held out), measured at the eighteenth "
        "round's end after all its changes, stored unread, and compared once with its final model"},
-      {"measured32-h200", "h200", "ops32_h200.csv",
+      {"measured32-h200", "h200", "ops32_h200.csv.gz",
        "the twenty-ninth fresh set on an H200 SXM (all held out), measured at the eighteenth "
        "round's end after all its changes, stored unread, and compared once with its final model"},
-      {"measured33-h100", "h100", "ops33_h100.csv",
+      {"measured33-h100", "h100", "ops33_h100.csv.gz",
        "issue 16's thirtieth fresh random set on the H100: drawn the same way (seed 46), all "
        "held out, measured in the eighteenth round after set 32's comparison, stored unread, and "
        "compared once at the nineteenth round's start with the eighteenth round's final model"},
-      {"measured33-h200", "h200", "ops33_h200.csv",
+      {"measured33-h200", "h200", "ops33_h200.csv.gz",
        "the thirtieth fresh set on an H200 SXM (all held out), measured at the eighteenth round's "
        "end, stored unread, and compared once at the nineteenth round's start"},
-      {"measured34-h100", "h100", "ops34_h100.csv",
+      {"measured34-h100", "h100", "ops34_h100.csv.gz",
        "issue 16's thirty-first fresh random set on the H100: drawn the same way (seed 47), all "
        "held out, measured at the nineteenth round's start, stored unread, and compared once "
        "after the round's changes (the LayerNorm turns, the shallow fp32 slices and 128x64 "
        "variant, cuDNN decode's tile turns, the align1 slices to K = 264)"},
-      {"measured34-h200", "h200", "ops34_h200.csv",
+      {"measured34-h200", "h200", "ops34_h200.csv.gz",
        "the thirty-first fresh set on an H200 SXM (all held out), measured with the H100's at the "
        "nineteenth round's start, stored unread, and compared once after the round's changes"},
-      {"measured35-h100", "h100", "ops35_h100.csv",
+      {"measured35-h100", "h100", "ops35_h100.csv.gz",
        "issue 16's thirty-second fresh random set on the H100: drawn the same way (seed 48), all "
        "held out, measured in the nineteenth round after set 34's comparison, stored unread, and "
        "compared once at the twentieth round's start with the nineteenth round's final model"},
-      {"measured35-h200", "h200", "ops35_h200.csv",
+      {"measured35-h200", "h200", "ops35_h200.csv.gz",
        "the thirty-second fresh set on an H200 SXM (all held out), measured with the H100's in the "
        "nineteenth round, stored unread, and compared once at the twentieth round's start"},
-      {"measured36-h100", "h100", "ops36_h100.csv",
+      {"measured36-h100", "h100", "ops36_h100.csv.gz",
        "issue 16's thirty-third fresh random set on the H100: drawn the same way (seed 49), all "
        "held out, measured at the twentieth round's start, stored unread, and compared once after "
        "the round's changes (the L2 reuse curve, the measured block-scheduler pace, the row "
        "reduce's chain)"},
-      {"measured36-h200", "h200", "ops36_h200.csv",
+      {"measured36-h200", "h200", "ops36_h200.csv.gz",
        "the thirty-third fresh set on an H200 SXM (all held out), measured with the H100's at the "
        "twentieth round's start, stored unread, and compared once after the round's changes"},
-      {"measured37-h100", "h100", "ops37_h100.csv",
+      {"measured37-h100", "h100", "ops37_h100.csv.gz",
        "issue 16's thirty-fourth fresh random set on the H100: drawn the same way (seed 50), all "
        "held out, measured in the twentieth round after set 36's comparison, stored unread, and "
        "compared once at the twenty-first round's start with the twentieth round's final model"},
-      {"measured37-h200", "h200", "ops37_h200.csv",
+      {"measured37-h200", "h200", "ops37_h200.csv.gz",
        "the thirty-fourth fresh set on an H200 SXM (all held out), measured with the H100's in the "
        "twentieth round, stored unread, and compared once at the twenty-first round's start"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "replay/gzip_text.h"
 #include "sim/error.h"
 
 namespace gpusim::validation {
@@ -13,7 +14,13 @@ CsvTable CsvTable::read(const std::filesystem::path& file) {
   if (!in) throw ConfigError(file.string(), 0, "", "cannot read this file");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  std::string text = buffer.str();
+  // The large measurement tables are kept gzip'd (ops*_h*.csv.gz): inflated whole.
+  const auto* raw = reinterpret_cast<const unsigned char*>(text.data());
+  if (replay::is_gzip(raw, text.size())) {
+    const replay::PaddedText inflated = replay::gunzip(raw, text.size(), 0, file.string());
+    text.assign(inflated.bytes.get(), inflated.size);
+  }
 
   CsvTable t;
   t.file_ = file;

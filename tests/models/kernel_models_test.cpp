@@ -1107,7 +1107,7 @@ TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
 }
 
 TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
-  // ops4_h100.csv: 12x19x5802 bf16 (odd rows) would give gemmSN 2 CTAs; cuBLAS ran the align1
+  // ops4_h100.csv.gz: 12x19x5802 bf16 (odd rows) would give gemmSN 2 CTAs; cuBLAS ran the align1
   // tiled kernel split 242 ways and the reduce kernel. Short K keeps gemmSN (3x59x109).
   const auto deep = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{12, 19, 5802}), h100());
   ASSERT_EQ(deep.size(), 2u);
@@ -1186,7 +1186,7 @@ TEST(GemmModelTest, BiasOnSingleElementRowsSplitsSeriallyInTheKernel) {
   const auto plain = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{769, 2, 975, false}), h100());
   EXPECT_TRUE(contains(plain.back().name, "splitKreduce_kernel")) << plain.back().name;
   // Few tiles in more than one column keep the parallel split, and its reduce adds the bias
-  // (ops6_h100.csv: 5x83x6104 ran 64 slices and splitKreduce_kernel).
+  // (ops6_h100.csv.gz: 5x83x6104 ran 64 slices and splitKreduce_kernel).
   const auto few = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{5, 83, 6104, true}), h100());
   EXPECT_NE(few.front().name, "Memset (Device)");
   EXPECT_TRUE(contains(few.back().name, "splitKreduce_kernel")) << few.back().name;

@@ -5,6 +5,7 @@
 
 #include "hw/hardware_loader.h"
 #include "sim/error.h"
+#include "tests/support/gzip.h"
 #include "tests/support/temp_files.h"
 #include "validation/csv.h"
 #include "validation/measured_rows_json.h"
@@ -34,6 +35,27 @@ TEST(CsvTable, ReadsQuotedFieldsCommentsAndReportsRaggedRows) {
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.line(), 3);
+  }
+}
+
+// The measurement tables kept gzip'd read as their plain text does; corrupt bytes name the file.
+TEST(CsvTable, ReadsGzippedTablesAsPlainOnes) {
+  TempDir dir;
+  const std::string text = "# comment\nname,value\na,1.5\n\"b,c\",2\n";
+  const CsvTable plain = CsvTable::read(dir.write("t.csv", text));
+  const CsvTable packed = CsvTable::read(dir.write("t.csv.gz", gpusim::testing::gzipped(text)));
+  ASSERT_EQ(packed.rows(), plain.rows());
+  for (std::size_t r = 0; r < plain.rows(); ++r) {
+    EXPECT_EQ(packed.at(r, "name"), plain.at(r, "name"));
+    EXPECT_EQ(packed.line_of(r), plain.line_of(r));
+  }
+  std::string broken = gpusim::testing::gzipped(text);
+  broken.resize(broken.size() / 2);
+  try {
+    CsvTable::read(dir.write("broken.csv.gz", broken));
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("broken.csv.gz"), std::string::npos);
   }
 }
 
