@@ -389,6 +389,11 @@ const std::vector<SuiteSpec>& suites() {
       {"measured37-h200", "h200", "ops37_h200.csv.gz",
        "the thirty-fourth fresh set on an H200 SXM (all held out), measured with the H100's in the "
        "twentieth round, stored unread, and compared once at the twenty-first round's start"},
+      {"measured38-h200", "h200", "ops38_h200.csv.gz",
+       "issue 16's thirty-fifth fresh random set, on an H200 SXM: drawn the same way (seed 51), "
+       "all held out, measured at the twenty-first round's start (no H100 was lent that round), "
+       "stored unread, and compared once after the round's changes (the L2 dirty lines without "
+       "cancellation, MoE routing as random top-k routing hits)"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
