@@ -1,11 +1,13 @@
 """Shared pieces of the CUDA-event probes (flush_state_probe.py, l2_reuse_probe.py,
-cta_pace_probe.py): a timed op after a state set-up, the flush buffer, the driver version."""
+cta_pace_probe.py, ...): a timed op after a state set-up, the flush buffer, the kernels an op
+launches (profiler trace), the driver version."""
 import argparse
 import datetime
 import json
 import os
 import statistics
 import subprocess
+import tempfile
 
 import torch
 
@@ -40,6 +42,20 @@ def probe_start():
 def median_event_us(setup, op, warmup=3, reps=25):
     """The median of event_times_us: the probes' figure for `op` after `setup()`."""
     return statistics.median(event_times_us(setup, op, warmup, reps))
+
+
+def profiled_kernel_events(run):
+    """The CUDA kernels `run()` launches, as the PyTorch profiler's trace lists them: its kernel
+    events (name, dur in microseconds, args with grid and block), in launch order."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    return [e for e in events if e.get("cat") == "kernel"]
 
 
 def gpu_label(name):

@@ -14,16 +14,14 @@ Usage (GPU machine, repository root):
   python3 validation/measure/grouped_mm_probe.py --out $OUT
 Writes $OUT/grouped_mm_<gpu>.json.
 """
-import json
 import os
 import statistics
 import sys
-import tempfile
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from event_timing import probe_start, write_probe_result  # noqa: E402
+from event_timing import probe_start, profiled_kernel_events, write_probe_result  # noqa: E402
 
 # name: (N, K, E): the gate_up (N = 2 x expert width) and down products of each model's experts.
 SHAPES = {
@@ -40,20 +38,15 @@ WARMUP, REPS = 3, 15
 
 
 def kernel_times(op, flush, runs):
-    """The kernels of `runs` runs of `op`, each after `flush()`: name -> durations (us), grids."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+    """The kernels of `runs` runs of `op`, each after `flush()` (whose own kernel is left out):
+    name -> durations (us), grid and block."""
+    def run():
         for _ in range(runs):
             flush()
             op()
-        torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            events = json.load(f)["traceEvents"]
     out = {}
-    for e in events:
-        if e.get("cat") != "kernel" or "zero" in e["name"].lower() or "fill" in e["name"].lower():
+    for e in profiled_kernel_events(run):
+        if "zero" in e["name"].lower() or "fill" in e["name"].lower():  # the flush
             continue
         k = out.setdefault(e["name"], {"us": [], "grid": e["args"].get("grid"), "block": e["args"].get("block")})
         k["us"].append(e["dur"])

@@ -21,15 +21,13 @@ Usage (GPU machine, repository root):
   python3 validation/measure/kernel_pace_probe.py --out $OUT
 Writes $OUT/kernel_pace_<gpu>.json.
 """
-import json
 import os
 import sys
-import tempfile
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from event_timing import median_event_us, probe_start, write_probe_result  # noqa: E402
+from event_timing import median_event_us, probe_start, profiled_kernel_events, write_probe_result  # noqa: E402,E501
 
 SLEEP_CYCLES = 200_000  # about 0.1 ms
 SIZES_MIB = (1, 2, 4, 8, 16, 32)
@@ -64,16 +62,8 @@ def kernels(mib, dev):
 
 def launched(op):
     """The kernels `op` launches: name, grid and block, from one profiled run."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        op()
-        torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            events = json.load(f)["traceEvents"]
     return [{"name": e["name"], "grid": e["args"].get("grid"), "block": e["args"].get("block")}
-            for e in events if e.get("cat") == "kernel"]
+            for e in profiled_kernel_events(op)]
 
 
 def main():
