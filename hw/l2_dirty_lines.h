@@ -60,13 +60,19 @@ class L2DirtyLines {
     const double c = capacity_, r = missed_reads, s = writes / missed_reads, d0 = dirty_;
     const auto gone = [](double u) { return -std::expm1(-u); };  // 1 - e^-u
     // (u - (1 - e^-u)) / u: the share of the stores made over u that loads evicted again.
-    const auto re_evicted = [&](double u) { return u < 1e-4 ? u / 2 - u * u / 6 + u * u * u / 24 : 1.0 - gone(u) / u; };
+    const auto re_evicted = [&](double u) {
+      return u < 1e-4 ? u / 2 - u * u / 6 + u * u * u / 24 : 1.0 - gone(u) / u;
+    };
     // Evicted over [0, x] loaded while the limit does not bind, and D after it.
     const auto evicted = [&](double x) { return d0 * gone(x / c) + s * x * re_evicted(x / c); };
-    const auto state = [&](double x) { return d0 * (1.0 - gone(x / c)) + s * x * (1.0 - re_evicted(x / c)); };
+    const auto state = [&](double x) {
+      return d0 * (1.0 - gone(x / c)) + s * x * (1.0 - re_evicted(x / c));
+    };
     // Loaded bytes before D reaches the limit (at once when it starts there); D heads for s C.
     const double d_inf = s * c;
-    const double reach = d_inf <= cap_ ? r : d0 >= cap_ ? 0.0 : c * std::log1p((cap_ - d0) / (d_inf - cap_));
+    const double reach = d_inf <= cap_ ? r
+                         : d0 >= cap_  ? 0.0
+                                       : c * std::log1p((cap_ - d0) / (d_inf - cap_));
     if (r <= reach) {
       out.evicted = evicted(r);
       dirty_ = state(r);

@@ -1146,11 +1146,13 @@ std::vector<std::int64_t> expert_rows(std::int64_t tokens, std::int64_t top_k, s
     // routers), so an expert gets none of T tokens with probability (1 - k/E)^T: the pairs
     // land on E (1 - (1 - k/E)^T) experts on average, not all E (4 decode tokens of Mixtral's
     // top-2 of 8 hit 5.5 experts; HF's grouped GEMMs measured 4.4-6.8 a layer).
-    const double k = static_cast<double>(std::min(top_k, experts)), e = static_cast<double>(experts);
+    const double k = static_cast<double>(std::min(top_k, experts)),
+                 e = static_cast<double>(experts);
     const double expected = e * (1.0 - std::pow(1.0 - k / e, static_cast<double>(tokens)));
-    const std::int64_t hit = std::clamp<std::int64_t>(std::llround(expected), std::min(top_k, experts),
-                                                      std::min(pairs, experts));
-    for (std::int64_t x = 0; x < hit; ++x) rows[static_cast<std::size_t>(x)] = pairs / hit + (x < pairs % hit ? 1 : 0);
+    const std::int64_t hit = std::clamp<std::int64_t>(
+        std::llround(expected), std::min(top_k, experts), std::min(pairs, experts));
+    for (std::int64_t x = 0; x < hit; ++x)
+      rows[static_cast<std::size_t>(x)] = pairs / hit + (x < pairs % hit ? 1 : 0);
     return rows;
   }
   // Largest remainders: each expert gets floor(share), the leftovers go to the largest
@@ -1166,7 +1168,8 @@ std::vector<std::int64_t> expert_rows(std::int64_t tokens, std::int64_t top_k, s
     rest.push_back({share - std::floor(share), e});
   }
   std::stable_sort(rest.begin(), rest.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-  for (std::int64_t i = 0; i < pairs - given; ++i) ++rows[static_cast<std::size_t>(rest[static_cast<std::size_t>(i)].second)];
+  for (std::int64_t i = 0; i < pairs - given; ++i)
+    ++rows[static_cast<std::size_t>(rest[static_cast<std::size_t>(i)].second)];
   return rows;
 }
 

@@ -9,7 +9,8 @@
 //                                     lowering: hf-eager   # default hf-eager
 //                                     attention: sdpa      # default sdpa
 // `hf_config: config.json` may replace `model:` (a Hugging Face config, relative to the file);
-// MoE models take `expert_weights: [...]` (routing skew; default: as random top-k routing). docs/workloads.md.
+// MoE models take `expert_weights: [...]` (routing skew; default: as random top-k routing).
+// docs/workloads.md.
 //
 // Reading is strict: unknown keys, missing keys, wrong types and non-positive sizes are
 // ConfigErrors naming the file, the line and the key path (`ops[3].K`, `model.moe.top_k`).

@@ -91,7 +91,8 @@ TEST(L2DirtyLines, NearlyNothingLoadedPaysAsNothingLoaded) {
       for (const double loads : {1e-9, 1e-4, 0.5}) {
         L2DirtyLines none(capacity, share), few(capacity, share);
         if (below > 0) {  // clean `below` granules: a read-only stream that evicts them
-          const double evict = capacity * std::log(none.dirty() / (none.dirty() - below * L2DirtyLines::kGranule));
+          const double evict =
+              capacity * std::log(none.dirty() / (none.dirty() - below * L2DirtyLines::kGranule));
           none.bring_in(evict, 0);
           few.bring_in(evict, 0);
         }

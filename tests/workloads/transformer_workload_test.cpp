@@ -2,9 +2,9 @@
 // footprint, and model runs through `gpusim run` on every hardware preset.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <array>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <regex>
@@ -225,7 +225,8 @@ TEST(Transformer, EagerModelCodeIsHostBoundThroughTheHostSection) {
 
 TEST(Transformer, ExpertRowsAddUpAndFollowWeights) {
   EXPECT_EQ(expert_rows(1, 2, 8, {}), (std::vector<std::int64_t>{1, 1, 0, 0, 0, 0, 0, 0}));
-  EXPECT_EQ(expert_rows(4, 2, 8, {}), (std::vector<std::int64_t>{2, 2, 2, 1, 1, 0, 0, 0}));  // 5.5 hit
+  EXPECT_EQ(expert_rows(4, 2, 8, {}),
+            (std::vector<std::int64_t>{2, 2, 2, 1, 1, 0, 0, 0}));  // 5.5 hit
   EXPECT_EQ(expert_rows(16, 2, 8, {}), std::vector<std::int64_t>(8, 4));
   EXPECT_EQ(expert_rows(5, 2, 4, {1, 1, 2, 0}), (std::vector<std::int64_t>{3, 2, 5, 0}));
 }
@@ -234,8 +235,11 @@ TEST(Transformer, ExpertRowsAddUpAndFollowWeights) {
 // checked against routing drawn at random (each token k distinct experts, uniformly).
 TEST(Transformer, ExpertRowsHitAsManyExpertsAsRandomRouting) {
   std::mt19937 rng(7);
-  for (const auto& [tokens, k, experts] : std::vector<std::array<std::int64_t, 3>>{
-           {1, 2, 8}, {4, 2, 8}, {8, 2, 8}, {2, 8, 128}, {8, 8, 128}, {32, 8, 128}, {64, 6, 64}, {512, 8, 128}}) {
+  // tokens, top_k, experts
+  const std::vector<std::array<std::int64_t, 3>> cases{{1, 2, 8},   {4, 2, 8},    {8, 2, 8},
+                                                       {2, 8, 128}, {8, 8, 128},  {32, 8, 128},
+                                                       {64, 6, 64}, {512, 8, 128}};
+  for (const auto& [tokens, k, experts] : cases) {
     double hit = 0;
     const int draws = 500;
     std::vector<int> ids(static_cast<std::size_t>(experts));
@@ -244,14 +248,17 @@ TEST(Transformer, ExpertRowsHitAsManyExpertsAsRandomRouting) {
       for (std::int64_t t = 0; t < tokens; ++t) {
         std::iota(ids.begin(), ids.end(), 0);
         std::shuffle(ids.begin(), ids.end(), rng);
-        for (std::int64_t j = 0; j < k; ++j) used[static_cast<std::size_t>(ids[static_cast<std::size_t>(j)])] = true;
+        for (std::int64_t j = 0; j < k; ++j)
+          used[static_cast<std::size_t>(ids[static_cast<std::size_t>(j)])] = true;
       }
       hit += static_cast<double>(std::count(used.begin(), used.end(), true));
     }
     const auto rows = expert_rows(tokens, k, experts, {});
     EXPECT_EQ(std::accumulate(rows.begin(), rows.end(), std::int64_t{0}), tokens * k);
-    const auto with_rows = std::count_if(rows.begin(), rows.end(), [](std::int64_t r) { return r > 0; });
-    EXPECT_NEAR(static_cast<double>(with_rows), hit / draws, 0.6) << tokens << " " << k << " " << experts;
+    const auto with_rows =
+        std::count_if(rows.begin(), rows.end(), [](std::int64_t r) { return r > 0; });
+    EXPECT_NEAR(static_cast<double>(with_rows), hit / draws, 0.6)
+        << tokens << " " << k << " " << experts;
   }
 }
 
