@@ -84,12 +84,6 @@ L2StackPlace BasicL2Residency<Key>::place(const Key& tensor, double limit) const
 }
 
 template <class Key>
-double BasicL2Residency<Key>::traffic(const Key& tensor) const {
-  const auto it = index_.find(tensor);
-  return it == index_.end() ? 0 : it->second->traffic;
-}
-
-template <class Key>
 void BasicL2Residency<Key>::touch(const Key& tensor, std::int64_t bytes, double traffic) {
   // The touched tensor moves to the front with nothing resident, then the least recently used
   // others make room for what it keeps (it is never its own victim).

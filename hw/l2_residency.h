@@ -35,10 +35,6 @@ class BasicL2Residency {
   std::int64_t resident(const Key& tensor) const;
   // All of the tensor's place at one lookup (the stack walk stops counting past `limit`).
   L2StackPlace place(const Key& tensor, double limit) const;
-  // Resident bytes of the tensors used more recently than `tensor` (stops counting past `limit`).
-  double newer_bytes(const Key& tensor, double limit) const { return place(tensor, limit).newer_bytes; }
-  // Bytes the kernel that last touched `tensor` moved in all (0 when not resident).
-  double traffic(const Key& tensor) const;
   // The tensor was just read or written in full: it becomes the most recently used, with up to
   // `bytes` resident, evicting the least recently used tensors as needed.
   void touch(const Key& tensor, std::int64_t bytes, double traffic = 0);
@@ -67,10 +63,6 @@ class DenseL2Residency {
     return static_cast<std::size_t>(tensor) < bytes_.size() ? bytes_[static_cast<std::size_t>(tensor)] : 0;
   }
   L2StackPlace place(std::int32_t tensor, double limit) const;
-  double newer_bytes(std::int32_t tensor, double limit) const { return place(tensor, limit).newer_bytes; }
-  double traffic(std::int32_t tensor) const {
-    return resident(tensor) > 0 ? traffic_[static_cast<std::size_t>(tensor)] : 0;
-  }
   void touch(std::int32_t tensor, std::int64_t bytes, double traffic = 0);
 
  private:

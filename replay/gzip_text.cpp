@@ -6,6 +6,7 @@
 #include <new>
 
 #include "sim/error.h"
+#include "sim/input_file.h"
 
 namespace gpusim::replay {
 namespace {
@@ -48,6 +49,14 @@ PaddedText gunzip(const unsigned char* in, std::size_t n, std::size_t padding, c
   }
   std::fill(text.bytes.get() + text.size, text.bytes.get() + text.capacity, '\0');
   return text;
+}
+
+std::string read_text_file(const std::filesystem::path& file) {
+  std::string raw = read_input_file(file);
+  const auto* in = reinterpret_cast<const unsigned char*>(raw.data());
+  if (!is_gzip(in, raw.size())) return raw;
+  const PaddedText text = gunzip(in, raw.size(), 0, file.string());
+  return std::string(text.bytes.get(), text.size);
 }
 
 }  // namespace gpusim::replay

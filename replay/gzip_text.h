@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -22,5 +23,9 @@ bool is_gzip(const unsigned char* in, std::size_t n);
 // its size (mod 2^32), so the buffer is sized once for a single member. ConfigError naming `file`
 // on corrupt or truncated data.
 PaddedText gunzip(const unsigned char* in, std::size_t n, std::size_t padding, const std::string& file);
+
+// The whole of `file` (read_input_file's checks and messages), inflated when it is gzip'd: the
+// measurement tables and case files in validation/data are read through this.
+std::string read_text_file(const std::filesystem::path& file);
 
 }  // namespace gpusim::replay

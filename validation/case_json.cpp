@@ -2,17 +2,13 @@
 
 #include "replay/gzip_text.h"
 #include "sim/error.h"
-#include "sim/input_file.h"
 
 namespace gpusim::validation {
 
 nlohmann::json read_json_file(const std::filesystem::path& file) {
-  const std::string raw = read_input_file(file);
-  const auto* in = reinterpret_cast<const unsigned char*>(raw.data());
+  const std::string text = replay::read_text_file(file);
   try {
-    if (!replay::is_gzip(in, raw.size())) return nlohmann::json::parse(raw);
-    const replay::PaddedText text = replay::gunzip(in, raw.size(), 0, file.string());
-    return nlohmann::json::parse(text.bytes.get(), text.bytes.get() + text.size);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(file.string(), 0, "", std::string("not valid JSON: ") + e.what());
   }

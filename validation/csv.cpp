@@ -1,8 +1,6 @@
 #include "validation/csv.h"
 
 #include <charconv>
-#include <fstream>
-#include <sstream>
 
 #include "replay/gzip_text.h"
 #include "sim/error.h"
@@ -10,17 +8,8 @@
 namespace gpusim::validation {
 
 CsvTable CsvTable::read(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ConfigError(file.string(), 0, "", "cannot read this file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
-  // The large measurement tables are kept gzip'd (ops*_h*.csv.gz): inflated whole.
-  const auto* raw = reinterpret_cast<const unsigned char*>(text.data());
-  if (replay::is_gzip(raw, text.size())) {
-    const replay::PaddedText inflated = replay::gunzip(raw, text.size(), 0, file.string());
-    text.assign(inflated.bytes.get(), inflated.size);
-  }
+  // The large measurement tables are kept gzip'd (ops<N>_<gpu>.csv.gz): inflated whole.
+  const std::string text = replay::read_text_file(file);
 
   CsvTable t;
   t.file_ = file;

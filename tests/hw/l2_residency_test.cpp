@@ -77,11 +77,12 @@ TEST(L2Residency, MatchesThePlainRuleOnRandomTouches) {
         // The stack distance before the tensor, and the traffic of the kernel that last
         // touched it (hw::pass_through_l2), the same by name and by id.
         const double newer = reference.newer_bytes(name), unlimited = 1e18;
-        ASSERT_EQ(l2.newer_bytes(name, unlimited), newer) << "step " << step << ", " << name;
-        ASSERT_EQ(dense.newer_bytes(k, unlimited), newer) << "step " << step << ", id " << k;
+        const L2StackPlace by_name = l2.place(name, unlimited), by_id = dense.place(k, unlimited);
+        ASSERT_EQ(by_name.newer_bytes, newer) << "step " << step << ", " << name;
+        ASSERT_EQ(by_id.newer_bytes, newer) << "step " << step << ", id " << k;
         const double kept = reference.resident(name) > 0 ? last_traffic[static_cast<std::size_t>(k)] : 0.0;
-        ASSERT_EQ(l2.traffic(name), kept) << "step " << step << ", " << name;
-        ASSERT_EQ(dense.traffic(k), kept) << "step " << step << ", id " << k;
+        ASSERT_EQ(by_name.traffic, kept) << "step " << step << ", " << name;
+        ASSERT_EQ(by_id.traffic, kept) << "step " << step << ", id " << k;
       }
     }
   }
