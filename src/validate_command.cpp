@@ -394,6 +394,11 @@ const std::vector<SuiteSpec>& suites() {
        "all held out, measured at the twenty-first round's start (no H100 was lent that round), "
        "stored unread, and compared once after the round's changes (the L2 dirty lines without "
        "cancellation, MoE routing as random top-k routing hits)"},
+      {"measured39-h200", "h200", "ops39_h200.csv.gz",
+       "issue 16's thirty-sixth fresh random set, on an H200 SXM: drawn the same way (seed 52), "
+       "all held out, measured in the twenty-first round after set 38's comparison, stored "
+       "unread, and compared once at the twenty-second round's start with the twenty-first "
+       "round's final model"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "

@@ -33,6 +33,7 @@ Usage (GPU machine, repository root):
            --set3 (issue 13's families, CASES3, written to hf_models3[_<split>]_<gpu>.json),
            --set4 (their second round, CASES4, written to hf_models4[_<split>]_<gpu>.json),
            --set5 (issue 16's sixteenth round, CASES5, written to hf_models5[_<split>]_<gpu>.json),
+           --set6 (issue 16's twenty-second round, CASES6, written to hf_models6[_<split>]_<gpu>.json),
            --no-reference (no defaults/sources dump)
 Writes $OUT/hf_models_<gpu>.json (rewritten after every case), $OUT/hf_configs/<case>.json
 (the config.json of each case, as save_pretrained writes it), $OUT/hf_defaults.json
@@ -310,6 +311,22 @@ CASES5 = [
     case("qwen3-moe-4l_decode_b8_l1024", "holdout", "qwen3_moe", QWEN3_MOE_4L, "decode", 8, 1024),
     case("deepseek-v2-lite-4l_decode_b2_l1024", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 2, 1024),
     case("deepseek-v2-lite-4l_decode_b8_l1024", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 8, 1024),
+]
+
+# Issue 16's twenty-second round: fresh MoE cases (all held out) for the grouped GEMM's decode pace,
+# measured before that model change was compared with them: decodes at new batches and lengths and
+# short prefills whose experts each get one tile of rows.
+CASES6 = [
+    case("mixtral-4l_decode_b1_l2048", "holdout", "mixtral", MIXTRAL_4L, "decode", 1, 2048),
+    case("mixtral-4l_decode_b4_l256", "holdout", "mixtral", MIXTRAL_4L, "decode", 4, 256),
+    case("mixtral-4l_decode_b16_l512", "holdout", "mixtral", MIXTRAL_4L, "decode", 16, 512),
+    case("mixtral-4l_prefill_b1_s128", "holdout", "mixtral", MIXTRAL_4L, "prefill", 1, 128),
+    case("qwen3-moe-4l_decode_b1_l512", "holdout", "qwen3_moe", QWEN3_MOE_4L, "decode", 1, 512),
+    case("qwen3-moe-4l_decode_b4_l2048", "holdout", "qwen3_moe", QWEN3_MOE_4L, "decode", 4, 2048),
+    case("qwen3-moe-4l_decode_b16_l512", "holdout", "qwen3_moe", QWEN3_MOE_4L, "decode", 16, 512),
+    case("qwen3-moe-4l_prefill_b1_s128", "holdout", "qwen3_moe", QWEN3_MOE_4L, "prefill", 1, 128),
+    case("deepseek-v2-lite-4l_decode_b4_l512", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 4, 512),
+    case("deepseek-v2-lite-4l_decode_b16_l1024", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 16, 1024),
 ]
 
 
@@ -625,6 +642,9 @@ def main():
     ap.add_argument("--set5", action="store_true",
                     help="measure CASES5 (issue 16's sixteenth round: fresh small-batch MoE decode cases, "
                          "where routing leaves experts idle) instead")
+    ap.add_argument("--set6", action="store_true",
+                    help="measure CASES6 (issue 16's twenty-second round: fresh MoE decodes and short "
+                         "prefills for the grouped GEMM's pace) instead")
     ap.add_argument("--no-reference", action="store_true", help="skip the defaults and sources dump")
     args = ap.parse_args()
     start = time.time()
@@ -634,11 +654,11 @@ def main():
     if not args.no_reference:
         dump_reference(args.out)
     result = {"provenance": provenance(args.gpu), "method": __doc__, "cases": [], "errors": []}
-    suffix = "5" if args.set5 else "4" if args.set4 else "3" if args.set3 else "2" if args.set2 else ""
+    suffix = "6" if args.set6 else "5" if args.set5 else "4" if args.set4 else "3" if args.set3 else "2" if args.set2 else ""
     if args.split:
         suffix += "_" + args.split
     out_json = os.path.join(args.out, f"hf_models{suffix}_{args.gpu}.json")
-    for c in (CASES5 if args.set5 else CASES4 if args.set4 else CASES3 if args.set3 else CASES2 if args.set2 else CASES):
+    for c in (CASES6 if args.set6 else CASES5 if args.set5 else CASES4 if args.set4 else CASES3 if args.set3 else CASES2 if args.set2 else CASES):
         if args.only and not re.search(args.only, c["id"]):
             continue
         if args.split and c["split"] != args.split:
