@@ -77,6 +77,7 @@ struct Cohort {
   double l2_bytes = 0, dram_bytes = 0, inflight = 0;
   double link_bytes = 0, network_bytes = 0;  // to other GPUs, and of those to other nodes
   double write_bytes = 0;  // part of dram_bytes: stores, which do not wait (no Little's law)
+  double activations = 0;  // DRAM row activations (dram_bytes in short runs; 0 for long ones)
   bool bulk_copies = false;  // TMA loads: outside the SM's miss-slot limit
   double pipe_overlap = 1;
   double critical_path = 0;  // seconds
@@ -99,8 +100,9 @@ class Engine {
     sms_.reserve(hw.sm_count);
     for (int i = 0; i < hw.sm_count; ++i) sms_.emplace_back(hw.sm);
     // DRAM, L2, the GPU's links to its peers and its NIC (none on a chip alone: no kernel may send).
-    capacities_ = {hw.dram.achievable_bandwidth(), hw.l2.bandwidth, std::max(hw.system.link_bandwidth(), 1.0),
-                   std::max(hw.system.network_bandwidth(), 1.0)};
+    capacities_ = {hw.dram.achievable_bandwidth(), hw.l2.bandwidth,
+                   std::max(hw.system.link_bandwidth(), 1.0),
+                   std::max(hw.system.network_bandwidth(), 1.0), hw.dram.activation_capacity()};
   }
 
   // Every kernel pays this for the L2, whatever the L2 holds.
@@ -472,6 +474,7 @@ class Engine {
     c.network_bytes = w.network_bytes;
     c.write_bytes = written_back(w, k.charge);
     c.dram_bytes = w.dram_read_bytes * k.charge.read_miss + c.write_bytes;
+    c.activations = w.dram_run_bytes > 0 ? c.dram_bytes / w.dram_run_bytes : 0.0;
     c.inflight = w.max_inflight_bytes;
     c.bulk_copies = w.bulk_copies;
     c.pipe_overlap = w.pipe_overlap;
@@ -682,7 +685,7 @@ class Engine {
       // Alone on the chip a CTA still cannot move bytes faster than all of L2 or DRAM.
       seconds = std::max({seconds, c.dram_bytes / hw_.dram.achievable_bandwidth(),
                           c.l2_bytes / hw_.l2.bandwidth, c.link_bytes / capacities_[2],
-                          c.network_bytes / capacities_[3]});
+                          c.network_bytes / capacities_[3], c.activations / capacities_[4]});
       if (c.inflight > 0) {  // Little's law: the CTA's own loads in flight over latency
         // Copies into shared memory (TMA, cp.async) hold a fixed window of stages, each waiting
         // the loaded latency: their pace follows DRAM load as a dependent chain's does. (Loads
@@ -734,8 +737,10 @@ class Engine {
         for (const int sm : c.sms) busiest = std::max(busiest, sm_inflight[sm]);
       }
       const double scale = busiest > sm_limit ? sm_limit / busiest : 1.0;
-      consumers.push_back(sim::ShareConsumer{uncontended[i] * scale, static_cast<double>(c.count),
-                                             {c.dram_bytes, c.l2_bytes, c.link_bytes, c.network_bytes}});
+      consumers.push_back(sim::ShareConsumer{
+          uncontended[i] * scale,
+          static_cast<double>(c.count),
+          {c.dram_bytes, c.l2_bytes, c.link_bytes, c.network_bytes, c.activations}});
     }
     auto& rates = rates_scratch_;
     sim::fair_share_rates(consumers, capacities_, rates);
@@ -798,7 +803,7 @@ class Engine {
   std::vector<int> ids_scratch_;
   std::vector<double> uncontended_scratch_, sm_inflight_scratch_, rates_scratch_;
   std::vector<sim::ShareConsumer> consumers_scratch_;
-  std::vector<double> capacities_;  // DRAM, L2, link and network bandwidth
+  std::vector<double> capacities_;  // DRAM, L2, link and network bandwidth; DRAM row activations
   sim::Time last_advance_;
   std::optional<sim::EventId> pending_completion_;  // the next cohort completion, if any
   double clock_hz_;

@@ -68,6 +68,7 @@ const std::array kFields{
     FieldDef{"dram.efficiency", Quantity::kFraction, 0.05, 1, kAnyText, "fraction of the peak a large copy reaches (read + write)", GPUSIM_REF(dram.efficiency)},
     FieldDef{"dram.latency", Quantity::kDuration, 1e-9, 1e-4, kAnyText, "DRAM load-to-use latency", GPUSIM_REF(dram.latency)},
     FieldDef{"dram.first_miss_interval", Quantity::kDuration, 0, 1e-6, kAnyText, "when the CTAs of a wave all start with a miss, each SM's first miss arrives this much after the previous SM's", GPUSIM_REF(dram.first_miss_interval)},
+    FieldDef{"dram.activation_rate", Quantity::kFrequency, 0, 1e12, kAnyText, "row activations a second over all channels: traffic in short runs (a tile's rows one pipeline stage at a time) moves at most run bytes x this (0: no limit)", GPUSIM_REF(dram.activation_rate)},
     FieldDef{"dram.capacity", Quantity::kBytes, kMiB, kBig, kAnyText, "device memory", GPUSIM_REF(dram.capacity)},
     FieldDef{"launch.graph_gap", Quantity::kDuration, 0, 1, kAnyText, "gap between dependent kernels in a CUDA graph replay", GPUSIM_REF(launch.graph_gap)},
     FieldDef{"launch.eager_gap", Quantity::kDuration, 0, 1, kAnyText, "time per kernel launched eagerly from PyTorch", GPUSIM_REF(launch.eager_gap)},

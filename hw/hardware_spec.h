@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -93,11 +94,18 @@ struct DramSpec {
   // A wave of CTAs whose first loads all miss: each SM's first miss queues behind the others',
   // the last SM's arriving (SMs - 1) x this after the first's (Launch::prologue_loads).
   sim::Time first_miss_interval;
+  // Row activations a second the DRAM makes over all its channels (0: unlimited): traffic in
+  // short runs (CtaWork::dram_run_bytes, one activation a run) moves at most run x this bytes/s.
+  double activation_rate = 0;
   std::int64_t capacity = 0;        // device memory, bytes
 
   bool operator==(const DramSpec&) const = default;
 
   double achievable_bandwidth() const { return bandwidth * efficiency; }
+  // activation_rate as a capacity: infinite where it is not given.
+  double activation_capacity() const {
+    return activation_rate > 0 ? activation_rate : std::numeric_limits<double>::infinity();
+  }
 };
 
 struct LaunchSpec {

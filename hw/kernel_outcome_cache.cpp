@@ -31,12 +31,13 @@ void append_timing_words(const Launch& l, std::vector<std::uint64_t>& k) {
                      bits(std::int64_t{l.prologue_loads ? 1 : 0})});
   for (const CtaClass& c : l.ctas) {
     const CtaWork& w = c.work;
-    k.insert(k.end(), {bits(c.count), bits(w.tensor_flops), bits(static_cast<std::int64_t>(w.tensor_dtype)),
-                       bits(w.fp32_flops), bits(w.fp32_efficiency), bits(w.tensor_efficiency), bits(w.sfu_ops), bits(w.l2_bytes),
-                       bits(w.link_bytes), bits(w.network_bytes), bits(w.dram_read_bytes), bits(w.dram_write_bytes), bits(w.max_inflight_bytes),
-                       bits(std::int64_t{w.bulk_copies}),
-                       bits(w.pipe_overlap), bits(w.critical_path), bits(w.issue_path),
-                       bits(w.fixed)});
+    k.insert(k.end(),
+             {bits(c.count), bits(w.tensor_flops), bits(static_cast<std::int64_t>(w.tensor_dtype)),
+              bits(w.fp32_flops), bits(w.fp32_efficiency), bits(w.tensor_efficiency),
+              bits(w.sfu_ops), bits(w.l2_bytes), bits(w.link_bytes), bits(w.network_bytes),
+              bits(w.dram_read_bytes), bits(w.dram_write_bytes), bits(w.max_inflight_bytes),
+              bits(std::int64_t{w.bulk_copies}), bits(w.dram_run_bytes), bits(w.pipe_overlap),
+              bits(w.critical_path), bits(w.issue_path), bits(w.fixed)});
   }
 }
 

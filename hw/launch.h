@@ -52,6 +52,11 @@ struct CtaWork {
   // they do not hold the SM's L1 miss slots (sm.max_inflight_bytes), so only the CTA's own
   // pipeline (max_inflight_bytes) bounds them.
   bool bulk_copies = false;
+  // Contiguous bytes of one DRAM page this CTA's DRAM traffic takes per visit, where it comes in
+  // short runs (a tile's rows one pipeline stage at a time); 0: long runs (streams, deep
+  // pipelines), whose row activations never bind. Each run costs a row activation, and the chip
+  // makes at most dram.activation_rate of them a second (hw/hardware_spec.h).
+  double dram_run_bytes = 0;
 
   // How much of its tensor-core time and its SIMT time (FP32 and SFU, which overlap each other)
   // the CTA overlaps: 1 when warps keep both busy at once (the time is the longer of the two), 0

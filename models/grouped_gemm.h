@@ -21,6 +21,8 @@ struct GroupedGemmWork {
   std::int64_t groups = 0;  // the group count (the prepare kernel's threads)
   bool small = true;        // grouped_gemm_small
   std::int64_t tiles = 0;
+  // Every group with rows fits one tile_m tile (decode): each tile streams its expert's weights.
+  bool one_tile_per_group = false;
   double flops = 0, l2_bytes = 0, dram_read_bytes = 0, dram_write_bytes = 0;
   std::int64_t tile_m(const hw::HardwareSpec& hw) const { return !small || !is_hopper(hw) ? 128 : 64; }
   std::int64_t tile_n(const hw::HardwareSpec& hw) const { return !small && is_hopper(hw) ? 256 : 128; }

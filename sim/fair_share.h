@@ -14,7 +14,7 @@
 namespace gpusim::sim {
 
 // Resources shared at once (fixed, so solving allocates nothing per consumer).
-constexpr std::size_t kMaxSharedResources = 4;
+constexpr std::size_t kMaxSharedResources = 5;
 
 struct ShareConsumer {
   double uncontended_rate = 0;  // progress per second when alone

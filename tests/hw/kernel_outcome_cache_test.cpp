@@ -76,6 +76,7 @@ TEST(KernelOutcomeCache, EveryTimingFieldIsInTheKey) {
       {"dram_write_bytes", [](Launch& l) { l.ctas[1].work.dram_write_bytes += 1; }},
       {"max_inflight_bytes", [](Launch& l) { l.ctas[0].work.max_inflight_bytes = 8193; }},
       {"bulk_copies", [](Launch& l) { l.ctas[1].work.bulk_copies = true; }},
+      {"dram_run_bytes", [](Launch& l) { l.ctas[0].work.dram_run_bytes = 128; }},
       {"pipe_overlap", [](Launch& l) { l.ctas[0].work.pipe_overlap = 0.6; }},
       {"critical_path", [](Launch& l) { l.ctas[1].work.critical_path = sim::Time::from_ps(700001); }},
       {"issue_path", [](Launch& l) { l.ctas[0].work.issue_path = sim::Time::from_ps(1); }},
@@ -109,7 +110,8 @@ TEST(KernelOutcomeCache, ServesOneChipsTimingParameters) {
   for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
            {"sm_count", "131"}, {"l2.size", "49MiB"}, {"dram.bandwidth", "3.3TB/s"},
            {"clocks.sustained_tensor", "1.4GHz"}, {"sm.max_inflight_bytes", "9KiB"},
-           {"launch.graph_gap", "1.5us"}, {"throughput.tensor_bf16", "1000flop/clk"}, {"l2.hit_latency", "300ns"}}) {
+           {"launch.graph_gap", "1.5us"}, {"throughput.tensor_bf16", "1000flop/clk"}, {"l2.hit_latency", "300ns"},
+           {"dram.activation_rate", "20GHz"}}) {
     EXPECT_FALSE(cache.serves(h100({{key, value}}))) << key;
   }
   KernelOutcomeCache mine(base);
