@@ -440,6 +440,18 @@ const std::vector<SuiteSpec>& suites() {
        true},
       {"measured-models5-h200", "h200", "hf_models5_h200.json.gz",
        "the same 6 cases on an H200 SXM", true},
+      {"measured-models6-h200", "h200", "hf_models6_h200.json.gz",
+       "issue 16's twenty-second round: 10 fresh MoE cases on an H200 SXM (Mixtral-4L and "
+       "Qwen3-MoE-4L decodes at 1, 4 and 16 tokens and 128-token prefills, DeepSeek-V2-Lite-4L "
+       "decodes at 4 and 16), measured before the grouped GEMM's decode stream was compared with "
+       "them, all held out, compared once after it",
+       true},
+      {"measured-models7-h200", "h200", "hf_models7_h200.json.gz",
+       "the same round: 8 fresh MoE cases on an H200 SXM (Qwen3-MoE-4L prefills of 64 and 2 x 128 "
+       "tokens and a 64-token decode, Mixtral-4L's 64-token prefill and 32-token decode, "
+       "DeepSeek-V2-Lite-4L's 128-token prefill and decodes at 1 and 32), measured after set 6's "
+       "comparison, all held out, compared once with the same model",
+       true},
       {"seed001", "h100", "seed001_sdpa_h100.csv, ops_h100.csv",
        "seed 001's H100 SDPA baseline (PyTorch 2.4.1, B=16 S=512 D=64 fp16, H=8..128): per-head "
        "kernel time against the reported figures and against our own H100 measurement of the "

@@ -176,15 +176,15 @@ TEST(GpuEngine, BulkCopyStagesWaitTheLoadedLatency) {
 
 TEST(GpuEngine, ShortRunsAreCappedByTheRowActivationRate) {
   // 132 CTAs streaming 8 MiB each through 64 KiB of copies in flight: in long runs they reach
-  // DRAM's bandwidth; in 128-byte runs each run costs a row activation, and the chip's
-  // activation rate caps them at 128 B x dram.activation_rate, whatever the bandwidth.
+  // DRAM's bandwidth; in 64-byte runs each run costs a row activation, and the chip's
+  // activation rate caps them at 64 B x dram.activation_rate, whatever the bandwidth.
   const std::int64_t ctas = 132;
   const double bytes = 8.0 * (1 << 20);
   Launch l = kernel("k", ctas, 0, bytes);
   l.ctas[0].work.max_inflight_bytes = 64 * 1024;
   l.ctas[0].work.bulk_copies = true;
   Launch short_runs = l;
-  short_runs.ctas[0].work.dram_run_bytes = 128;
+  short_runs.ctas[0].work.dram_run_bytes = 64;
   const auto seconds = [](const HardwareSpec& hw, const Launch& k) {
     return (run_engine(hw, LaunchMode::kGraph, {node(k)}).kernels[0].duration() -
             hw.launch.kernel_overhead)
@@ -193,16 +193,16 @@ TEST(GpuEngine, ShortRunsAreCappedByTheRowActivationRate) {
   const HardwareSpec hw = h100();
   ASSERT_GT(hw.dram.activation_rate, 0);
   const double total = bytes * static_cast<double>(ctas);
-  const double capped = total / (128.0 * hw.dram.activation_rate);
+  const double capped = total / (64.0 * hw.dram.activation_rate);
   EXPECT_LT(seconds(hw, l), 1.15 * total / hw.dram.achievable_bandwidth());
   EXPECT_GT(seconds(hw, short_runs), capped);
   EXPECT_LT(seconds(hw, short_runs), 1.05 * capped);
-  // What-ifs: more bandwidth does not lift the cap; with 256-byte runs the stream moves twice
+  // What-ifs: more bandwidth does not lift the cap; with 128-byte runs the stream moves twice
   // as fast, up to DRAM's bandwidth.
   EXPECT_NEAR(seconds(h100({{"dram.bandwidth", "6.7TB/s"}}), short_runs), seconds(hw, short_runs),
               0.01 * capped);
   Launch longer = short_runs;
-  longer.ctas[0].work.dram_run_bytes = 256;
+  longer.ctas[0].work.dram_run_bytes = 128;
   EXPECT_NEAR(seconds(hw, longer), std::max(capped / 2, seconds(hw, l)), 0.05 * capped);
   // No cap where the chip's file sets none (0).
   EXPECT_NEAR(seconds(h100({{"dram.activation_rate", "0Hz"}}), short_runs), seconds(hw, l),

@@ -13,6 +13,10 @@ does. Median of 15 runs after 3 warm-ups.
 Usage (GPU machine, repository root):
   python3 validation/measure/grouped_mm_probe.py --out $OUT
 Writes $OUT/grouped_mm_<gpu>.json.
+  GROUPED_MM_SET=2 python3 validation/measure/grouped_mm_probe.py --out $OUT
+The second set (issue 16's twenty-second round, $OUT/grouped_mm2_<gpu>.json): every expert hit and
+more rows an expert (8 to 64, still one 64-row tile; 100, two tiles, for contrast), where HF's
+MoE prefills of a few hundred tokens and large decode batches run.
 """
 import os
 import statistics
@@ -34,6 +38,12 @@ SHAPES = {
 }
 HITS = (1, 2, 4, 8, 16, 32, 64)
 ROWS = (1, 4)
+# The second set: (shape, hits, rows an expert).
+SET2 = [("qwen3_moe_gate_up", (32, 64, 128), (1, 8, 16, 32, 64, 100)),
+        ("qwen3_moe_down", (64, 128), (1, 8, 32, 64, 100)),
+        ("dsv2_lite_gate_up", (64,), (1, 8, 32, 64)),
+        ("mixtral_gate_up", (2, 8), (8, 32, 64, 100)),
+        ("mixtral_down", (2, 8), (8, 32, 64))]
 WARMUP, REPS = 3, 15
 
 
@@ -61,10 +71,13 @@ def main():
         buf.zero_()
 
     rows = []
-    for name, (n, k, experts) in SHAPES.items():
+    second = os.environ.get("GROUPED_MM_SET") == "2"
+    plan = SET2 if second else [(name, HITS, ROWS) for name in SHAPES]
+    for name, hits, per_expert in plan:
+        n, k, experts = SHAPES[name]
         w = torch.randn(experts, n, k, device=dev, dtype=bf) * 0.02
-        for hit in (h for h in HITS if h <= experts):
-            for per in ROWS:
+        for hit in (h for h in hits if h <= experts):
+            for per in per_expert:
                 counts = [0] * experts
                 for j in range(hit):  # hit experts spread evenly over E
                     counts[j * experts // hit] = per
@@ -91,7 +104,7 @@ def main():
               "experts of E given `rows_per_expert` rows each (spread evenly over E), the rest none; "
               "each run after a 256 MiB zero_() (the op sets' flush); PyTorch profiler kernel times, "
               "median of 15 runs after 3 warm-ups, per kernel")
-    write_probe_result(out, "grouped_mm_probe", method, rows,
+    write_probe_result(out, "grouped_mm2_probe" if second else "grouped_mm_probe", method, rows,
                        sm_count=torch.cuda.get_device_properties(0).multi_processor_count)
 
 

@@ -34,6 +34,7 @@ Usage (GPU machine, repository root):
            --set4 (their second round, CASES4, written to hf_models4[_<split>]_<gpu>.json),
            --set5 (issue 16's sixteenth round, CASES5, written to hf_models5[_<split>]_<gpu>.json),
            --set6 (issue 16's twenty-second round, CASES6, written to hf_models6[_<split>]_<gpu>.json),
+           --set7 (the same round, after set 6's comparison, CASES7, hf_models7[_<split>]_<gpu>.json),
            --no-reference (no defaults/sources dump)
 Writes $OUT/hf_models_<gpu>.json (rewritten after every case), $OUT/hf_configs/<case>.json
 (the config.json of each case, as save_pretrained writes it), $OUT/hf_defaults.json
@@ -327,6 +328,19 @@ CASES6 = [
     case("qwen3-moe-4l_prefill_b1_s128", "holdout", "qwen3_moe", QWEN3_MOE_4L, "prefill", 1, 128),
     case("deepseek-v2-lite-4l_decode_b4_l512", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 4, 512),
     case("deepseek-v2-lite-4l_decode_b16_l1024", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 16, 1024),
+]
+
+# The same round, measured after set 6's comparison (its Qwen3-MoE prefill ran 43% slow) and
+# before any change made for it: MoE prefills of 64-256 tokens and larger decode batches.
+CASES7 = [
+    case("qwen3-moe-4l_prefill_b1_s64", "holdout", "qwen3_moe", QWEN3_MOE_4L, "prefill", 1, 64),
+    case("qwen3-moe-4l_prefill_b2_s128", "holdout", "qwen3_moe", QWEN3_MOE_4L, "prefill", 2, 128),
+    case("qwen3-moe-4l_decode_b64_l256", "holdout", "qwen3_moe", QWEN3_MOE_4L, "decode", 64, 256),
+    case("mixtral-4l_prefill_b1_s64", "holdout", "mixtral", MIXTRAL_4L, "prefill", 1, 64),
+    case("mixtral-4l_decode_b32_l256", "holdout", "mixtral", MIXTRAL_4L, "decode", 32, 256),
+    case("deepseek-v2-lite-4l_prefill_b1_s128", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "prefill", 1, 128),
+    case("deepseek-v2-lite-4l_decode_b1_l256", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 1, 256),
+    case("deepseek-v2-lite-4l_decode_b32_l512", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 32, 512),
 ]
 
 
@@ -645,6 +659,9 @@ def main():
     ap.add_argument("--set6", action="store_true",
                     help="measure CASES6 (issue 16's twenty-second round: fresh MoE decodes and short "
                          "prefills for the grouped GEMM's pace) instead")
+    ap.add_argument("--set7", action="store_true",
+                    help="measure CASES7 (the same round, after set 6's comparison: MoE prefills "
+                         "and larger decode batches) instead")
     ap.add_argument("--no-reference", action="store_true", help="skip the defaults and sources dump")
     args = ap.parse_args()
     start = time.time()
@@ -654,11 +671,11 @@ def main():
     if not args.no_reference:
         dump_reference(args.out)
     result = {"provenance": provenance(args.gpu), "method": __doc__, "cases": [], "errors": []}
-    suffix = "6" if args.set6 else "5" if args.set5 else "4" if args.set4 else "3" if args.set3 else "2" if args.set2 else ""
+    suffix = "7" if args.set7 else "6" if args.set6 else "5" if args.set5 else "4" if args.set4 else "3" if args.set3 else "2" if args.set2 else ""
     if args.split:
         suffix += "_" + args.split
     out_json = os.path.join(args.out, f"hf_models{suffix}_{args.gpu}.json")
-    for c in (CASES6 if args.set6 else CASES5 if args.set5 else CASES4 if args.set4 else CASES3 if args.set3 else CASES2 if args.set2 else CASES):
+    for c in (CASES7 if args.set7 else CASES6 if args.set6 else CASES5 if args.set5 else CASES4 if args.set4 else CASES3 if args.set3 else CASES2 if args.set2 else CASES):
         if args.only and not re.search(args.only, c["id"]):
             continue
         if args.split and c["split"] != args.split:
