@@ -704,6 +704,42 @@ constexpr std::int64_t kTallSimtMaxSplit = 16;
 // 12.5%, H200 19.0 -> 14.6%; all rows 7.812 -> 7.775%, 8.646 -> 8.584% with the rule).
 constexpr double kFfmaShareCutlass128x32 = 0.4;
 
+// cuBLAS's K split of an fp32 product on one tile of CUTLASS's 64x64 SIMT kernel (K >= 64; issue
+// 16's twenty-second round, sets 3-39, both GPUs alike: 197 of 217 launches, where the estimate's
+// choice had matched 18). The split is ceil(K / slice) with the smallest slice, a multiple of 32
+// when K is one and of 4 otherwise, that keeps it at kOneTileSplitCap slices or fewer up to K =
+// kOneTileDeepK (16x16x1,024 -> 32, 4x5x172 -> 22, 2x18x2,240 -> 35) and kOneTileDeepSplitCap
+// from there (9x5x4,074 -> 128, 16x16x4,928 -> 77); products of more than 256 outputs on
+// 4-multiple slices keep them at least kOneTileWideMinSlice deep (35x51x7,250 -> 107, 16x32x5,424
+// -> 80); those of more than 16 rows split that way at every depth, but only 4 ways up to K =
+// kOneTileTallShallowMaxK (48x16x352, 34x3x554; the estimate had split them 9-24 ways, 20-40%
+// fast). Missed: 3 ways at K = 96 and 160, and the 64-row products (64x16x1,936 -> 16).
+constexpr std::int64_t kOneTileSplitCap = 36;
+constexpr std::int64_t kOneTileDeepSplitCap = 132;
+constexpr std::int64_t kOneTileDeepK = 4000;
+constexpr std::int64_t kOneTileWideMinSlice = 68;
+constexpr double kOneTileWideMinOutputs = 256;
+constexpr std::int64_t kOneTileTallRows = 16;
+constexpr std::int64_t kOneTileTallShallowMaxK = 600;
+constexpr std::int64_t kOneTileTallShallowSplit = 4;
+// Each slice's CTA runs alone on its SM, its next stages' loads in flight while it computes: an
+// 8-deep K step waits about 0.8 of a DRAM round trip (0.33 us a step on the H100 and the H200
+// alike, least squares over those launches' main kernels; 0.7-1.0 tried, 0.8 best: their rows
+// 6.2 -> 4.0% (H100), all rows of sets 3-39 7.709 -> 7.691% and 8.470 -> 8.450% (H200)).
+constexpr double kOneTileStepRoundTrips = 0.8;
+
+std::int64_t one_tile_simt_split(const Problem& p) {
+  if (p.M > kOneTileTallRows && p.K <= kOneTileTallShallowMaxK) return kOneTileTallShallowSplit;
+  const std::int64_t unit = p.K % 32 == 0 ? 32 : 4;
+  const bool deep = p.M > kOneTileTallRows || p.K >= kOneTileDeepK;
+  const std::int64_t cap = deep ? kOneTileDeepSplitCap : kOneTileSplitCap;
+  const bool wide =
+      unit == 4 && static_cast<double>(p.M) * static_cast<double>(p.N) > kOneTileWideMinOutputs;
+  std::int64_t slice = deep && wide ? kOneTileWideMinSlice : unit;
+  while (ceil_div(p.K, slice) > cap) slice += unit;
+  return ceil_div(p.K, slice);
+}
+
 Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
   // cutlass_80_simt_sgemm_128x32_8x5 for few rows (ops3_h100.csv: M of 16-21, split 47-66), and
   // unsplit for every outer product and the tf32 products sent here (sets 3-13: all 7 fp32 and
@@ -787,6 +823,13 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
                                     : split_cost_seconds(hw, p, split));
       if (t < best.est_seconds * 0.97) best = Choice{c, split, t, split > 1};
     }
+  }
+  // fp32 products the estimate puts on one 64x64 tile split K as cuBLAS does (above).
+  if (is_split_only(best.cfg) && units_of(p, split_only, 1) == 1 && p.batch == 1 &&
+      p.K >= kSimtWideTileMinK && p.dtype == hw::DType::kFp32) {
+    Config lone = split_only;
+    lone.simt_step_round_trips = kOneTileStepRoundTrips;
+    return reduced_split(lone, one_tile_simt_split(p));
   }
   return best;
 }

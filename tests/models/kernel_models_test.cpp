@@ -842,6 +842,27 @@ TEST(GemmModelTest, GemvVariantsHoldTheirRegistersAndManyOutputsRunGemv2T) {
   EXPECT_GT(simulated_us({long_k}), 1.4 * simulated_us({one_wave}));
 }
 
+TEST(GemmModelTest, Fp32OneTileProductsSplitKAsCublas) {
+  // Products on one 64x64 SIMT tile split K as cuBLAS did in sets 3-39 (measured splits): slices a
+  // multiple of 32 when K is one, of 4 otherwise, at most 36 of them up to K = 4,000 and 132
+  // deeper; more than 16 rows: 4 ways up to K = 600, slices of at least 68 beyond.
+  const auto split = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    const auto ls = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{m, n, k}), h100());
+    EXPECT_EQ(ls.front().name, "cutlass_80_simt_sgemm_64x64_8x5_nn_align1") << m << "x" << n << "x" << k;
+    EXPECT_EQ(ls.size(), 2u) << "the reduce";
+    return ls.front().grid.count();
+  };
+  EXPECT_EQ(split(16, 16, 1024), 32);
+  EXPECT_EQ(split(4, 5, 172), 22);
+  EXPECT_EQ(split(16, 16, 352), 11);
+  EXPECT_EQ(split(2, 18, 2240), 35);
+  EXPECT_EQ(split(9, 5, 4074), 128);
+  EXPECT_EQ(split(16, 16, 4928), 77);
+  EXPECT_EQ(split(16, 32, 5424), 80);
+  EXPECT_EQ(split(34, 3, 554), 4);
+  EXPECT_EQ(split(35, 51, 7250), 107);
+}
+
 TEST(GemmModelTest, Fp32KernelChoiceFollowsCublas) {
   const auto fp32 = [](std::int64_t m, std::int64_t n, std::int64_t k) {
     return lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{m, n, k}), h100());
