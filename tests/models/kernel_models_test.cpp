@@ -863,6 +863,22 @@ TEST(GemmModelTest, Fp32OneTileProductsSplitKAsCublas) {
   EXPECT_EQ(split(35, 51, 7250), 107);
 }
 
+TEST(GemmModelTest, Align1OneTileProductsOfMoreRowsSplitAsCublas) {
+  // bf16 products of 17-64 rows on one 64x64 tile of cutlass_75's align1 kernel, K of 170-600:
+  // slices of 8, at most 16 of them (measured in sets 3-39: 23x15x258 -> 11, 19x51x197 -> 13,
+  // 22x29x522 -> 14, 19x5x488 -> 16).
+  const auto split = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    const auto ls = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{m, n, k}), h100());
+    EXPECT_TRUE(contains(ls.front().name, "cutlass_75") && contains(ls.front().name, "64x64"))
+        << ls.front().name;
+    return ls.front().grid.count();
+  };
+  EXPECT_EQ(split(23, 15, 258), 11);
+  EXPECT_EQ(split(19, 51, 197), 13);
+  EXPECT_EQ(split(22, 29, 522), 14);
+  EXPECT_EQ(split(19, 5, 488), 16);
+}
+
 TEST(GemmModelTest, Fp32KernelChoiceFollowsCublas) {
   const auto fp32 = [](std::int64_t m, std::int64_t n, std::int64_t k) {
     return lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{m, n, k}), h100());
