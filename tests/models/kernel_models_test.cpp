@@ -842,15 +842,22 @@ TEST(GemmModelTest, GemvVariantsHoldTheirRegistersAndManyOutputsRunGemv2T) {
   EXPECT_GT(simulated_us({long_k}), 1.4 * simulated_us({one_wave}));
 }
 
+// The CTAs of a matmul's main launch (its split-K slices of one tile), checking that the launch
+// is the kernel `kernel_part` names and that cuBLASLt's reduce follows it.
+std::int64_t one_tile_slices(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k,
+                             const std::string& kernel_part) {
+  const auto ls = lower(Op(OpKind::kMatmul, dtype, MatmulShape{m, n, k}), h100());
+  EXPECT_TRUE(contains(ls.front().name, kernel_part)) << m << "x" << n << "x" << k << ": " << ls.front().name;
+  EXPECT_EQ(ls.size(), 2u) << m << "x" << n << "x" << k << ": the reduce";
+  return ls.front().grid.count();
+}
+
 TEST(GemmModelTest, Fp32OneTileProductsSplitKAsCublas) {
   // Products on one 64x64 SIMT tile split K as cuBLAS did in sets 3-39 (measured splits): slices a
   // multiple of 32 when K is one, of 4 otherwise, at most 36 of them up to K = 4,000 and 132
   // deeper; more than 16 rows: 4 ways up to K = 600, slices of at least 68 beyond.
   const auto split = [](std::int64_t m, std::int64_t n, std::int64_t k) {
-    const auto ls = lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{m, n, k}), h100());
-    EXPECT_EQ(ls.front().name, "cutlass_80_simt_sgemm_64x64_8x5_nn_align1") << m << "x" << n << "x" << k;
-    EXPECT_EQ(ls.size(), 2u) << "the reduce";
-    return ls.front().grid.count();
+    return one_tile_slices(DType::kFp32, m, n, k, "cutlass_80_simt_sgemm_64x64_8x5_nn_align1");
   };
   EXPECT_EQ(split(16, 16, 1024), 32);
   EXPECT_EQ(split(4, 5, 172), 22);
@@ -868,10 +875,7 @@ TEST(GemmModelTest, Align1OneTileProductsOfMoreRowsSplitAsCublas) {
   // slices of 8, at most 16 of them (measured in sets 3-39: 23x15x258 -> 11, 19x51x197 -> 13,
   // 22x29x522 -> 14, 19x5x488 -> 16).
   const auto split = [](std::int64_t m, std::int64_t n, std::int64_t k) {
-    const auto ls = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{m, n, k}), h100());
-    EXPECT_TRUE(contains(ls.front().name, "cutlass_75") && contains(ls.front().name, "64x64"))
-        << ls.front().name;
-    return ls.front().grid.count();
+    return one_tile_slices(DType::kBf16, m, n, k, "cutlass_75_tensorop_s1688gemm_bf16_64x64");
   };
   EXPECT_EQ(split(23, 15, 258), 11);
   EXPECT_EQ(split(19, 51, 197), 13);
