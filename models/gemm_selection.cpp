@@ -1271,13 +1271,13 @@ Choice register_staged_variant(const hw::HardwareSpec& hw, const Problem& p, Cho
 
 // Products of more rows (17-64) on one align1 tile split fewer ways, in slices of 8: at most 16 up
 // to K = 2,400, 42 deeper (sets 3-39, H100 and H200 alike: 66 of the 89 such launches without a
-// serial split, where the estimate's choice had matched 5: 19x51x197 -> 13, 23x15x258 -> 11, 22x29x522 -> 14, 45x2x1871
-// -> 16, 61x11x2726 -> 38, 25x2x5699 -> 42). Taken up to K = kAlign1MidMaxK only (also in
-// with_shallow_split, whose slices of 8 had run up to 33): there gpusim had split 5-33 ways and
-// ran 14-17% slow (those 19 and 20 rows of K 129-600: 13.9 -> 8.0% on the H100, 16.6 -> 5.8% on
-// the H200; all rows of sets 3-39 7.691 -> 7.683%, 8.450 -> 8.436%). Deeper, with cuBLAS's splits
-// its lone CTAs' K steps (kAlign1StepRoundTrips, fitted on full SMs) ran 19% slow, where the
-// estimate's finer splits run 12% fast. Issue 16's twenty-second round.
+// serial split, where the estimate's choice had matched 5: 19x51x197 -> 13, 23x15x258 -> 11,
+// 22x29x522 -> 14, 45x2x1871 -> 16, 61x11x2726 -> 38, 25x2x5699 -> 42). Taken up to K =
+// kAlign1MidMaxK only (also in with_shallow_split, whose slices of 8 had run up to 33): there
+// gpusim had split 5-33 ways and ran 14-17% slow (those 19 and 20 rows of K 129-600: 13.9 -> 8.0%
+// on the H100, 16.6 -> 5.8% on the H200; all rows of sets 3-39 7.691 -> 7.683%, 8.450 -> 8.436%).
+// Deeper, with cuBLAS's splits its lone CTAs' K steps (kAlign1StepRoundTrips, fitted on full SMs)
+// ran 19% slow, where the estimate's finer splits run 12% fast. Issue 16's twenty-second round.
 constexpr std::int64_t kAlign1MidMinRows = 17;
 constexpr std::int64_t kAlign1MidMinK = 170;
 constexpr std::int64_t kAlign1MidMaxK = 600;

@@ -847,7 +847,8 @@ TEST(GemmModelTest, GemvVariantsHoldTheirRegistersAndManyOutputsRunGemv2T) {
 std::int64_t one_tile_slices(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k,
                              const std::string& kernel_part) {
   const auto ls = lower(Op(OpKind::kMatmul, dtype, MatmulShape{m, n, k}), h100());
-  EXPECT_TRUE(contains(ls.front().name, kernel_part)) << m << "x" << n << "x" << k << ": " << ls.front().name;
+  EXPECT_TRUE(contains(ls.front().name, kernel_part))
+      << m << "x" << n << "x" << k << ": " << ls.front().name;
   EXPECT_EQ(ls.size(), 2u) << m << "x" << n << "x" << k << ": the reduce";
   return ls.front().grid.count();
 }
