@@ -17,6 +17,8 @@ Writes $OUT/grouped_mm_<gpu>.json.
 The second set (issue 16's twenty-second round, $OUT/grouped_mm2_<gpu>.json): every expert hit and
 more rows an expert (8 to 64, still one 64-row tile; 100, two tiles, for contrast), where HF's
 MoE prefills of a few hundred tokens and large decode batches run.
+  GROUPED_MM_SET=3 ...: the third set ($OUT/grouped_mm3_<gpu>.json, the same round): 1 to 16 rows an
+expert, every expert hit, to place where a stream of one row an expert becomes one of several.
 """
 import os
 import statistics
@@ -44,6 +46,11 @@ SET2 = [("qwen3_moe_gate_up", (32, 64, 128), (1, 8, 16, 32, 64, 100)),
         ("dsv2_lite_gate_up", (64,), (1, 8, 32, 64)),
         ("mixtral_gate_up", (2, 8), (8, 32, 64, 100)),
         ("mixtral_down", (2, 8), (8, 32, 64))]
+SET3 = [("qwen3_moe_gate_up", (128,), (1, 2, 3, 4, 6, 8, 12, 16)),
+        ("qwen3_moe_down", (128,), (1, 2, 4, 8)),
+        ("dsv2_lite_gate_up", (64,), (1, 2, 4, 8)),
+        ("mixtral_gate_up", (8,), (1, 2, 3, 4, 6, 8, 16)),
+        ("mixtral_down", (8,), (1, 2, 4, 8))]
 WARMUP, REPS = 3, 15
 
 
@@ -71,8 +78,8 @@ def main():
         buf.zero_()
 
     rows = []
-    second = os.environ.get("GROUPED_MM_SET") == "2"
-    plan = SET2 if second else [(name, HITS, ROWS) for name in SHAPES]
+    which = os.environ.get("GROUPED_MM_SET", "1")
+    plan = SET2 if which == "2" else SET3 if which == "3" else [(name, HITS, ROWS) for name in SHAPES]
     for name, hits, per_expert in plan:
         n, k, experts = SHAPES[name]
         w = torch.randn(experts, n, k, device=dev, dtype=bf) * 0.02
@@ -104,7 +111,8 @@ def main():
               "experts of E given `rows_per_expert` rows each (spread evenly over E), the rest none; "
               "each run after a 256 MiB zero_() (the op sets' flush); PyTorch profiler kernel times, "
               "median of 15 runs after 3 warm-ups, per kernel")
-    write_probe_result(out, "grouped_mm2_probe" if second else "grouped_mm_probe", method, rows,
+    tool = "grouped_mm_probe" if which == "1" else f"grouped_mm{which}_probe"
+    write_probe_result(out, tool, method, rows,
                        sm_count=torch.cuda.get_device_properties(0).multi_processor_count)
 
 
