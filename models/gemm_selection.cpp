@@ -728,6 +728,13 @@ constexpr std::int64_t kOneTileTallShallowSplit = 4;
 // 6.2 -> 4.0% (H100), all rows of sets 3-39 7.709 -> 7.691% and 8.470 -> 8.450% (H200)).
 constexpr double kOneTileStepRoundTrips = 0.8;
 
+// The slices cuBLAS cuts K into where it keeps them whole multiples of `step` deep, at least
+// `min_slice`, and as thin as `max_slices` slices allow.
+std::int64_t capped_slices(std::int64_t K, std::int64_t step, std::int64_t max_slices,
+                           std::int64_t min_slice = 0) {
+  return ceil_div(K, round_up(std::max(min_slice, ceil_div(K, max_slices)), step));
+}
+
 std::int64_t one_tile_simt_split(const Problem& p) {
   if (p.M > kOneTileTallRows && p.K <= kOneTileTallShallowMaxK) return kOneTileTallShallowSplit;
   const std::int64_t unit = p.K % 32 == 0 ? 32 : 4;
@@ -735,9 +742,7 @@ std::int64_t one_tile_simt_split(const Problem& p) {
   const std::int64_t cap = deep ? kOneTileDeepSplitCap : kOneTileSplitCap;
   const bool wide =
       unit == 4 && static_cast<double>(p.M) * static_cast<double>(p.N) > kOneTileWideMinOutputs;
-  std::int64_t slice = deep && wide ? kOneTileWideMinSlice : unit;
-  while (ceil_div(p.K, slice) > cap) slice += unit;
-  return ceil_div(p.K, slice);
+  return capped_slices(p.K, unit, cap, deep && wide ? kOneTileWideMinSlice : 0);
 }
 
 Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transposed) {
@@ -1316,7 +1321,7 @@ Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice c
   ch.split = slices;
   // One tile of more rows: at most kAlign1MidSlices slices (with_deep_k_slices).
   if (tiles == 1 && p.M >= kAlign1MidMinRows) {
-    ch.split = ceil_div(p.K, round_up(ceil_div(p.K, kAlign1MidSlices), kShallowSliceK));
+    ch.split = capped_slices(p.K, kShallowSliceK, kAlign1MidSlices);
   }
   ch.reduce = true;
   return ch;
@@ -1380,8 +1385,7 @@ Choice with_deep_k_slices(const hw::HardwareSpec& hw, const Problem& p, Choice c
     step = kAlign1DeepSliceStep;
   }
   if (slices <= 0) return ch;
-  const std::int64_t slice_k = round_up(ceil_div(p.K, slices), step);
-  ch.split = ceil_div(p.K, slice_k);
+  ch.split = capped_slices(p.K, step, slices);
   ch.reduce = ch.split > 1;
   return ch;
 }

@@ -671,11 +671,14 @@ def main():
     if not args.no_reference:
         dump_reference(args.out)
     result = {"provenance": provenance(args.gpu), "method": __doc__, "cases": [], "errors": []}
-    suffix = "7" if args.set7 else "6" if args.set6 else "5" if args.set5 else "4" if args.set4 else "3" if args.set3 else "2" if args.set2 else ""
+    # The highest-numbered set flag wins (as the old chain of flags did); none: the first set.
+    sets = {"2": CASES2, "3": CASES3, "4": CASES4, "5": CASES5, "6": CASES6, "7": CASES7}
+    suffix = next((n for n in sorted(sets, reverse=True) if getattr(args, "set" + n)), "")
+    cases = sets.get(suffix, CASES)
     if args.split:
         suffix += "_" + args.split
     out_json = os.path.join(args.out, f"hf_models{suffix}_{args.gpu}.json")
-    for c in (CASES7 if args.set7 else CASES6 if args.set6 else CASES5 if args.set5 else CASES4 if args.set4 else CASES3 if args.set3 else CASES2 if args.set2 else CASES):
+    for c in cases:
         if args.only and not re.search(args.only, c["id"]):
             continue
         if args.split and c["split"] != args.split:
