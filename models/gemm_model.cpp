@@ -342,15 +342,34 @@ hw::Launch xmma_splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, cons
 // the weights they index), fitted on the small gemmSN calibration rows of ops3_h100.csv.
 constexpr std::int64_t kStreamingFixedRoundTrips = 2;
 constexpr double kGemmsn16BitNnBytesInFlight = 6.0;
-// gemmSN TN's template instances for exactly 2 and 4 rows (its eighth argument true) keep 8 bytes
-// a thread in flight; the others pad their rows (3 rows run the 4-row instance, 5 and 6 the 7-row
-// one, ...) and check each against M, streaming half as much (issue 16's fifteenth round: sets
-// 3-23, 3x11198x563 at 646 GB/s and 5x12781x591 at 771 against 2x4649x1993 at 989 and
-// 4x8046x10165 at 1103; 4-8 bytes tried, with the TN choice of uses_gemmsn: gemmSN rows 31 ->
-// 26%).
-constexpr double kGemmsnTnBytesInFlight = 8.0;
-constexpr double kGemmsnTnPaddedBytesInFlight = 4.0;
+// gemmSN TN's threads keep 10 bytes of weights in flight and walk K / 16 steps each (16 K
+// groups, gemmsn_shape). Its template instances for exactly 2 and 4 rows (the eighth argument
+// true) stream at that: 0.21 of a DRAM round trip a step on few CTAs (2x109x6072 on 14 CTAs,
+// 4x95x1528), and GPT-2's 2x50257x768 lm_head at 1.9 TB/s. The others pad their rows (3 rows run
+// the 4-row instance, 5 and 6 the 6-row one, 7 and 8 the 8-row one, ...), check each against M,
+// and step at half a round trip, a chain that DRAM load stretches (issue 16's twenty-third round,
+// the few-CTA launches of sets 3-40, alike on both chips: 3x99x2676 0.49, 13x25x1184 0.52,
+// 14x15x596 0.59, 6x6x2899 0.34, 11x7x754 0.33). Fitted there: the bytes 4-12 (6-12 alike), the
+// padded step 0.4-0.55 tried; with the selection windows (uses_gemmsn) the rows that ran gemmSN
+// TN 31 -> 16% (H100), 30 -> 17% (H200). (Until then 8 bytes for the exact
+// instances and 4 for the padded ones, without the chain: tiny launches ran 15-25% fast,
+// few-CTA deep ones 25-60% slow. The chain for the exact ones too, at 0.21, fits M = 2's widest
+// launches of odd K (2x11321x3335 at 1.33 TB/s) but runs GPT-2's lm_head 40% slow.)
+constexpr double kGemmsnTnBytesInFlight = 10.0;
+constexpr double kGemmsnTnPaddedStepRoundTrips = 0.5;
 bool gemmsn_tn_exact_rows(const Problem& p) { return p.M == 2 || p.M == 4; }
+// The TN instances' registers and shared memory as measured (sets 3-23, H100): 1.5 KiB of shared
+// memory a row, one more for the padded instances (3, 6, 10.5, 13.5, 16.5 and 22.5 KiB for 2,
+// exactly 4, 6, 8, 10 and 14 rows); 75 registers for 2 rows, 89 for exactly 4, 63 for the padded
+// 4-row instance (3 rows), 83 for 8 rows, 90-92 for 6, 10 and 14.
+int gemmsn_tn_regs(const Problem& p, const GemmsnShape& g) {
+  if (g.rows <= 2) return 75;
+  if (g.rows == 4) return gemmsn_tn_exact_rows(p) ? 89 : 63;
+  return g.rows == 8 ? 83 : 91;
+}
+std::int64_t gemmsn_tn_smem(const Problem& p, const GemmsnShape& g) {
+  return 1536 * (g.rows + (gemmsn_tn_exact_rows(p) ? 0 : 1));
+}
 constexpr double kGemmsnFp32NnBytesInFlight = 12.0;
 // gemmSN's K loop: every thread walks K / k_groups steps in turn (kernel template arguments,
 // gemmsn_shape), about 60-70 ns a step on the H100 wherever few CTAs run (4x4x287 in 6.6 us,
@@ -629,16 +648,15 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
   l.name = fmt::format("void gemmSN_{}_kernel<float, {}, ...>", linear ? "TN" : "NN", g.threads);
   l.grid = {ceil_div(p.N, g.cols), g.row_groups, 1};
   l.block = {g.threads, 1, 1};
-  // Registers and shared memory as measured (75-90 and 3-10.5 KiB for TN by rows, 64 and
-  // 12 KiB for NN): they set how many CTAs an SM holds, and so the bandwidth.
-  l.regs_per_thread = linear ? (p.M > 8 ? 90 : 75) : 64;
-  l.smem_per_cta = linear ? (p.M <= 2 ? 3072 : p.M <= 4 ? 6144 : 10752) : 12288;
-  // Bytes a thread keeps in flight: 8 for TN, 12 for fp32 NN, 6 for 16-bit NN (fitted on sets
+  // Registers and shared memory as measured (TN by its instance's rows, above; 64 and 12 KiB for
+  // NN): they set how many CTAs an SM holds, and so the bandwidth.
+  l.regs_per_thread = linear ? gemmsn_tn_regs(p, g) : 64;
+  l.smem_per_cta = linear ? gemmsn_tn_smem(p, g) : 12288;
+  // Bytes a thread keeps in flight: 10 for TN (above), 12 for fp32 NN, 6 for 16-bit NN (fitted on sets
   // 3-13, 4-16 tried: at 4 its few-CTA rows over K of 100-400 ran 50-100% slow, 5x256x405 at
   // 20.4 us against 9.9 measured; 10.34 -> 10.29% H100, 11.90 -> 11.82% H200 over all rows;
   // fp32 NN refitted with the row groups and the K chain below, 4-16 tried).
-  const double per_thread = linear ? (gemmsn_tn_exact_rows(p) ? kGemmsnTnBytesInFlight
-                                                               : kGemmsnTnPaddedBytesInFlight)
+  const double per_thread = linear                        ? kGemmsnTnBytesInFlight
                             : p.dtype == hw::DType::kFp32 ? kGemmsnFp32NnBytesInFlight
                                                           : kGemmsn16BitNnBytesInFlight;
   StreamingCta cta;
@@ -646,13 +664,13 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
   cta.fixed_round_trips = kStreamingFixedRoundTrips;
   // Each row group reads the whole weight slab of its columns (from L2 after the first).
   cta.slab_readers = g.row_groups;
-  // An NN thread walks its share of K one step after another, each waiting on its loads. (The
-  // TN kernel's 16 K groups stream: GPT-2's 2 x 50257 x 768 lm_head, 6,283 CTAs, ran 40 us where
-  // the chain gave 57; its few-CTA long-K rows run the tiled kernels here, uses_gemmsn.)
-  if (!linear) {
+  // An NN thread, and a TN thread of a padded instance, walks its share of K one step after
+  // another, each waiting on its loads.
+  if (!linear || !gemmsn_tn_exact_rows(p)) {
     const double steps = static_cast<double>(ceil_div(p.K, g.k_groups));
-    cta.chain = sim::Time::from_seconds(
-        (kGemmsnChainFixedRoundTrips + steps * kGemmsnStepRoundTrips) * hw.dram.latency.seconds());
+    const double step = linear ? kGemmsnTnPaddedStepRoundTrips : kGemmsnStepRoundTrips;
+    cta.chain = sim::Time::from_seconds((kGemmsnChainFixedRoundTrips + steps * step) *
+                                        hw.dram.latency.seconds());
   }
   fill_streaming_gemm(l, hw, 1, p.N, p.K, p.M, bias, e, cta, names, tag);
   return l;

@@ -848,7 +848,8 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
 // (sets 3-16, H100; the kernels' template arguments give the rows per CTA and the K groups):
 //  * columns per CTA: 64 for NN, 8 for TN (F.linear);
 //  * grid y splits the rows: NN 1 CTA up to 5 rows, 2 up to 14, 4 above (2 x 7 rows for 14,
-//    4 x 4 for 16); TN 1 up to 8 rows, 2 above;
+//    4 x 4 for 16); TN one group of 2, 4, 6, 8, 10 or 14 rows, two of 6 for 11-12 rows and two
+//    of 8 for 15-16 (sets 3-40: 10x10x7 and 13x25x1184 on one, 11x5x13 and 15x3x2 on two);
 //  * threads: the 16-bit NN kernel 256 (98 of 103 launches); fp32 NN 256 from 3,072 columns or
 //    K = 128 (16x6016x32, 14x5165x144), else 128 (10x2101x4, 16x1456x64); TN 128;
 //  * K groups (threads walking K side by side): threads / 64 for NN, 16 for TN.
@@ -856,7 +857,9 @@ GemmsnShape gemmsn_shape(const Problem& p, bool linear) {
   GemmsnShape g;
   if (linear) {
     g.cols = 8;
-    g.row_groups = p.M > 8 ? 2 : 1;
+    g.row_groups = (p.M == 11 || p.M == 12 || p.M >= 15) ? 2 : 1;
+    const std::int64_t share = ceil_div(p.M, g.row_groups);
+    g.rows = share <= 10 ? share + share % 2 : 14;
     g.threads = 128;
     g.k_groups = 16;
     return g;
@@ -880,6 +883,32 @@ constexpr std::int64_t kGemmsnDeepFp32MinN = 4096;
 constexpr std::int64_t kGemmsn16BitAnyGridMaxK = 512;
 constexpr std::int64_t kGemmsn16BitDeepMinRows = 8;
 constexpr std::int64_t kGemmsnTnShallowMaxN = 16;
+
+// Deep 16-bit F.linear (TN) narrower than K / 2 still runs gemmSN in two windows (issue 16's
+// twenty-third round, sets 3-40, every shape alike on both chips):
+//  * the 2- and 4-row instances with at least 12 CTAs whose weights stay under 1.5 M elements
+//    (2x109x6072, 2x620x1693, 3x156x2707, 4x95x1528, 4x101x255 ran gemmSN; 3x59x9591 on 8 CTAs,
+//    2x433x6085 and 4x819x2776 of 2.6 and 2.3 M elements cutlass_75's split-K);
+//  * 6 rows or more on at most 8 CTAs up to K = 4,500 (6x6x2899, 7x28x4411, 7x63x3472, 11x7x754,
+//    13x25x1184, 14x43x1064 ran gemmSN; 14x21x7414, and 8x111x241 and 11x196x1129 on 14 and 50
+//    CTAs, the tiled kernels).
+// Misses: 5 rows ran the tiled kernels on few CTAs (5x42x4011, 5x31x10305), and 8x8x819 cutlass_75
+// unsplit on one CTA (22.5 us; gemmSN's chain gives 11, split-K 6).
+constexpr std::int64_t kGemmsnTnFewRowsMax = 4;
+constexpr std::int64_t kGemmsnTnFewRowsMinCtas = 12;
+constexpr std::int64_t kGemmsnTnFewRowsMaxWeights = 1'500'000;
+constexpr std::int64_t kGemmsnTnManyRowsMin = 6;
+constexpr std::int64_t kGemmsnTnManyRowsMaxCtas = 8;
+constexpr std::int64_t kGemmsnTnManyRowsMaxK = 4500;
+
+bool few_cta_gemmsn_tn(const Problem& p, const GemmsnShape& g) {
+  const std::int64_t ctas = ceil_div(p.N, g.cols) * g.row_groups;
+  if (p.M <= kGemmsnTnFewRowsMax) {
+    return ctas >= kGemmsnTnFewRowsMinCtas && p.N * p.K <= kGemmsnTnFewRowsMaxWeights;
+  }
+  return p.M >= kGemmsnTnManyRowsMin && ctas <= kGemmsnTnManyRowsMaxCtas &&
+         p.K <= kGemmsnTnManyRowsMaxK;
+}
 
 bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // Not tf32: its few-row products ran sm80_xmma's 32x32x64 kernel or split-K (sets 3-5:
@@ -914,7 +943,7 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // CTAs ran cutlass_75's split-K kernels (issue 16's fifteenth round, sets 3-23: 11x453x9287,
   // 7x751x2089, 4x893x9325, 3x1292x4257, 12x1428x4161 on cutlass_75; 2x1016x957, 4x3920x4031,
   // 3x4526x2325, 4x8046x10165 on gemmSN; 2x620x1693 a miss; 0.3-1.0 tried).
-  if (p.dtype != hw::DType::kFp32 && linear && 2 * p.N < p.K) return false;
+  if (p.dtype != hw::DType::kFp32 && linear && 2 * p.N < p.K) return few_cta_gemmsn_tn(p, g);
   // fp32, and 16-bit F.linear (TN): K up to 128, or a grid that fills half the SMs. The TN kernel
   // also ran with one CTA (11x7x754 in ops4_h100.csv.gz), which this sends to the tiled kernels: a
   // known miss.

@@ -27,6 +27,7 @@ struct GemmsnShape {
   std::int64_t row_groups = 1;  // CTAs sharing a column block, each with its share of the rows
   std::int64_t threads = 0;
   std::int64_t k_groups = 1;    // threads walking K side by side for one output column
+  std::int64_t rows = 0;        // TN: the template instance's rows per CTA (M or more, padded)
 };
 GemmsnShape gemmsn_shape(const Problem& p, bool linear);
 

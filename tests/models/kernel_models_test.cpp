@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <set>
+#include <tuple>
+#include <vector>
 
 #include "hw/gpu_engine.h"
 #include "hw/occupancy.h"
@@ -1114,7 +1116,7 @@ TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   EXPECT_EQ(grid(DType::kBf16, 14, 2, 359), "1x2x1");
   EXPECT_EQ(grid(DType::kFp32, 16, 16, 16), "1x4x1");
   // Its threads walk K in turn, 4 K groups for 256 threads: a fifth of a DRAM round trip a step,
-  // one before the first (the TN kernel streams instead).
+  // one before the first (the TN kernel's exact instances stream instead).
   const auto chain = [](std::int64_t k) {
     return lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{4, 4, k}), h100())[0]
         .ctas.front().work.critical_path.ps();
@@ -1139,13 +1141,50 @@ TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   EXPECT_TRUE(contains(tn16(3, 4526, 2325), "gemmSN_TN")) << tn16(3, 4526, 2325);
   EXPECT_TRUE(contains(tn16(11, 453, 9287), "cutlass_75_tensorop")) << tn16(11, 453, 9287);
   EXPECT_TRUE(contains(tn16(3, 1292, 4257), "cutlass_75_tensorop")) << tn16(3, 1292, 4257);
-  // Its instances for exactly 2 or 4 rows keep 8 bytes a thread in flight, the padded ones 4.
-  const auto inflight = [](std::int64_t m) {
+  // Its threads keep 10 bytes in flight; the padded instances (3 rows on the 4-row one) also walk
+  // K / 16 steps at half a DRAM round trip each, one before the first.
+  const auto tn_work = [](std::int64_t m) {
     return lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{m, 4526, 2325, false}), h100())
-        .front().ctas.front().work.max_inflight_bytes;
+        .front().ctas.front().work;
   };
-  EXPECT_DOUBLE_EQ(inflight(4), 128.0 * 8);
-  EXPECT_DOUBLE_EQ(inflight(3), 128.0 * 4);
+  EXPECT_DOUBLE_EQ(tn_work(4).max_inflight_bytes, 128.0 * 10);
+  EXPECT_DOUBLE_EQ(tn_work(3).max_inflight_bytes, 128.0 * 10);
+  EXPECT_EQ(tn_work(4).critical_path.ps(), 0);
+  const double lat = static_cast<double>(h100().dram.latency.ps());
+  EXPECT_NEAR(static_cast<double>(tn_work(3).critical_path.ps()), (1.0 + 146 * 0.5) * lat, 1.0);
+}
+
+TEST(GemmModelTest, DeepNarrowLinearRunsGemmSnInItsTwoWindows) {
+  // Issue 16's twenty-third round, sets 3-40 (alike on both chips): deep 16-bit F.linear narrower
+  // than K / 2 runs gemmSN for 2-4 rows on 12 or more CTAs with at most 1.5 M weights, and for
+  // 6-16 rows on at most 8 CTAs up to K = 4,500; cutlass_75's split-K otherwise (and for 5 rows).
+  const auto tn16 = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{m, n, k, false}), h100()).front().name;
+  };
+  for (const auto& [m, n, k] : std::vector<std::tuple<int, int, int>>{
+           {2, 109, 6072}, {2, 620, 1693}, {3, 156, 2707}, {4, 95, 1528}, {7, 28, 4411}, {13, 25, 1184}, {11, 7, 754}}) {
+    EXPECT_TRUE(contains(tn16(m, n, k), "gemmSN_TN")) << m << "x" << n << "x" << k;
+  }
+  for (const auto& [m, n, k] : std::vector<std::tuple<int, int, int>>{
+           {3, 59, 9591}, {2, 433, 6085}, {4, 819, 2776}, {14, 21, 7414}, {11, 196, 1129}, {5, 42, 4011}}) {
+    EXPECT_TRUE(contains(tn16(m, n, k), "cutlass_75_tensorop")) << m << "x" << n << "x" << k;
+  }
+  // Its grids as measured: one CTA row group of 10 or 14 rows, two of 6 for 11-12 rows and two of
+  // 8 for 15-16 (10x10x7 on 2x1, 13x3x442 on 1x1, 11x5x13 and 15x3x2 on 1x2), with the shared
+  // memory of the instance's rows (13x3x442: 22.5 KiB).
+  const auto tn = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{m, n, k, false}), h100()).front();
+  };
+  EXPECT_EQ(testing::dims(tn(10, 10, 7).grid), "2x1x1");
+  EXPECT_EQ(testing::dims(tn(13, 3, 442).grid), "1x1x1");
+  EXPECT_EQ(testing::dims(tn(11, 5, 13).grid), "1x2x1");
+  EXPECT_EQ(testing::dims(tn(15, 3, 2).grid), "1x2x1");
+  EXPECT_EQ(tn(13, 3, 442).smem_per_cta, 23040);
+  // The padded 14-row instance on 4 CTAs (13x25x1184) walks 74 steps of half a round trip: 13 us
+  // of its 15.9 measured on the H100, where cutlass_75's split-K had given 6.6.
+  const auto deep = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{13, 25, 1184, false}), h100());
+  EXPECT_NEAR(static_cast<double>(deep.front().ctas.front().work.critical_path.ps()) / 1e6,
+              (1.0 + 74 * 0.5) * static_cast<double>(h100().dram.latency.ps()) / 1e6, 0.01);
 }
 
 TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
