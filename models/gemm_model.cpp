@@ -41,7 +41,7 @@ using gemm_detail::GemmsnShape;
 using gemm_detail::grid_ctas;
 using gemm_detail::k_per_split;
 using gemm_detail::k_step_path;
-using gemm_detail::kDotChunks;
+using gemm_detail::dot_chunks;
 using gemm_detail::kXmmaSplitKFixedRoundTrips;
 using gemm_detail::partial_bytes;
 using gemm_detail::plan_gemm;
@@ -585,12 +585,12 @@ std::vector<hw::Launch> gemv_launches(const hw::HardwareSpec& hw, const Problem&
 }
 
 // dot_kernel and reduce_1Block_kernel for one output row or column (which products run them,
-// and kDotChunks: gemm_selection.h).
+// and dot_chunks: gemm_selection.h).
 std::vector<hw::Launch> dot_launches(const hw::HardwareSpec& hw, const Problem& p, bool bias,
                                      const Names& names, const std::string& tag) {
   const double e = detail::elt_bytes(p.dtype);
   const std::int64_t dots = std::max(p.M, p.N);
-  const std::int64_t chunks = std::min(kDotChunks, ceil_div(p.K, 128));
+  const std::int64_t chunks = dot_chunks(p);
   const double matrix = static_cast<double>(dots * p.K) * e;
   const double vec = static_cast<double>(p.K) * e;
   const double partials = static_cast<double>(dots * chunks) * 4.0;
@@ -764,7 +764,7 @@ GemmTiling gemm_tiling(const GemmProblem& gp, const hw::HardwareSpec& hw, bool l
       return GemmTiling{ceil_div(p.M, g.row_groups), g.cols, 1, 1, p.K};
     }
     case GemmPath::kGemv: return GemmTiling{1, 4, 1, 1, gp.K};
-    case GemmPath::kDot: return GemmTiling{1, 1, 1, std::min(kDotChunks, ceil_div(p.K, 128)), ceil_div(p.K, std::min(kDotChunks, ceil_div(p.K, 128)))};
+    case GemmPath::kDot: return GemmTiling{1, 1, 1, dot_chunks(p), ceil_div(p.K, dot_chunks(p))};
     case GemmPath::kTiled: break;
   }
   const Choice& ch = plan.choice;

@@ -1452,7 +1452,17 @@ bool tf32_runs_ffma_xmma(const hw::HardwareSpec& hw, const Problem& p) {
 
 }  // namespace
 
+bool single_dot(const Problem& p) {
+  return p.M == 1 && p.N == 1 && p.batch == 1 &&
+         (p.dtype == hw::DType::kBf16 || p.dtype == hw::DType::kFp16);
+}
+
+std::int64_t dot_chunks(const Problem& p) {
+  return single_dot(p) ? kSingleDotCtas : std::min(kDotChunks, ceil_div(p.K, 128));
+}
+
 GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool linear) {
+  if (detail::is_hopper(hw) && single_dot(p)) return {GemmPath::kDot, {}};
   if (detail::is_hopper(hw) && p.batch == 1 && std::min(p.M, p.N) == 1 && p.K > 1 &&
       !runs_sm90_kernels(hw, p)) {
     const bool dot = std::max(p.M, p.N) <= kDotMaxProducts && p.K >= kDotMinK;

@@ -39,5 +39,11 @@ GemmsnShape gemmsn_shape(const Problem& p, bool linear);
 constexpr std::int64_t kDotMaxProducts = 128;
 constexpr std::int64_t kDotMinK = 2048;
 constexpr std::int64_t kDotChunks = 32;
+// A single 16-bit dot product (1x1xK) runs dot_kernel on 496 CTAs whatever K, and the reduce over
+// their 496 partials (sets 3-40, both chips: 1x1x1, 1x1x3 fp16, 1x1x644, 1x1x1950; gpusim had run
+// the GEMV, 20-45% fast).
+constexpr std::int64_t kSingleDotCtas = 496;
+bool single_dot(const Problem& p);
+std::int64_t dot_chunks(const Problem& p);
 
 }  // namespace gpusim::models::gemm_detail

@@ -1187,6 +1187,21 @@ TEST(GemmModelTest, DeepNarrowLinearRunsGemmSnInItsTwoWindows) {
               (1.0 + 74 * 0.5) * static_cast<double>(h100().dram.latency.ps()) / 1e6, 0.01);
 }
 
+TEST(GemmModelTest, SingleSixteenBitDotProductRunsDotKernelOn496Ctas) {
+  // Sets 3-40, both chips: a 1x1xK bf16 or fp16 matmul ran dot_kernel on 496 CTAs whatever K (1,
+  // 3, 644, 1950) and reduce_1Block_kernel over their partials, 3.4-4.2 us in all.
+  for (const std::int64_t k : {1, 644, 1950}) {
+    const auto l = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, 1, k}), h100());
+    ASSERT_EQ(l.size(), 2u) << k;
+    EXPECT_TRUE(contains(l[0].name, "dot_kernel")) << l[0].name;
+    EXPECT_EQ(l[0].grid.count(), 496) << k;
+    EXPECT_TRUE(contains(l[1].name, "reduce_1Block_kernel")) << l[1].name;
+  }
+  // fp32's one-element product stays on the GEMV.
+  EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{1, 1, 41}), h100())[0].name,
+                        "dot_kernel"));
+}
+
 TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
   // ops4_h100.csv.gz: 12x19x5802 bf16 (odd rows) would give gemmSN 2 CTAs; cuBLAS ran the align1
   // tiled kernel split 242 ways and the reduce kernel. Short K keeps gemmSN (3x59x109).
