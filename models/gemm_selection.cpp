@@ -1239,6 +1239,15 @@ constexpr std::int64_t kSerialSplitMax = 16;
 constexpr std::int64_t kSerialMinTiles = 24;
 constexpr std::int64_t kSerialColumnMinK = 256;
 constexpr std::int64_t kSerialColumnSplitK = 256;
+// Where the parallel split stays, products of more than 8 rows cut about 0.4 as many slices as the
+// estimate weighs best, at most 21 (issue 16's twenty-third round, sets 3-40: 60x177x746,
+// 25x187x891, 32x98x1251 -> 7 slices, 43x43x4415, 56x135x4591, 40x595x4904, 39x11x7772 -> 21,
+// 259x179x3186 -> 8, where the estimate split 9-81 ways; those rows ran 30-50% fast). Fewer rows
+// split finely (3x2x857 -> 27, 4x4x5359 -> 32, 7x244x9061 -> 71). 0.25-0.5 and caps of 8-21
+// tried: the op sets 7.610 -> 7.580% (H100), 8.339 -> 8.310% (H200).
+constexpr std::int64_t kBiasParallelFewerSlicesMinRows = 8;
+constexpr double kBiasParallelSliceShare = 0.4;
+constexpr std::int64_t kBiasParallelMaxSlices = 21;
 
 // Shallow products on the register-staged (align1) kernels: cuBLAS takes its split-K variant,
 // which writes fp32 partials that cublasLt::splitKreduce_kernel sums and converts, with K cut
@@ -1365,9 +1374,18 @@ Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice c
 
 Choice with_bias_epilogue(const Problem& p, Choice ch, bool bias) {
   const std::int64_t tiles = units_of(p, ch.cfg, 1);
-  if (!bias || !ch.cfg.register_staged || ch.split <= 1 || tiles < 2) return ch;
+  if (!bias || !ch.cfg.register_staged || ch.split <= 1) return ch;
   const bool one_column = ceil_div(p.N, ch.cfg.tile_n) == 1 && p.K > kSerialColumnMinK;
-  if (tiles < kSerialMinTiles && !one_column) return ch;
+  if (tiles < 2 || (tiles < kSerialMinTiles && !one_column)) {
+    // The parallel split with the bias: more than 8 rows cut fewer, deeper slices.
+    if (p.M > kBiasParallelFewerSlicesMinRows) {
+      ch.split = std::clamp<std::int64_t>(
+          std::llround(kBiasParallelSliceShare * static_cast<double>(ch.split)), 2, kBiasParallelMaxSlices);
+      while (last_slice_empty(p, ch.cfg, ch.split)) --ch.split;
+      ch.reduce = ch.split > 1;
+    }
+    return ch;
+  }
   const std::int64_t slice_k = tiles < kSerialMinTiles ? kSerialColumnSplitK : kSerialSplitK;
   ch.split = std::clamp<std::int64_t>(ceil_div(p.K, slice_k), 2, kSerialSplitMax);
   while (last_slice_empty(p, ch.cfg, ch.split)) --ch.split;

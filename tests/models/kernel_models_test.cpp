@@ -1202,6 +1202,22 @@ TEST(GemmModelTest, SingleSixteenBitDotProductRunsDotKernelOn496Ctas) {
                         "dot_kernel"));
 }
 
+TEST(GemmModelTest, BiasedAlign1ProductsOfManyRowsCutFewerSlices) {
+  // Sets 3-40: F.linear with a bias on the align1 kernel over a few tiles keeps the parallel split
+  // and its reduce, but more than 8 rows cut about 0.4 as many slices as without, at most 21
+  // (43x43x4415 -> 21, 60x177x746 -> 7 measured; the estimate alone split 69 and 9-12 ways).
+  const auto split = [](std::int64_t m, std::int64_t n, std::int64_t k, bool bias) {
+    const auto l = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{m, n, k, bias}), h100());
+    EXPECT_TRUE(contains(l.front().name, "cutlass_75_tensorop")) << l.front().name;
+    EXPECT_TRUE(contains(l.back().name, "splitKreduce_kernel")) << l.back().name;
+    return l.front().grid.count() / (((m + 63) / 64) * ((n + 63) / 64));
+  };
+  const std::int64_t deep = split(43, 43, 4415, true);
+  EXPECT_GE(deep, 16);
+  EXPECT_LE(deep, 21);
+  EXPECT_LE(2 * split(60, 177, 746, true), split(60, 177, 746, false));
+}
+
 TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
   // ops4_h100.csv.gz: 12x19x5802 bf16 (odd rows) would give gemmSN 2 CTAs; cuBLAS ran the align1
   // tiled kernel split 242 ways and the reduce kernel. Short K keeps gemmSN (3x59x109).
