@@ -411,6 +411,13 @@ constexpr std::int64_t kGemvRowFewOutputs = 1024;
 constexpr std::int64_t kGemvRowManyOutputs = 4096;
 constexpr int kGemvWideThreads = 512;
 constexpr int kGemvWideRegs = 128;
+// A matmul's 16-bit row on the long variant: the threads of an output (its blocks are outputs x
+// K-threads: 4x32, 16x32, 64x8, 32x4 as measured) load one element of W's rows a step, a tenth of
+// a DRAM round trip apart (issue 16's twenty-third round, sets 3-40: 1x2x649 on one CTA 3.2 us,
+// 1x2x1063 3.7, 1x11x1806 4.8, 1x4156x595 7.3; without the chain those rows ran 15-40% fast).
+// 0.06-0.2 tried (0.1-0.12 alike), and for the 4- and 16-output variants only: the op sets
+// 7.580 -> 7.560% (H100), 8.310 -> 8.281% (H200).
+constexpr double kGemvRowStepRoundTrips = 0.1;
 
 // The CTAs of a kernel that streams the weights once from DRAM (GEMV, gemmSN): `mats` weight
 // matrices of N x K, `rows` input rows of K per matrix, spread evenly over the launch's grid,
@@ -500,7 +507,7 @@ struct GemvShape {
   int threads = 128;
   int regs = kGemvLongRegs;
   double fixed_round_trips = kGemvFixedRoundTrips;
-  double step_round_trips = 0;  // a thread's chain along K, per element (gemv2N)
+  double step_round_trips = 0;  // a thread's chain along K, per element of K
 };
 
 GemvShape gemv_shape(const hw::HardwareSpec& hw, const Problem& p, bool linear, bool column) {
@@ -542,6 +549,10 @@ GemvShape gemv_shape(const hw::HardwareSpec& hw, const Problem& p, bool linear, 
     g.threads = kGemvWideThreads;
     g.regs = kGemvWideRegs;
   }
+  // Its threads split K among themselves (threads / outputs of them an output) and walk their
+  // share a step after another.
+  const double k_threads = static_cast<double>(g.threads) / static_cast<double>(g.outputs_per_cta);
+  g.step_round_trips = kGemvRowStepRoundTrips / k_threads;
   return g;
 }
 

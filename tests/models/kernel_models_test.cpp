@@ -1218,6 +1218,18 @@ TEST(GemmModelTest, BiasedAlign1ProductsOfManyRowsCutFewerSlices) {
   EXPECT_LE(2 * split(60, 177, 746, true), split(60, 177, 746, false));
 }
 
+TEST(GemmModelTest, MatmulRowGemvThreadsWalkTheirShareOfK) {
+  // A 16-bit matmul's one-row product on the long GEMV variant: each output's threads (32 of them
+  // on 4x32 blocks, 4 on 32x4) walk K / threads steps a tenth of a DRAM round trip apart (sets
+  // 3-40: 1x2x1063 on one CTA in 3.7 us, where streaming alone gave 2.9).
+  const auto work = [](std::int64_t n, std::int64_t k) {
+    return lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, n, k}), h100()).front().ctas.front().work;
+  };
+  const double lat = static_cast<double>(h100().dram.latency.ps());
+  EXPECT_NEAR(static_cast<double>(work(113, 893).critical_path.ps()), 0.1 * 893.0 / 32.0 * lat, 2.0);
+  EXPECT_NEAR(static_cast<double>(work(10246, 799).critical_path.ps()), 0.1 * 799.0 / 4.0 * lat, 2.0);
+}
+
 TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
   // ops4_h100.csv.gz: 12x19x5802 bf16 (odd rows) would give gemmSN 2 CTAs; cuBLAS ran the align1
   // tiled kernel split 242 ways and the reduce kernel. Short K keeps gemmSN (3x59x109).
