@@ -850,9 +850,15 @@ Choice choose_simt(const hw::HardwareSpec& hw, const Problem& p, bool b_transpos
 //  * grid y splits the rows: NN 1 CTA up to 5 rows, 2 up to 14, 4 above (2 x 7 rows for 14,
 //    4 x 4 for 16); TN one group of 2, 4, 6, 8, 10 or 14 rows, two of 6 for 11-12 rows and two
 //    of 8 for 15-16 (sets 3-40: 10x10x7 and 13x25x1184 on one, 11x5x13 and 15x3x2 on two);
-//  * threads: the 16-bit NN kernel 256 (98 of 103 launches); fp32 NN 256 from 3,072 columns or
-//    K = 128 (16x6016x32, 14x5165x144), else 128 (10x2101x4, 16x1456x64); TN 128;
+//  * threads: the 16-bit NN kernel 256 (98 of 103 launches; fp16 128 when wide, below); fp32 NN
+//    256 from 3,072 columns or K = 128 (16x6016x32, 14x5165x144), else 128 (10x2101x4,
+//    16x1456x64); TN 128;
 //  * K groups (threads walking K side by side): threads / 64 for NN, 16 for TN.
+// fp16's wide, shallow NN products run the 128-thread instance (sets 3-40: 2x13817x26, 2x3585x14,
+// 3x5149x25, 4x2228x21, 4x6757x19 and four more; 6x4439x136 the 256-thread one; bf16's ran 256).
+constexpr std::int64_t kGemmsnFp16WideMinN = 2048;
+constexpr std::int64_t kGemmsnFp16WideMaxK = 32;
+
 GemmsnShape gemmsn_shape(const Problem& p, bool linear) {
   GemmsnShape g;
   if (linear) {
@@ -866,7 +872,11 @@ GemmsnShape gemmsn_shape(const Problem& p, bool linear) {
   }
   g.cols = 64;
   g.row_groups = p.M <= 5 ? 1 : (p.M <= 14 ? 2 : 4);
-  g.threads = p.dtype != hw::DType::kFp32 || p.N >= 3072 || p.K >= 128 ? 256 : 128;
+  if (p.dtype == hw::DType::kFp32) {
+    g.threads = p.N >= 3072 || p.K >= 128 ? 256 : 128;
+  } else {
+    g.threads = p.dtype == hw::DType::kFp16 && p.N >= kGemmsnFp16WideMinN && p.K <= kGemmsnFp16WideMaxK ? 128 : 256;
+  }
   g.k_groups = g.threads / 64;
   return g;
 }

@@ -1230,6 +1230,20 @@ TEST(GemmModelTest, MatmulRowGemvThreadsWalkTheirShareOfK) {
   EXPECT_NEAR(static_cast<double>(work(10246, 799).critical_path.ps()), 0.1 * 799.0 / 4.0 * lat, 2.0);
 }
 
+TEST(GemmModelTest, WideShallowFp16GemmSnRunsTheSmallerInstance) {
+  // Sets 3-40: fp16's wide, shallow NN products ran gemmSN's 128-thread instance (4x2282x31,
+  // 2x13817x26), bf16's the 256-thread one (3x14277x20): half the K groups, twice the steps.
+  const auto launch = [](DType d, std::int64_t m, std::int64_t n, std::int64_t k) {
+    return lower(Op(OpKind::kMatmul, d, MatmulShape{m, n, k}), h100()).front();
+  };
+  EXPECT_EQ(launch(DType::kFp16, 4, 2282, 31).block.x, 128);
+  EXPECT_EQ(launch(DType::kFp16, 2, 13817, 26).block.x, 128);
+  EXPECT_EQ(launch(DType::kBf16, 3, 14277, 20).block.x, 256);
+  EXPECT_EQ(launch(DType::kFp16, 6, 4439, 136).block.x, 256);
+  EXPECT_GT(launch(DType::kFp16, 4, 2282, 31).ctas.front().work.critical_path.ps(),
+            launch(DType::kBf16, 4, 2282, 31).ctas.front().work.critical_path.ps());
+}
+
 TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
   // ops4_h100.csv.gz: 12x19x5802 bf16 (odd rows) would give gemmSN 2 CTAs; cuBLAS ran the align1
   // tiled kernel split 242 ways and the reduce kernel. Short K keeps gemmSN (3x59x109).
