@@ -1510,7 +1510,9 @@ GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool
     return {GemmPath::kTiled,
             p.batch == 1 ? choose_simt(hw, p, linear) : Choice{simt_config(hw, p, linear), 1, 0}};
   }
-  if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1) return {GemmPath::kGemv, {}};
+  // One-row products take the GEMV, but not outer products (K = 1): 16-bit 1xNx1 ran cutlass_75's
+  // 64x64 tiles as Mx1x1 does (sets 3-40: 1x23x1, 1x808x1, 1x14304x1 linear, 1x2188x1 fp16).
+  if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1 && p.K > 1) return {GemmPath::kGemv, {}};
   const Choice tiled = with_deep_k_slices(hw, p, choose_tiled(hw, p, linear), bias, linear);
   return {GemmPath::kTiled, with_shallow_split(hw, p, with_bias_epilogue(p, tiled, bias), bias)};
 }

@@ -1244,6 +1244,28 @@ TEST(GemmModelTest, WideShallowFp16GemmSnRunsTheSmallerInstance) {
             launch(DType::kBf16, 4, 2282, 31).ctas.front().work.critical_path.ps());
 }
 
+TEST(GemmModelTest, OneRowOuterProductsRunTheTiledKernel) {
+  // Sets 3-40: a 16-bit 1xNx1 product ran cutlass_75's 64x64 tiles (as Mx1x1 does), not a GEMV.
+  for (const auto& op : {Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, 808, 1}),
+                         Op(OpKind::kMatmul, DType::kFp16, MatmulShape{1, 2188, 1}),
+                         Op(OpKind::kLinear, DType::kBf16, LinearShape{1, 14304, 1, false})}) {
+    const auto name = lower(op, h100()).front().name;
+    EXPECT_TRUE(contains(name, "cutlass_75_tensorop")) << name;
+  }
+}
+
+TEST(GemmModelTest, NarrowGemv2NRowsStepFasterThanWide) {
+  // gemv2N's thread waits on DRAM where its step enters a new 32-byte sector of W's rows: 1x2x25
+  // (4 bytes a row) steps at a third of 1x66x37's pace (2.9 and 5.7 us measured on the H100).
+  const auto chain = [](std::int64_t n, std::int64_t k) {
+    const auto l = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, n, k}), h100()).front();
+    EXPECT_TRUE(contains(l.name, "gemv2N")) << l.name;
+    return static_cast<double>(l.ctas.front().work.critical_path.ps()) / static_cast<double>(k);
+  };
+  EXPECT_NEAR(chain(2, 25) / chain(66, 37), 0.35, 0.01);
+  EXPECT_NEAR(chain(11, 29) / chain(66, 37), 22.0 / 32.0, 0.01);
+}
+
 TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
   // ops4_h100.csv.gz: 12x19x5802 bf16 (odd rows) would give gemmSN 2 CTAs; cuBLAS ran the align1
   // tiled kernel split 242 ways and the reduce kernel. Short K keeps gemmSN (3x59x109).
