@@ -485,6 +485,13 @@ constexpr int kGemv2TRegs = 66;
 // 7548x1x4493 on 944 CTAs and 5997x1x4629 on 750 unsplit). Misses: 742x1x8298 and 1x2454x6496
 // (linear) ran gemvx unsplit; 127x1x7108 and 1x77x5869 run the dot kernels here (at most 128
 // outputs, kDotMaxProducts).
+// Bytes a GEMV thread keeps in flight: two 16-byte loads; gemv2T's 16-bit instances stream
+// at 1.2-1.6 TB/s where its tf32 ones reach 1.9-2.1 (sets 3-40, H100: 8547x1x7995 bf16 in 88 us,
+// 12942x1x2579 fp16 in 42; 5997x1x4629 tf32 in 52), as about 10 bytes a thread would
+// (issue 16's twenty-third round: 8-16 tried; the op sets 7.529 -> 7.521% (H100), 8.255 ->
+// 8.245% (H200)).
+constexpr double kGemvBytesInFlight = 32.0;
+constexpr double kGemv2T16BitBytesInFlight = 10.0;
 constexpr std::int64_t kGemv2TSplitMaxCtasPerSm = 4;
 constexpr std::int64_t kGemv2TSplitWaves = 2;
 constexpr std::int64_t kGemv2TMaxSplit = 8;
@@ -584,9 +591,10 @@ std::vector<hw::Launch> gemv_launches(const hw::HardwareSpec& hw, const Problem&
   l.block = {g.threads, 1, 1};
   l.regs_per_thread = g.regs;
   l.smem_per_cta = 0;
-  // 16-byte loads, two in flight per thread.
+  // 16-byte loads, two in flight per thread; gemv2T's 16-bit instances about 10 bytes.
   StreamingCta cta;
-  cta.inflight = static_cast<double>(g.threads) * 16.0 * 2.0;
+  cta.inflight = static_cast<double>(g.threads) *
+                 (g.gemv2t && e == 2.0 ? kGemv2T16BitBytesInFlight : kGemvBytesInFlight);
   // With a bias (beta = 1, lower_gemm) the kernel reads the output before it stores it: one DRAM
   // round trip more (sets 3-17, H100: one-row products with a bias 0.2-0.9 us slower than
   // without; issue 16's twelfth round, with the copy: the GEMV rows of sets 3-17 17.2 -> 16.0%

@@ -1266,6 +1266,18 @@ TEST(GemmModelTest, NarrowGemv2NRowsStepFasterThanWide) {
   EXPECT_NEAR(chain(11, 29) / chain(66, 37), 22.0 / 32.0, 0.01);
 }
 
+TEST(GemmModelTest, SixteenBitGemv2TKeepsFewerBytesInFlight) {
+  // gemv2T streams 16-bit rows at 1.2-1.6 TB/s and tf32 ones at 1.9-2.1 (sets 3-40, H100):
+  // about 10 bytes a thread in flight for 16-bit, two 16-byte loads for tf32.
+  const auto inflight = [](DType d) {
+    const auto l = lower(Op(OpKind::kMatmul, d, MatmulShape{8547, 1, 7995}), h100()).front();
+    EXPECT_TRUE(contains(l.name, "gemv2T")) << l.name;
+    return l.ctas.front().work.max_inflight_bytes;
+  };
+  EXPECT_DOUBLE_EQ(inflight(DType::kBf16), 128.0 * 10.0);
+  EXPECT_DOUBLE_EQ(inflight(DType::kTf32), 128.0 * 32.0);
+}
+
 TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
   // ops4_h100.csv.gz: 12x19x5802 bf16 (odd rows) would give gemmSN 2 CTAs; cuBLAS ran the align1
   // tiled kernel split 242 ways and the reduce kernel. Short K keeps gemmSN (3x59x109).
