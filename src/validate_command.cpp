@@ -404,6 +404,10 @@ const std::vector<SuiteSpec>& suites() {
        "all held out, measured at the twenty-second round's start (no H100 was lent), stored "
        "unread, and compared once at the twenty-third round's start with the twenty-second "
        "round's final model"},
+      {"measured41-h200", "h200", "ops41_h200.csv.gz",
+       "issue 16's thirty-eighth fresh random set, on an H200 SXM: drawn the same way (seed 54), "
+       "all held out, measured at the twenty-third round's start before any change (no H100 was "
+       "lent), stored unread, and compared once after the round's changes"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
