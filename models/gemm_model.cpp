@@ -33,6 +33,7 @@ using detail::ceil_div;
 using gemm_detail::base_work;
 using gemm_detail::Choice;
 using gemm_detail::Config;
+using gemm_detail::dot_chunks;
 using gemm_detail::GemmKind;
 using gemm_detail::GemmPath;
 using gemm_detail::GemmPlan;
@@ -41,7 +42,6 @@ using gemm_detail::GemmsnShape;
 using gemm_detail::grid_ctas;
 using gemm_detail::k_per_split;
 using gemm_detail::k_step_path;
-using gemm_detail::dot_chunks;
 using gemm_detail::kXmmaSplitKFixedRoundTrips;
 using gemm_detail::partial_bytes;
 using gemm_detail::plan_gemm;
@@ -349,14 +349,17 @@ constexpr double kGemmsn16BitNnBytesInFlight = 6.0;
 // the 4-row instance, 5 and 6 the 6-row one, 7 and 8 the 8-row one, ...), check each against M,
 // and step at half a round trip, a chain that DRAM load stretches (issue 16's twenty-third round,
 // the few-CTA launches of sets 3-40, alike on both chips: 3x99x2676 0.49, 13x25x1184 0.52,
-// 14x15x596 0.59, 6x6x2899 0.34, 11x7x754 0.33). Fitted there: the bytes 4-12 (6-12 alike), the
-// padded step 0.4-0.55 tried; with the selection windows (uses_gemmsn) the rows that ran gemmSN
-// TN 31 -> 16% (H100), 30 -> 17% (H200). (Until then 8 bytes for the exact
-// instances and 4 for the padded ones, without the chain: tiny launches ran 15-25% fast,
-// few-CTA deep ones 25-60% slow. The chain for the exact ones too, at 0.21, fits M = 2's widest
-// launches of odd K (2x11321x3335 at 1.33 TB/s) but runs GPT-2's lm_head 40% slow.)
+// 14x15x596 0.59, 7x28x4411 0.53; the 6-row instance below). Fitted there: the bytes 4-12 (6-12
+// alike), the padded step 0.4-0.55 tried; with the selection windows (uses_gemmsn) the rows that
+// ran gemmSN TN 31 -> 16% (H100), 30 -> 17% (H200). (Until then 8 bytes for the exact instances
+// and 4 for the padded ones, without the chain: tiny launches ran 15-25% fast, few-CTA deep ones
+// 25-60% slow. The chain for the exact ones too, at 0.21, fits M = 2's widest launches of odd K
+// (2x11321x3335 at 1.33 TB/s) but runs GPT-2's lm_head 40% slow.)
 constexpr double kGemmsnTnBytesInFlight = 10.0;
 constexpr double kGemmsnTnPaddedStepRoundTrips = 0.5;
+// Its 6-row instance (5-6 rows, and 11-12 as two groups) steps at about a third of a round trip
+// (6x6x2899 on one CTA 0.34, 11x7x754 0.33, 12x29x3705 on 8 CTAs 0.33, the last in set 41).
+constexpr double kGemmsnTnSixRowStepRoundTrips = 0.35;
 bool gemmsn_tn_exact_rows(const Problem& p) { return p.M == 2 || p.M == 4; }
 // The TN instances' registers and shared memory as measured (sets 3-23, H100): 1.5 KiB of shared
 // memory a row, one more for the padded instances (3, 6, 10.5, 13.5, 16.5 and 22.5 KiB for 2,
@@ -682,8 +685,8 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
   // NN): they set how many CTAs an SM holds, and so the bandwidth.
   l.regs_per_thread = linear ? gemmsn_tn_regs(p, g) : 64;
   l.smem_per_cta = linear ? gemmsn_tn_smem(p, g) : 12288;
-  // Bytes a thread keeps in flight: 10 for TN (above), 12 for fp32 NN, 6 for 16-bit NN (fitted on sets
-  // 3-13, 4-16 tried: at 4 its few-CTA rows over K of 100-400 ran 50-100% slow, 5x256x405 at
+  // Bytes a thread keeps in flight: 10 for TN (above), 12 for fp32 NN, 6 for 16-bit NN (fitted on
+  // sets 3-13, 4-16 tried: at 4 its few-CTA rows over K of 100-400 ran 50-100% slow, 5x256x405 at
   // 20.4 us against 9.9 measured; 10.34 -> 10.29% H100, 11.90 -> 11.82% H200 over all rows;
   // fp32 NN refitted with the row groups and the K chain below, 4-16 tried).
   const double per_thread = linear                        ? kGemmsnTnBytesInFlight
@@ -698,7 +701,9 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
   // another, each waiting on its loads.
   if (!linear || !gemmsn_tn_exact_rows(p)) {
     const double steps = static_cast<double>(ceil_div(p.K, g.k_groups));
-    const double step = linear ? kGemmsnTnPaddedStepRoundTrips : kGemmsnStepRoundTrips;
+    const double step = !linear       ? kGemmsnStepRoundTrips
+                        : g.rows == 6 ? kGemmsnTnSixRowStepRoundTrips
+                                      : kGemmsnTnPaddedStepRoundTrips;
     cta.chain = sim::Time::from_seconds((kGemmsnChainFixedRoundTrips + steps * step) *
                                         hw.dram.latency.seconds());
   }
@@ -794,7 +799,8 @@ GemmTiling gemm_tiling(const GemmProblem& gp, const hw::HardwareSpec& hw, bool l
       return GemmTiling{ceil_div(p.M, g.row_groups), g.cols, 1, 1, p.K};
     }
     case GemmPath::kGemv: return GemmTiling{1, 4, 1, 1, gp.K};
-    case GemmPath::kDot: return GemmTiling{1, 1, 1, dot_chunks(p), ceil_div(p.K, dot_chunks(p))};
+    case GemmPath::kDot:
+      return GemmTiling{1, 1, 1, dot_chunks(p), ceil_div(p.K, dot_chunks(p))};
     case GemmPath::kTiled: break;
   }
   const Choice& ch = plan.choice;

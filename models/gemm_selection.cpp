@@ -875,7 +875,10 @@ GemmsnShape gemmsn_shape(const Problem& p, bool linear) {
   if (p.dtype == hw::DType::kFp32) {
     g.threads = p.N >= 3072 || p.K >= 128 ? 256 : 128;
   } else {
-    g.threads = p.dtype == hw::DType::kFp16 && p.N >= kGemmsnFp16WideMinN && p.K <= kGemmsnFp16WideMaxK ? 128 : 256;
+    g.threads =
+        p.dtype == hw::DType::kFp16 && p.N >= kGemmsnFp16WideMinN && p.K <= kGemmsnFp16WideMaxK
+            ? 128
+            : 256;
   }
   g.k_groups = g.threads / 64;
   return g;
@@ -1390,7 +1393,8 @@ Choice with_bias_epilogue(const Problem& p, Choice ch, bool bias) {
     // The parallel split with the bias: more than 8 rows cut fewer, deeper slices.
     if (p.M > kBiasParallelFewerSlicesMinRows) {
       ch.split = std::clamp<std::int64_t>(
-          std::llround(kBiasParallelSliceShare * static_cast<double>(ch.split)), 2, kBiasParallelMaxSlices);
+          std::llround(kBiasParallelSliceShare * static_cast<double>(ch.split)), 2,
+          kBiasParallelMaxSlices);
       while (last_slice_empty(p, ch.cfg, ch.split)) --ch.split;
       ch.reduce = ch.split > 1;
     }
@@ -1512,7 +1516,8 @@ GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool
   }
   // One-row products take the GEMV, but not outer products (K = 1): 16-bit 1xNx1 ran cutlass_75's
   // 64x64 tiles as Mx1x1 does (sets 3-40: 1x23x1, 1x808x1, 1x14304x1 linear, 1x2188x1 fp16).
-  if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1 && p.K > 1) return {GemmPath::kGemv, {}};
+  if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1 && p.K > 1)
+    return {GemmPath::kGemv, {}};
   const Choice tiled = with_deep_k_slices(hw, p, choose_tiled(hw, p, linear), bias, linear);
   return {GemmPath::kTiled, with_shallow_split(hw, p, with_bias_epilogue(p, tiled, bias), bias)};
 }

@@ -1145,7 +1145,9 @@ TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   // K / 16 steps at half a DRAM round trip each, one before the first.
   const auto tn_work = [](std::int64_t m) {
     return lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{m, 4526, 2325, false}), h100())
-        .front().ctas.front().work;
+        .front()
+        .ctas.front()
+        .work;
   };
   EXPECT_DOUBLE_EQ(tn_work(4).max_inflight_bytes, 128.0 * 10);
   EXPECT_DOUBLE_EQ(tn_work(3).max_inflight_bytes, 128.0 * 10);
@@ -1159,14 +1161,25 @@ TEST(GemmModelTest, DeepNarrowLinearRunsGemmSnInItsTwoWindows) {
   // than K / 2 runs gemmSN for 2-4 rows on 12 or more CTAs with at most 1.5 M weights, and for
   // 6-16 rows on at most 8 CTAs up to K = 4,500; cutlass_75's split-K otherwise (and for 5 rows).
   const auto tn16 = [](std::int64_t m, std::int64_t n, std::int64_t k) {
-    return lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{m, n, k, false}), h100()).front().name;
+    return lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{m, n, k, false}), h100())
+        .front()
+        .name;
   };
-  for (const auto& [m, n, k] : std::vector<std::tuple<int, int, int>>{
-           {2, 109, 6072}, {2, 620, 1693}, {3, 156, 2707}, {4, 95, 1528}, {7, 28, 4411}, {13, 25, 1184}, {11, 7, 754}}) {
+  for (const auto& [m, n, k] : std::vector<std::tuple<int, int, int>>{{2, 109, 6072},
+                                                                      {2, 620, 1693},
+                                                                      {3, 156, 2707},
+                                                                      {4, 95, 1528},
+                                                                      {7, 28, 4411},
+                                                                      {13, 25, 1184},
+                                                                      {11, 7, 754}}) {
     EXPECT_TRUE(contains(tn16(m, n, k), "gemmSN_TN")) << m << "x" << n << "x" << k;
   }
-  for (const auto& [m, n, k] : std::vector<std::tuple<int, int, int>>{
-           {3, 59, 9591}, {2, 433, 6085}, {4, 819, 2776}, {14, 21, 7414}, {11, 196, 1129}, {5, 42, 4011}}) {
+  for (const auto& [m, n, k] : std::vector<std::tuple<int, int, int>>{{3, 59, 9591},
+                                                                      {2, 433, 6085},
+                                                                      {4, 819, 2776},
+                                                                      {14, 21, 7414},
+                                                                      {11, 196, 1129},
+                                                                      {5, 42, 4011}}) {
     EXPECT_TRUE(contains(tn16(m, n, k), "cutlass_75_tensorop")) << m << "x" << n << "x" << k;
   }
   // Its grids as measured: one CTA row group of 10 or 14 rows, two of 6 for 11-12 rows and two of
@@ -1182,9 +1195,14 @@ TEST(GemmModelTest, DeepNarrowLinearRunsGemmSnInItsTwoWindows) {
   EXPECT_EQ(tn(13, 3, 442).smem_per_cta, 23040);
   // The padded 14-row instance on 4 CTAs (13x25x1184) walks 74 steps of half a round trip: 13 us
   // of its 15.9 measured on the H100, where cutlass_75's split-K had given 6.6.
-  const auto deep = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{13, 25, 1184, false}), h100());
+  const auto deep =
+      lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{13, 25, 1184, false}), h100());
   EXPECT_NEAR(static_cast<double>(deep.front().ctas.front().work.critical_path.ps()) / 1e6,
               (1.0 + 74 * 0.5) * static_cast<double>(h100().dram.latency.ps()) / 1e6, 0.01);
+  // The 6-row instance steps at about a third of a round trip (6x6x2899 on one CTA, 24.2 us).
+  const auto six = lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{6, 6, 2899, false}), h100());
+  EXPECT_NEAR(static_cast<double>(six.front().ctas.front().work.critical_path.ps()) / 1e6,
+              (1.0 + 182 * 0.35) * static_cast<double>(h100().dram.latency.ps()) / 1e6, 0.01);
 }
 
 TEST(GemmModelTest, SingleSixteenBitDotProductRunsDotKernelOn496Ctas) {
@@ -1198,8 +1216,9 @@ TEST(GemmModelTest, SingleSixteenBitDotProductRunsDotKernelOn496Ctas) {
     EXPECT_TRUE(contains(l[1].name, "reduce_1Block_kernel")) << l[1].name;
   }
   // fp32's one-element product stays on the GEMV.
-  EXPECT_FALSE(contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{1, 1, 41}), h100())[0].name,
-                        "dot_kernel"));
+  EXPECT_FALSE(
+      contains(lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{1, 1, 41}), h100())[0].name,
+               "dot_kernel"));
 }
 
 TEST(GemmModelTest, BiasedAlign1ProductsOfManyRowsCutFewerSlices) {
@@ -1223,11 +1242,16 @@ TEST(GemmModelTest, MatmulRowGemvThreadsWalkTheirShareOfK) {
   // on 4x32 blocks, 4 on 32x4) walk K / threads steps a tenth of a DRAM round trip apart (sets
   // 3-40: 1x2x1063 on one CTA in 3.7 us, where streaming alone gave 2.9).
   const auto work = [](std::int64_t n, std::int64_t k) {
-    return lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, n, k}), h100()).front().ctas.front().work;
+    return lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{1, n, k}), h100())
+        .front()
+        .ctas.front()
+        .work;
   };
   const double lat = static_cast<double>(h100().dram.latency.ps());
-  EXPECT_NEAR(static_cast<double>(work(113, 893).critical_path.ps()), 0.1 * 893.0 / 32.0 * lat, 2.0);
-  EXPECT_NEAR(static_cast<double>(work(10246, 799).critical_path.ps()), 0.1 * 799.0 / 4.0 * lat, 2.0);
+  EXPECT_NEAR(static_cast<double>(work(113, 893).critical_path.ps()), 0.1 * 893.0 / 32.0 * lat,
+              2.0);
+  EXPECT_NEAR(static_cast<double>(work(10246, 799).critical_path.ps()), 0.1 * 799.0 / 4.0 * lat,
+              2.0);
 }
 
 TEST(GemmModelTest, WideShallowFp16GemmSnRunsTheSmallerInstance) {
