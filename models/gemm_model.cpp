@@ -342,18 +342,18 @@ hw::Launch xmma_splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, cons
 // the weights they index), fitted on the small gemmSN calibration rows of ops3_h100.csv.
 constexpr std::int64_t kStreamingFixedRoundTrips = 2;
 constexpr double kGemmsn16BitNnBytesInFlight = 6.0;
-// gemmSN TN's threads keep 10 bytes of weights in flight and walk K / 16 steps each (16 K
-// groups, gemmsn_shape). Its template instances for exactly 2 and 4 rows (the eighth argument
-// true) stream at that: 0.21 of a DRAM round trip a step on few CTAs (2x109x6072 on 14 CTAs,
-// 4x95x1528), and GPT-2's 2x50257x768 lm_head at 1.9 TB/s. The others pad their rows (3 rows run
-// the 4-row instance, 5 and 6 the 6-row one, 7 and 8 the 8-row one, ...), check each against M,
-// and step at half a round trip, a chain that DRAM load stretches (issue 16's twenty-third round,
-// the few-CTA launches of sets 3-40, alike on both chips: 3x99x2676 0.49, 13x25x1184 0.52,
-// 14x15x596 0.59, 7x28x4411 0.53; the 6-row instance below). Fitted there: the bytes 4-12 (6-12
-// alike), the padded step 0.4-0.55 tried; with the selection windows (uses_gemmsn) the rows that
-// ran gemmSN TN 31 -> 16% (H100), 30 -> 17% (H200). (Until then 8 bytes for the exact instances
-// and 4 for the padded ones, without the chain: tiny launches ran 15-25% fast, few-CTA deep ones
-// 25-60% slow. The chain for the exact ones too, at 0.21, fits M = 2's widest launches of odd K
+// gemmSN TN's threads keep 10 bytes of weights in flight and walk K / 16 steps each (16 K groups,
+// gemmsn_shape). Its template instances for exactly 2 and 4 rows (the eighth argument true) stream
+// at that: 0.21 of a DRAM round trip a step on few CTAs (2x109x6072 on 14 CTAs, 4x95x1528), and
+// GPT-2's 2x50257x768 lm_head at 1.9 TB/s. The others pad their rows (3 rows run the 4-row
+// instance, 5 and 6 the 6-row one, 7 and 8 the 8-row one, ...), check each against M, and step at
+// half a round trip, a chain that DRAM load stretches (issue 16's twenty-third round, the few-CTA
+// launches of sets 3-40, alike on both chips: 3x99x2676 0.49, 13x25x1184 0.52, 14x15x596 0.59,
+// 7x28x4411 0.53; the 6-row instance below). Fitted there: the bytes 4-12 (6-12 alike), the padded
+// step 0.4-0.55 tried; with the selection windows (uses_gemmsn) and the 6-row step the rows that
+// ran gemmSN TN 31 -> 14% (H100), 30 -> 15% (H200). (Until then 8 bytes for the exact instances and
+// 4 for the padded ones, without the chain: tiny launches ran 15-25% fast, few-CTA deep ones 25-60%
+// slow. The chain for the exact ones too, at 0.21, fits M = 2's widest launches of odd K
 // (2x11321x3335 at 1.33 TB/s) but runs GPT-2's lm_head 40% slow.)
 constexpr double kGemmsnTnBytesInFlight = 10.0;
 constexpr double kGemmsnTnPaddedStepRoundTrips = 0.5;
