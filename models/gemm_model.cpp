@@ -342,6 +342,11 @@ hw::Launch xmma_splitk_reduce(const hw::HardwareSpec& hw, const Problem& p, cons
 // the weights they index), fitted on the small gemmSN calibration rows of ops3_h100.csv.
 constexpr std::int64_t kStreamingFixedRoundTrips = 2;
 constexpr double kGemmsn16BitNnBytesInFlight = 6.0;
+// With rows of 2- or 4-element loads, about 10 bytes from K = 256 on: its deep launches then
+// follow the K chain (4x100x4012 in 69 us, 5x52x2002 in 35; at 6 bytes they ran 40-46% slow; the
+// few-row probe, small_gemm_h200.json.gz; 10-16 alike).
+constexpr double kGemmsn16BitVectorBytesInFlight = 10.0;
+constexpr std::int64_t kGemmsnVectorMinK = 256;
 // gemmSN TN's threads keep 10 bytes of weights in flight and walk K / 16 steps each (16 K groups,
 // gemmsn_shape). Its template instances for exactly 2 and 4 rows (the eighth argument true) stream
 // at that: 0.21 of a DRAM round trip a step on few CTAs (2x109x6072 on 14 CTAs, 4x95x1528), and
@@ -691,7 +696,9 @@ hw::Launch gemmsn_launch(const hw::HardwareSpec& hw, const Problem& p, bool bias
   // fp32 NN refitted with the row groups and the K chain below, 4-16 tried).
   const double per_thread = linear                        ? kGemmsnTnBytesInFlight
                             : p.dtype == hw::DType::kFp32 ? kGemmsnFp32NnBytesInFlight
-                                                          : kGemmsn16BitNnBytesInFlight;
+                            : g.vector_loads && p.K >= kGemmsnVectorMinK
+                                ? kGemmsn16BitVectorBytesInFlight
+                                : kGemmsn16BitNnBytesInFlight;
   StreamingCta cta;
   cta.inflight = static_cast<double>(g.threads) * per_thread;
   cta.fixed_round_trips = kStreamingFixedRoundTrips;

@@ -872,6 +872,7 @@ GemmsnShape gemmsn_shape(const Problem& p, bool linear) {
   }
   g.cols = 64;
   g.row_groups = p.M <= 5 ? 1 : (p.M <= 14 ? 2 : 4);
+  g.vector_loads = p.dtype != hw::DType::kFp32 && (operand_align(p) == 2 || operand_align(p) == 4);
   if (p.dtype == hw::DType::kFp32) {
     g.threads = p.N >= 3072 || p.K >= 128 ? 256 : 128;
   } else {
@@ -925,6 +926,26 @@ bool few_cta_gemmsn_tn(const Problem& p, const GemmsnShape& g) {
          p.K <= kGemmsnTnManyRowsMaxK;
 }
 
+// bf16 matmuls (NN) of 2-5 rows whose rows allow 2- or 4-element loads, within 2^21
+// multiply-adds: cuBLAS runs them unsplit on one kernel however deep K (the few-row probe,
+// small_gemm_h200.json.gz, 200 launches of 2-6 rows, N 4-402, K 412-9468, and sets 3-41: 2-3
+// rows the wmma 32x32 kernel, 4-5 rows gemmSN, on 1-8 CTAs: 2x12x9468 in 150 us, 4x100x4012 in
+// 69; beyond 2^21, 2x172x9468, 3x402x2002 and 5x228x2002, split K). gpusim had split them,
+// 60-95% fast. 4-5 rows of K above 8,192 ran cutlass_80's serial split instead (4x4x9468; 5x26x6232
+// ran gemmSN), fp16's the wmma kernel (5x2x1636, 5x122x170).
+constexpr double kFewRowUnsplitMaxWork = 2097152.0;  // M x N x K
+constexpr std::int64_t kFewRowWmmaMaxRows = 3;
+constexpr std::int64_t kFewRowGemmsnMaxRows = 5;
+constexpr std::int64_t kFewRowGemmsnMaxK = 8192;
+
+bool few_row_unsplit(const Problem& p, bool linear) {
+  const std::int64_t align = operand_align(p);
+  return !linear && p.dtype == hw::DType::kBf16 && p.batch == 1 && p.M >= 2 &&
+         p.M <= kFewRowGemmsnMaxRows && (align == 2 || align == 4) &&
+         static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K) <=
+             kFewRowUnsplitMaxWork;
+}
+
 bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // Not tf32: its few-row products ran sm80_xmma's 32x32x64 kernel or split-K (sets 3-5:
   // 13x64x55, 10x909x38, 6x2327x17; 5x9x10154 split 58).
@@ -932,6 +953,7 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // Not outer products (K = 1): every dtype ran the tiled kernels (sets 3-13: 5x3x1, 3x13698x1,
   // 16x7378x1 bf16, 2x4449x1 fp16 on cutlass_75 64x64; 5x473x1 fp32 on the SIMT kernel).
   if (p.K == 1) return false;
+  if (few_row_unsplit(p, linear) && p.M > kFewRowWmmaMaxRows) return p.K <= kFewRowGemmsnMaxK;
   // fp32: wide products, or narrow ones of short K (sets 3-13: 7x5x8, 16x16x64, 2x83x66 and 3x3x85
   // ran gemmSN; 2x64x105, 16x16x112 and 16x64x112 the SIMT kernels).
   if (p.dtype == hw::DType::kFp32 ? p.N < 256 && p.K > kGemmsnNarrowFp32MaxK : operand_align(p) != 1) return false;
@@ -1140,6 +1162,7 @@ bool runs_wmma(const hw::HardwareSpec& hw, const Problem& p) {
   const double outputs = static_cast<double>(p.M) * static_cast<double>(p.N) * p.batch;
   const double work = outputs * static_cast<double>(p.K);
   const std::int64_t align = operand_align(p);
+  if (few_row_unsplit(p, false) && p.M <= kFewRowWmmaMaxRows) return true;
   if (align == 2) return work < kWmmaMaxWork;
   return align == 1 && p.dtype == hw::DType::kFp16 && p.K >= 2 && outputs < kWmma75MaxOutputs &&
          work < kWmma75MaxWork;
@@ -1220,8 +1243,10 @@ Choice wmma_choice(const hw::HardwareSpec& hw, const Problem& p, const Config& c
   if (narrow_wmma_split(p, linear)) {
     return reduced_split(c, ceil_div(p.K, kWmmaNarrowSliceK), true);
   }
+  const bool unsplit =
+      p.K <= kWmmaUnsplitMaxK || (few_row_unsplit(p, linear) && p.M <= kFewRowWmmaMaxRows);
   const std::int64_t s =
-      p.K <= kWmmaUnsplitMaxK ? 1 : split_by_slices(p, c, kWmmaSliceK, kWmmaMaxSplit, 2 * hw.sm_count);
+      unsplit ? 1 : split_by_slices(p, c, kWmmaSliceK, kWmmaMaxSplit, 2 * hw.sm_count);
   Choice ch{c, s, 0};
   ch.reduce = s > 1;
   return ch;

@@ -28,6 +28,7 @@ struct GemmsnShape {
   std::int64_t threads = 0;
   std::int64_t k_groups = 1;    // threads walking K side by side for one output column
   std::int64_t rows = 0;        // TN: the template instance's rows per CTA (M or more, padded)
+  bool vector_loads = false;    // 16-bit NN rows of 2- or 4-element loads (not single elements)
 };
 GemmsnShape gemmsn_shape(const Problem& p, bool linear);
 

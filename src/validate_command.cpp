@@ -408,6 +408,10 @@ const std::vector<SuiteSpec>& suites() {
        "issue 16's thirty-eighth fresh random set, on an H200 SXM: drawn the same way (seed 54), "
        "all held out, measured at the twenty-third round's start before any change (no H100 was "
        "lent), stored unread, and compared once after the round's changes"},
+      {"probe-small-gemm-h200", "h200", "small_gemm_h200.csv.gz",
+       "a probe of cuBLAS's few-row products on an H200 SXM (calibration data, a fixed grid): 16-bit "
+       "matmuls of 2-6 rows with 2- or 4-element rows, fp32 and 16-bit one-row matmuls "
+       "(validation/measure/small_gemm_probe.py)"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "

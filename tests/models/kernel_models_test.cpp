@@ -1302,6 +1302,24 @@ TEST(GemmModelTest, SixteenBitGemv2TKeepsFewerBytesInFlight) {
   EXPECT_DOUBLE_EQ(inflight(DType::kTf32), 128.0 * 32.0);
 }
 
+TEST(GemmModelTest, FewRowProductsWithinTwoToTheTwentyOneRunUnsplit) {
+  // The few-row probe (small_gemm_h200.json.gz): bf16 matmuls of 2-3 rows with 2- or 4-element
+  // rows run the wmma 32x32 kernel unsplit, 4-5 rows gemmSN, while M x N x K stays within 2^21
+  // (2x12x9468 on one CTA in 150 us); beyond, they split K (2x172x9468).
+  const auto l = [](DType d, std::int64_t m, std::int64_t n, std::int64_t k) {
+    return lower(Op(OpKind::kMatmul, d, MatmulShape{m, n, k}), h100());
+  };
+  const auto wmma = l(DType::kBf16, 2, 12, 9468);
+  ASSERT_EQ(wmma.size(), 1u);
+  EXPECT_TRUE(contains(wmma[0].name, "wmma")) << wmma[0].name;
+  EXPECT_EQ(wmma[0].grid.z, 1);
+  const auto sn = l(DType::kBf16, 4, 100, 4012);
+  EXPECT_TRUE(contains(sn.front().name, "gemmSN_NN")) << sn.front().name;
+  EXPECT_DOUBLE_EQ(sn.front().ctas.front().work.max_inflight_bytes, 256.0 * 10.0);
+  EXPECT_GT(l(DType::kBf16, 2, 172, 9468).size(), 1u);  // split, with the reduce
+  EXPECT_FALSE(contains(l(DType::kFp16, 5, 2, 1636).front().name, "gemmSN"));
+}
+
 TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
   // ops4_h100.csv.gz: 12x19x5802 bf16 (odd rows) would give gemmSN 2 CTAs; cuBLAS ran the align1
   // tiled kernel split 242 ways and the reduce kernel. Short K keeps gemmSN (3x59x109).
