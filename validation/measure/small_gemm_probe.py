@@ -15,17 +15,10 @@ median), writing $OUT/small_gemm_<gpu>.json and .csv with the kernels' names, gr
 Usage (GPU machine, repository root):
   PYTHONUNBUFFERED=1 python3 validation/measure/small_gemm_probe.py --gpu h200 --out $OUT
 """
-import importlib.util
 import os
+import sys
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 SPLIT = "probe_small_gemm"
@@ -50,7 +43,7 @@ def groups():
 
 
 def main():
-    s2 = _load("op_kernels_set2")
+    import op_kernels_set2 as s2  # the measuring loop (op_kernels.py's, through set 2's groups)
     s2.run_groups(groups(), SPLIT, "probe_small_gemm_no_holdout", "small_gemm",
                   "validation/measure/small_gemm_probe.py",
                   f"{SPLIT} (held_out = 0): a fixed grid of few-row products, calibration data")
