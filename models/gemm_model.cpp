@@ -433,6 +433,19 @@ constexpr int kGemvWideRegs = 128;
 // 0.06-0.2 tried (0.1-0.12 alike), and for the 4- and 16-output variants only: the op sets
 // 7.580 -> 7.560% (H100), 8.310 -> 8.281% (H200).
 constexpr double kGemvRowStepRoundTrips = 0.1;
+// fp32 (and tf32) matmul rows with two K-threads an output, as the few-row probe measured them
+// (small_gemm_h200.json.gz: 64x2 blocks at K = 298 for every N, 32x2 for 1,002-3,002 outputs at
+// K = 502-802; sets 3-41: 1x2938x296, 1x31x285, 1x9x328 tf32 on 64x2, 1x1068x770, 1x999x1123,
+// 1x2434x429 on 32x2): each thread walks K / 2 steps at 0.07 of a round trip (1x999x1123 in 15.4
+// us, 1x1002x802 in 12.3; gpusim's 4- and 16-output blocks had run them 36-66% fast).
+constexpr std::int64_t kGemvFp32Row64x2MinK = 200;
+constexpr std::int64_t kGemvFp32Row64x2MaxK = 340;
+constexpr std::int64_t kGemvFp32Row32x2MinN = 600;
+constexpr std::int64_t kGemvFp32Row32x2MaxN = 3500;
+constexpr std::int64_t kGemvFp32Row32x2MaxK = 1150;
+constexpr double kGemvFp32RowStepRoundTrips = 0.07;
+// Its 4-byte loads, about 14 steps of them a round trip: 56 bytes a thread in flight.
+constexpr double kGemvFp32RowBytesInFlight = 56.0;
 
 // The CTAs of a kernel that streams the weights once from DRAM (GEMV, gemmSN): `mats` weight
 // matrices of N x K, `rows` input rows of K per matrix, spread evenly over the launch's grid,
@@ -530,6 +543,7 @@ struct GemvShape {
   int regs = kGemvLongRegs;
   double fixed_round_trips = kGemvFixedRoundTrips;
   double step_round_trips = 0;  // a thread's chain along K, per element of K
+  double bytes_in_flight = kGemvBytesInFlight;  // a thread's
 };
 
 GemvShape gemv_shape(const hw::HardwareSpec& hw, const Problem& p, bool linear, bool column) {
@@ -563,6 +577,20 @@ GemvShape gemv_shape(const hw::HardwareSpec& hw, const Problem& p, bool linear, 
     return g;
   }
   const bool matmul_row_16bit = !column && !linear && e == 2.0;
+  // fp32 and tf32 matmul rows of K just above the short variant's walk K with two threads an
+  // output: 64x2 blocks around K = 300, 32x2 blocks for 600-3,500 outputs up to K = 1,150.
+  if (!column && !linear && e == 4.0 && detail::is_hopper(hw)) {
+    const bool two_k_threads =
+        (p.K > kGemvFp32Row64x2MinK && p.K <= kGemvFp32Row64x2MaxK) ||
+        (p.K <= kGemvFp32Row32x2MaxK && p.N >= kGemvFp32Row32x2MinN && p.N < kGemvFp32Row32x2MaxN);
+    if (two_k_threads) {
+      g.outputs_per_cta = p.K <= kGemvFp32Row64x2MaxK ? 64 : 32;
+      g.threads = static_cast<int>(2 * g.outputs_per_cta);
+      g.step_round_trips = kGemvFp32RowStepRoundTrips / 2.0;
+      g.bytes_in_flight = kGemvFp32RowBytesInFlight;
+      return g;
+    }
+  }
   if (!matmul_row_16bit) {
     g.outputs_per_cta = column || p.N < kGemvFewOutputs ? 4 : p.N < kGemvManyOutputs ? 16 : 32;
     return g;
@@ -602,7 +630,7 @@ std::vector<hw::Launch> gemv_launches(const hw::HardwareSpec& hw, const Problem&
   // 16-byte loads, two in flight per thread; gemv2T's 16-bit instances about 10 bytes.
   StreamingCta cta;
   cta.inflight = static_cast<double>(g.threads) *
-                 (g.gemv2t && e == 2.0 ? kGemv2T16BitBytesInFlight : kGemvBytesInFlight);
+                 (g.gemv2t && e == 2.0 ? kGemv2T16BitBytesInFlight : g.bytes_in_flight);
   // With a bias (beta = 1, lower_gemm) the kernel reads the output before it stores it: one DRAM
   // round trip more (sets 3-17, H100: one-row products with a bias 0.2-0.9 us slower than
   // without; issue 16's twelfth round, with the copy: the GEMV rows of sets 3-17 17.2 -> 16.0%

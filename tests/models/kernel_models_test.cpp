@@ -1320,6 +1320,24 @@ TEST(GemmModelTest, FewRowProductsWithinTwoToTheTwentyOneRunUnsplit) {
   EXPECT_FALSE(contains(l(DType::kFp16, 5, 2, 1636).front().name, "gemmSN"));
 }
 
+TEST(GemmModelTest, Fp32MatmulRowsOfTwoKThreadsWalkHalfOfK) {
+  // fp32 one-row matmuls on gemvx's 64x2 blocks around K = 300 and 32x2 blocks for 600-3,500
+  // outputs up to K = 1,150 (the few-row probe; 1x999x1123 in 15.4 us): each thread walks K / 2
+  // steps at 0.07 of a round trip, 56 bytes in flight.
+  const auto l = [](std::int64_t n, std::int64_t k) {
+    return lower(Op(OpKind::kMatmul, DType::kFp32, MatmulShape{1, n, k}), h100()).front();
+  };
+  const double lat = static_cast<double>(h100().dram.latency.ps());
+  const auto wide = l(999, 1123);
+  EXPECT_EQ(wide.block.x, 64);
+  EXPECT_EQ(wide.grid.x, 32);
+  EXPECT_NEAR(static_cast<double>(wide.ctas.front().work.critical_path.ps()),
+              0.07 / 2.0 * 1123 * lat, 2.0);
+  EXPECT_EQ(l(2938, 296).block.x, 128);
+  EXPECT_EQ(l(2938, 296).grid.x, 46);                             // 64 outputs a CTA
+  EXPECT_EQ(l(10, 791).ctas.front().work.critical_path.ps(), 0);  // 4x32 blocks: unchanged
+}
+
 TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
   // ops4_h100.csv.gz: 12x19x5802 bf16 (odd rows) would give gemmSN 2 CTAs; cuBLAS ran the align1
   // tiled kernel split 242 ways and the reduce kernel. Short K keeps gemmSN (3x59x109).
