@@ -574,6 +574,7 @@ GemvShape gemv_shape(const hw::HardwareSpec& hw, const Problem& p, bool linear, 
     g.outputs_per_cta = kGemv2TOutputsPerCta;
     g.threads = kGemv2TThreads;
     g.regs = kGemv2TRegs;
+    if (e == 2.0) g.bytes_in_flight = kGemv2T16BitBytesInFlight;
     return g;
   }
   const bool matmul_row_16bit = !column && !linear && e == 2.0;
@@ -627,10 +628,8 @@ std::vector<hw::Launch> gemv_launches(const hw::HardwareSpec& hw, const Problem&
   l.block = {g.threads, 1, 1};
   l.regs_per_thread = g.regs;
   l.smem_per_cta = 0;
-  // 16-byte loads, two in flight per thread; gemv2T's 16-bit instances about 10 bytes.
   StreamingCta cta;
-  cta.inflight = static_cast<double>(g.threads) *
-                 (g.gemv2t && e == 2.0 ? kGemv2T16BitBytesInFlight : g.bytes_in_flight);
+  cta.inflight = static_cast<double>(g.threads) * g.bytes_in_flight;
   // With a bias (beta = 1, lower_gemm) the kernel reads the output before it stores it: one DRAM
   // round trip more (sets 3-17, H100: one-row products with a bias 0.2-0.9 us slower than
   // without; issue 16's twelfth round, with the copy: the GEMV rows of sets 3-17 17.2 -> 16.0%

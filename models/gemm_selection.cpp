@@ -206,6 +206,11 @@ std::int64_t operand_align(const Problem& p) {
   while (a > 1 && (lda % a != 0 || ldb % a != 0 || p.N % a != 0)) a /= 2;
   return a;
 }
+// Rows that allow 2- or 4-element loads: wider than single elements, short of 16 bytes (16-bit).
+bool two_or_four_element_rows(const Problem& p) {
+  const std::int64_t align = operand_align(p);
+  return align == 2 || align == 4;
+}
 // TMA (and so cuBLAS's sm_90 kernels) needs every row stride to be a multiple of 16 bytes; other
 // shapes run cuBLAS's sm_80/sm_75-style mma.sync kernels with narrower loads (ops3_h100.csv:
 // "..._align1", "_align2" kernels for every unaligned shape).
@@ -872,7 +877,7 @@ GemmsnShape gemmsn_shape(const Problem& p, bool linear) {
   }
   g.cols = 64;
   g.row_groups = p.M <= 5 ? 1 : (p.M <= 14 ? 2 : 4);
-  g.vector_loads = p.dtype != hw::DType::kFp32 && (operand_align(p) == 2 || operand_align(p) == 4);
+  g.vector_loads = p.dtype != hw::DType::kFp32 && two_or_four_element_rows(p);
   if (p.dtype == hw::DType::kFp32) {
     g.threads = p.N >= 3072 || p.K >= 128 ? 256 : 128;
   } else {
@@ -939,9 +944,8 @@ constexpr std::int64_t kFewRowGemmsnMaxRows = 5;
 constexpr std::int64_t kFewRowGemmsnMaxK = 8192;
 
 bool few_row_unsplit(const Problem& p, bool linear) {
-  const std::int64_t align = operand_align(p);
   return !linear && p.dtype == hw::DType::kBf16 && p.batch == 1 && p.M >= 2 &&
-         p.M <= kFewRowGemmsnMaxRows && (align == 2 || align == 4) &&
+         p.M <= kFewRowGemmsnMaxRows && two_or_four_element_rows(p) &&
          static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K) <=
              kFewRowUnsplitMaxWork;
 }
@@ -1162,6 +1166,8 @@ bool runs_wmma(const hw::HardwareSpec& hw, const Problem& p) {
   const double outputs = static_cast<double>(p.M) * static_cast<double>(p.N) * p.batch;
   const double work = outputs * static_cast<double>(p.K);
   const std::int64_t align = operand_align(p);
+  // Few rows take wmma unsplit (wmma_choice); F.linear's alike, its unsplit rule aside (2x8x860
+  // ran the 16x16 kernel, 2x4x2104 split 2 ways).
   if (few_row_unsplit(p, false) && p.M <= kFewRowWmmaMaxRows) return true;
   if (align == 2) return work < kWmmaMaxWork;
   return align == 1 && p.dtype == hw::DType::kFp16 && p.K >= 2 && outputs < kWmma75MaxOutputs &&
