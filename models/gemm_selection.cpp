@@ -1245,6 +1245,35 @@ std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p, b
   return c;
 }
 
+// The sm_75 build (fp16 align1) splits shallower products too, when they fill few SMs: K from
+// 512 over at most a wave and a quarter of tiles, or K from 360 over at most 16 tiles; 8 slices
+// over at most 16 tiles, else 4 (sets 3-42, H100 and H200: 15x173x426, 3x161x623, 448x11x820,
+// 163x11x912 -> 8, 734x7x587 -> 5, 1883x3x737 -> 6, 1542x35x926 and 75x1463x559 (138 tiles) ->
+// 4; 928x14x395 (29 tiles), 5486x11x466 and 6279x4x803 (197 tiles) unsplit; 30x385x362 -> 4
+// is a miss). gpusim had run them unsplit, 15-130% slow.
+constexpr std::int64_t kWmma75SplitMinK = 360;
+constexpr std::int64_t kWmma75DeepSplitMinK = 512;
+constexpr std::int64_t kWmma75FewTiles = 16;
+// One or two tiles run the 16x16 kernel split 45-100 ways (2x2x613, 11x45x819), which gpusim does
+// not model; unsplit 32x32 tiles take about their time.
+constexpr std::int64_t kWmma75FewTilesMin = 3;
+constexpr double kWmma75SplitMaxWaves = 1.25;
+constexpr std::int64_t kWmma75FewTileSplit = 8;
+constexpr std::int64_t kWmma75ManyTileSplit = 4;
+
+std::int64_t wmma75_mid_split(const hw::HardwareSpec& hw, const Problem& p, const Config& c) {
+  if (c.align != 1 || p.K <= kWmma75SplitMinK || p.K > kWmmaUnsplitMaxK) return 1;
+  const std::int64_t tiles = units_of(p, c, 1);
+  if (tiles < kWmma75FewTilesMin) return 1;
+  const bool few = tiles <= kWmma75FewTiles;
+  const bool deep = p.K >= kWmma75DeepSplitMinK &&
+                    static_cast<double>(tiles) <= kWmma75SplitMaxWaves * hw.sm_count;
+  if (!few && !deep) return 1;
+  std::int64_t s = few ? kWmma75FewTileSplit : kWmma75ManyTileSplit;
+  while (s > 1 && last_slice_empty(p, c, s)) --s;
+  return s;
+}
+
 Choice wmma_choice(const hw::HardwareSpec& hw, const Problem& p, const Config& c, bool linear) {
   if (narrow_wmma_split(p, linear)) {
     return reduced_split(c, ceil_div(p.K, kWmmaNarrowSliceK), true);
@@ -1252,7 +1281,8 @@ Choice wmma_choice(const hw::HardwareSpec& hw, const Problem& p, const Config& c
   const bool unsplit =
       p.K <= kWmmaUnsplitMaxK || (few_row_unsplit(p, linear) && p.M <= kFewRowWmmaMaxRows);
   const std::int64_t s =
-      unsplit ? 1 : split_by_slices(p, c, kWmmaSliceK, kWmmaMaxSplit, 2 * hw.sm_count);
+      unsplit ? wmma75_mid_split(hw, p, c)
+              : split_by_slices(p, c, kWmmaSliceK, kWmmaMaxSplit, 2 * hw.sm_count);
   Choice ch{c, s, 0};
   ch.reduce = s > 1;
   return ch;

@@ -524,6 +524,25 @@ TEST(GemmModelTest, Fp16Align1ProductsRunTheSm75WmmaKernel) {
   EXPECT_FALSE(contains(one_deep[0].name, "wmma")) << one_deep[0].name;
 }
 
+TEST(GemmModelTest, Sm75WmmaSplitsMidDepthProductsOfFewTiles) {
+  // Sets 3-42 (H100, H200): the sm_75 wmma kernel splits K below 1,024 when its tiles fill few
+  // SMs: 8 ways over 3-16 tiles from K = 360 (163x11x912), 4 ways over up to a wave and a
+  // quarter from K = 512 (1542x35x926); more tiles (6279x4x803) or shallower (928x14x395, 29
+  // tiles) unsplit, one or two tiles too.
+  // The main kernel's CTAs, negative where a reduce kernel follows.
+  const auto ctas = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    const auto ls = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{m, n, k}), h100());
+    EXPECT_TRUE(contains(ls[0].name, "cutlass_75_wmma")) << ls[0].name;
+    const auto count = static_cast<std::int64_t>(ls[0].grid.count());
+    return ls.size() > 1 ? -count : count;
+  };
+  EXPECT_EQ(ctas(163, 11, 912), -6 * 8);
+  EXPECT_EQ(ctas(1542, 35, 926), -49 * 2 * 4);
+  EXPECT_EQ(ctas(6279, 4, 803), 197);
+  EXPECT_EQ(ctas(928, 14, 395), 29);
+  EXPECT_EQ(ctas(2, 2, 613), 1);
+}
+
 TEST(GemmModelTest, LargeShapesDoNotSplitK) {
   for (const auto& name : testing::preset_names()) {
     const auto ls = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{4096, 4096, 4096}), preset(name));
