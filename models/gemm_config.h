@@ -50,8 +50,8 @@ struct Config {
   // 3660x11162x365 over ten waves, as the 16-bit align1 kernels' 2.1). The DRAM round trips a
   // step waits (0: none).
   double k_step_round_trips = 0;
-  // Cycles a thread's epilogue stores add to its CTA's critical path (the align1 kernels' element
-  // stores).
+  // Cycles a thread's epilogue stores add to its CTA's time after the mainloop (the mma.sync
+  // kernels' stores of 1-4 elements each).
   double epilogue_chain_cycles = 0;
   // Cycles each K step adds to that chain beyond its loads (the wmma kernels' 16-deep sub-steps).
   double k_step_chain_cycles = 0;

@@ -225,8 +225,9 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   if (c.k_step_round_trips > 0) {
     unit.critical_path = sim::Time::from_seconds(k_step_path(hw, c, kk) + step_issue);
   }
-  unit.critical_path = unit.critical_path + sim::Time::from_seconds(c.epilogue_chain_cycles /
-                                                                    hw.clocks.sustained_other_hz);
+  // The epilogue's stores follow the mainloop whatever bounds it: serial, not overlapped.
+  unit.fixed = unit.fixed + sim::Time::from_seconds(c.epilogue_chain_cycles /
+                                                    hw.clocks.sustained_other_hz);
   unit.issue_path = sim::Time::from_seconds(c.epilogue_issue_cycles / hw.clocks.sustained_other_hz +
                                             step_issue);
   // Serial split-K: a slice reads what the slices before it added, adds its own and signals the

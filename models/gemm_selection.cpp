@@ -191,6 +191,15 @@ constexpr double kAlign1EpilogueIssueCyclesPerElement = 1000.0 / 4096.0;
 // and 128x64 rows about 21 -> 9% fast).
 constexpr double kAlign1EpilogueStoreCycles = 20.0;
 constexpr std::int64_t kAlign1PrologueSavedHalfRoundTrips = 8;
+// The 16-bit cp.async kernels (cutlass_80 s16816, 2- and 4-element rows) store their tile as the
+// align1 kernels do, `align` elements a store: about 40 cycles a store a thread after the
+// mainloop. Shallow launches of large tiles show it: one 256x128 tile of K = 2 takes 7-8 us
+// (1400x3062x2 in 8.4 us on 132 such tiles, 12248x1304x2 in 31.4 on 576), where the mainloop's one
+// step takes 3-4 (sets 3-42; those rows had run 25-50% fast). Issue 16's twenty-fourth round,
+// with the epilogue serial after the mainloop (Config::epilogue_chain_cycles): 20-60 cycles tried,
+// 40 best (op sets 3-42 7.407 -> 7.37% H100, 8.172 -> 8.15% H200); the tf32 kernels' 16-byte
+// stores did worse with it.
+constexpr double kCpAsyncEpilogueStoreCycles = 40.0;
 
 // The xmma tf32 32x32x64 kernel of small unaligned products: about 0.7 us per 64-deep step
 // beyond a one-step kernel's 3 us (sets 3-5: 5165x14x136 in 7.8 us, 253x18x443 in 7.3,
@@ -456,6 +465,12 @@ std::vector<Config> mma_sync_candidates(const hw::HardwareSpec& hw, const Proble
     if (detail::is_hopper(hw) ? s[1] == 32 : (p.M <= 32) != (s[1] == 32)) continue;
     if (auto c = mma_sync_config(hw, p.dtype, s[0], s[1])) {
       c->align = align;
+      if (detail::elt_bytes(p.dtype) == 2) {
+        // Its threads store the tile `align` elements at a time, one store after another.
+        c->epilogue_chain_cycles = kCpAsyncEpilogueStoreCycles *
+                                   static_cast<double>(c->tile_m * c->tile_n) /
+                                   static_cast<double>(align * c->threads);
+      }
       if (align == 1 && p.dtype == hw::DType::kTf32 && hw.throughput.mma_sync_share < 1.0) {
         // sm_90's tf32 align1 kernels: 128-byte-deep K steps, three stages ("_32x3"), chained.
         c->tile_k = 32;
@@ -1139,6 +1154,11 @@ std::optional<Choice> xmma_tf32_small(const hw::HardwareSpec& hw, const Problem&
 // 7 of the 100 align2 rows break the rule, 46 of them ran wmma where the s16816 kernels were
 // modeled).
 constexpr double kWmmaMaxWork = 16777216.0;  // M x N x K
+// Nor more than 2^20 outputs: shallow products beyond it ran the s16816 kernels' large tiles (sets
+// 3-42, H100 and H200: 3420x362x2 (1.24M outputs), 1166x2008x2, 1400x3062x2, 9272x320x2,
+// 6107x1220x2, 1072x2500x6, against 100x15810x4 and 3395x334x14 on wmma; below it 7213x132x2
+// and 569x982x4 ran s16816 too). Issue 16's twenty-fourth round.
+constexpr double kWmmaMaxOutputs = 1048576.0;
 // Its K steps wait for their loads, then walk the step 16 deep (load_matrix_sync and mma_sync in
 // a chain): a step is one DRAM round trip plus about 150 cycles a 16-deep sub-step, so a
 // one-step kernel's time grows with its K tile whatever K is (sets 3-28, H100, one-step launches
@@ -1169,7 +1189,7 @@ bool runs_wmma(const hw::HardwareSpec& hw, const Problem& p) {
   // Few rows take wmma unsplit (wmma_choice); F.linear's alike, its unsplit rule aside (2x8x860
   // ran the 16x16 kernel, 2x4x2104 split 2 ways).
   if (few_row_unsplit(p, false) && p.M <= kFewRowWmmaMaxRows) return true;
-  if (align == 2) return work < kWmmaMaxWork;
+  if (align == 2) return work < kWmmaMaxWork && outputs < kWmmaMaxOutputs;
   return align == 1 && p.dtype == hw::DType::kFp16 && p.K >= 2 && outputs < kWmma75MaxOutputs &&
          work < kWmma75MaxWork;
 }
