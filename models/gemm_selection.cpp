@@ -915,7 +915,7 @@ constexpr std::int64_t kGemmsnAnyGridMaxK = 128;
 constexpr std::int64_t kGemmsnNarrowFp32MaxK = 96;
 constexpr std::int64_t kGemmsnDeepFp32MinN = 4096;
 constexpr std::int64_t kGemmsn16BitAnyGridMaxK = 512;
-constexpr std::int64_t kGemmsn16BitDeepMinRows = 8;
+constexpr std::int64_t kGemmsn16BitDeepMaxRows = 13;
 constexpr std::int64_t kGemmsn16BitWideMinN = 4096;
 constexpr std::int64_t kGemmsn16BitWideMaxK = 4096;
 constexpr std::int64_t kGemmsnTnShallowMaxN = 16;
@@ -983,17 +983,18 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
     return false;
   }
   const GemmsnShape g = gemmsn_shape(p, linear);
-  // 16-bit NN products: gemmSN however few CTAs up to K = 512, deeper ones above 8 rows, and for
-  // 8 rows or fewer those wider than 4,096 columns up to K = 4,096 (sets 3-12: 8x1160x185,
-  // 14x2x359, 5x256x405 ran gemmSN; 13x5340x1137 and 12x5831x2533 too, 8x2190x2539, 5x3857x2512
-  // and 3x3096x5393 the tiled kernels; issue 16's twenty-third round, sets 3-40: 2x4807x655,
-  // 2x8021x1793, 3x13379x629 and 4x11085x3938 ran gemmSN, 7x4014x1537, 4x12785x4286 and
-  // 3x13473x6818 the tiled kernels).
+  // 16-bit NN products: gemmSN however few CTAs up to K = 512; deeper, only up to 13 rows, wider
+  // than 4,096 columns and up to K = 4,096 (sets 3-12: 8x1160x185, 14x2x359, 5x256x405 ran gemmSN;
+  // 13x5340x1137 and 12x5831x2533 too, 8x2190x2539, 5x3857x2512 and 3x3096x5393 the tiled kernels;
+  // issue 16's twenty-third round, sets 3-40: 2x4807x655, 2x8021x1793, 3x13379x629 and
+  // 4x11085x3938 ran gemmSN, 7x4014x1537, 4x12785x4286 and 3x13473x6818 the tiled kernels; its
+  // twenty-fourth, sets 3-42: 9x5737x2557 and 9x11827x553 ran gemmSN, 11x2375x1580,
+  // 12x7492x11233 and every deep product of 14-16 rows (15x2401x1810, 15x7791x2437,
+  // 16x1195x6675, 16x7973x515) cutlass_75's split-K, where gpusim had run gemmSN, 16-480% slow).
   if (p.dtype != hw::DType::kFp32 && !linear) {
     if (p.K <= kGemmsn16BitAnyGridMaxK) return true;
-    if (p.M <= kGemmsn16BitDeepMinRows) {
-      return p.N > kGemmsn16BitWideMinN && p.K <= kGemmsn16BitWideMaxK;
-    }
+    return p.M <= kGemmsn16BitDeepMaxRows && p.N > kGemmsn16BitWideMinN &&
+           p.K <= kGemmsn16BitWideMaxK;
   }
   // 16-bit F.linear (TN) of short K takes gemmSN only when at most 16 columns wide; wider ones ran
   // the tiled kernels (sets 3-13: 6x15x6, 7x14x7, 11x5x13 and 6x11x124 ran gemmSN; 2x285x14,

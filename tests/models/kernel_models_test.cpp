@@ -1138,13 +1138,16 @@ TEST(GemmModelTest, SmallMRunsGemmSnOnHopper) {
   EXPECT_TRUE(contains(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 50256, 768}), h100())[0].name, "nvjet"));
   EXPECT_FALSE(contains(lower(Op(OpKind::kLinear, DType::kBf16, LinearShape{4, 50257, 768}), preset("a100"))[0].name, "gemmSN"));
   // 16-bit NN products of single-element rows: gemmSN however few its CTAs up to K = 512
-  // (5x256x405), deeper only above 8 rows (13x5340x1137; 8x2190x2539 ran the tiled kernel).
+  // (5x256x405), deeper only up to 13 rows and wider than 4,096 columns (13x5340x1137;
+  // 8x2190x2539, 11x2375x1580 and 16x1195x6675 ran the tiled kernel).
   const auto nn16 = [](std::int64_t m, std::int64_t n, std::int64_t k) {
     return lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{m, n, k}), h100()).front().name;
   };
   EXPECT_TRUE(contains(nn16(5, 256, 405), "gemmSN_NN")) << nn16(5, 256, 405);
   EXPECT_TRUE(contains(nn16(13, 5340, 1137), "gemmSN_NN")) << nn16(13, 5340, 1137);
   EXPECT_FALSE(contains(nn16(8, 2190, 2539), "gemmSN")) << nn16(8, 2190, 2539);
+  EXPECT_FALSE(contains(nn16(11, 2375, 1580), "gemmSN")) << nn16(11, 2375, 1580);
+  EXPECT_FALSE(contains(nn16(15, 7791, 2437), "gemmSN")) << nn16(15, 7791, 2437);
   // Each thread keeps 6 bytes in flight for 16-bit NN (256 threads), 12 for fp32 NN (128 threads
   // for narrow, shallow products: 7x5x8 as measured).
   const auto sn16 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{5, 256, 405}), h100());
