@@ -919,6 +919,8 @@ constexpr std::int64_t kGemmsn16BitDeepMaxRows = 13;
 constexpr std::int64_t kGemmsn16BitWideMinN = 4096;
 constexpr std::int64_t kGemmsn16BitWideMaxK = 4096;
 constexpr std::int64_t kGemmsnTnShallowMaxN = 16;
+constexpr std::int64_t kGemmsnTnShallowWideMaxN = 64;
+constexpr std::int64_t kGemmsnTnShallowWideMinRows = 6;
 
 // Deep 16-bit F.linear (TN) narrower than K / 2 still runs gemmSN in two windows (issue 16's
 // twenty-third round, sets 3-40, every shape alike on both chips):
@@ -996,10 +998,15 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
     return p.M <= kGemmsn16BitDeepMaxRows && p.N > kGemmsn16BitWideMinN &&
            p.K <= kGemmsn16BitWideMaxK;
   }
-  // 16-bit F.linear (TN) of short K takes gemmSN only when at most 16 columns wide; wider ones ran
-  // the tiled kernels (sets 3-13: 6x15x6, 7x14x7, 11x5x13 and 6x11x124 ran gemmSN; 2x285x14,
-  // 7x460x5, 10x119x34, 15x1909x81 and 2x7529x68 cutlass_75, 2x9908x20 and 6x1070x66 wmma).
-  if (p.dtype != hw::DType::kFp32 && linear && p.K <= kGemmsnAnyGridMaxK) return p.N <= kGemmsnTnShallowMaxN;
+  // 16-bit F.linear (TN) of short K takes gemmSN only when at most 16 columns wide, or 64 from 6
+  // rows on; wider ones ran the tiled kernels (sets 3-13: 6x15x6, 7x14x7, 11x5x13 and 6x11x124
+  // ran gemmSN; 2x285x14, 7x460x5, 10x119x34, 15x1909x81 and 2x7529x68 cutlass_75, 2x9908x20 and
+  // 6x1070x66 wmma; issue 16's twenty-fourth round: 7x29x2, 10x35x14 and the shallow probe's
+  // 7x51 and 16x51 ran gemmSN, 5x21x5, 5x63x15, 3x28x39 and 2x19x65 cutlass_75).
+  if (p.dtype != hw::DType::kFp32 && linear && p.K <= kGemmsnAnyGridMaxK) {
+    return p.N <= kGemmsnTnShallowMaxN ||
+           (p.M >= kGemmsnTnShallowWideMinRows && p.N <= kGemmsnTnShallowWideMaxN);
+  }
   // Deeper 16-bit F.linear (TN) stays on gemmSN only while it has at least as many CTAs (8
   // columns each) as a thread walks K steps (16 K groups): N >= K / 2. Longer chains over fewer
   // CTAs ran cutlass_75's split-K kernels (issue 16's fifteenth round, sets 3-23: 11x453x9287,
@@ -1428,7 +1435,72 @@ constexpr std::int64_t kAlign1MidMinK = 170;
 constexpr std::int64_t kAlign1MidMaxK = 600;
 constexpr std::int64_t kAlign1MidSlices = 16;
 
-Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch, bool bias) {
+// K of 2 to 8 (the shallow probe, validation/data/shallow_gemm_h200.json.gz: a grid of 880
+// launches, issue 16's twenty-fourth round; the op sets' launches agree). Beside the rules above,
+// cuBLAS picks by rows, columns and 64x64 tiles:
+//  * the plain 64x64 kernel (bf16 out, no reduce) over at most 1.1 waves of tiles for products of
+//    at least 200 rows and 400 columns (F.linear: 128 rows, 200 columns): 222x419 through
+//    376x1501 and 1000x419 (matmul), 145x259 through 500x957 and 2000x259 (F.linear);
+//    op sets 222x897x2, 376x957x5, 496x454x3, 371x259x3, 339x373x3, 145x419x7; and for F.linear
+//    of at most 16 rows at least 512 columns wide (7x721, 16x568, 6x8469). gpusim had cut them the
+//    split-K variant and its reduce, 50-100% slow;
+//  * the 128x128 split-K variant with fp32 partials, unsplit, for 200-400 columns (matmul, at
+//    least 200 rows, at most 1.5 waves of 64x64 tiles: 222x259 through 2000x259), for F.linear of
+//    65-127 rows at least 200 columns wide (100x259 through 100x3001, op set 102x455x2) and of
+//    128-199 rows and 129-199 columns (145x151);
+//  * the same variant with bf16 partials over more tiles, fewer than 2^21 outputs: from K = 4 only
+//    for at least 200 rows and 256 columns on at most 500 tiles (2000x419x4, 1000x721x7,
+//    4000x259x4; op sets 8193x232x5, 13040x122x5, 294x6641x8 and 94x10709x4 ran the plain
+//    64x64 kernel), every K up to 3 as before.
+// Misses left: 219x215x4 ran 64x64 tiles and the reduce, 2255x103x2 (F.linear) the bf16 variant.
+constexpr std::int64_t kShallowestPlainMinRows = 200;
+constexpr std::int64_t kShallowestPlainMinCols = 400;
+constexpr std::int64_t kShallowestTnPlainMinRows = 128;
+constexpr std::int64_t kShallowestTnPlainMinCols = 200;
+constexpr std::int64_t kShallowestTnFewRows = 16;
+constexpr std::int64_t kShallowestTnFewRowPlainMinCols = 512;
+constexpr double kShallowestPlainMaxWaves = 1.1;
+constexpr double kShallowestFp32PartialsMaxWaves = 1.5;
+constexpr std::int64_t kShallowestTnMidMinRows = 65;
+constexpr std::int64_t kShallowestBf16PartialsMinCols = 256;
+constexpr std::int64_t kShallowestBf16PartialsMaxTiles = 500;
+
+// The K <= 8 choice (the rules above, then the reduce over at most a wave of tiles).
+Choice shallowest_choice(const hw::HardwareSpec& hw, const Problem& p, Choice ch, bool linear) {
+  const auto c64 = mma_sync_tile(hw, p, 64, 64);
+  const std::int64_t t64 = c64 ? units_of(p, *c64, 1) : units_of(p, ch.cfg, 1);
+  const double sms = static_cast<double>(hw.sm_count);
+  const double outputs = static_cast<double>(p.M) * static_cast<double>(p.N);
+  const std::int64_t plain_rows = linear ? kShallowestTnPlainMinRows : kShallowestPlainMinRows;
+  const std::int64_t plain_cols = linear ? kShallowestTnPlainMinCols : kShallowestPlainMinCols;
+  const bool few_row_wide = linear && p.M <= kShallowestTnFewRows &&
+                            p.N >= kShallowestTnFewRowPlainMinCols;
+  const bool pocket = p.M >= plain_rows && p.N >= plain_cols &&
+                      static_cast<double>(t64) <= kShallowestPlainMaxWaves * sms;
+  if (c64 && (few_row_wide || pocket)) return Choice{*c64, 1, 0};
+  const bool fp32_variant =
+      linear ? (p.M >= kShallowestTnMidMinRows && p.M < plain_rows && p.N >= plain_cols) ||
+                   (p.M >= plain_rows && p.N > 128 && p.N < plain_cols)
+             : p.M >= plain_rows && p.N > plain_cols / 2 && p.N < plain_cols &&
+                   static_cast<double>(t64) <= kShallowestFp32PartialsMaxWaves * sms;
+  if (fp32_variant) return register_staged_variant(hw, p, ch, 128, 128, 1, false);
+  const std::int64_t tiles = units_of(p, ch.cfg, 1);
+  if (tiles <= hw.sm_count) {
+    ch.reduce = true;
+    return ch;
+  }
+  const bool bf16_variant =
+      p.K <= kWideShallowMaxK || (p.M >= kShallowestPlainMinRows &&
+                                  p.N >= kShallowestBf16PartialsMinCols &&
+                                  t64 <= kShallowestBf16PartialsMaxTiles);
+  if (bf16_variant && outputs < kWideShallowMaxOutputs) {
+    return register_staged_variant(hw, p, ch, 128, 128, 1, true);
+  }
+  return ch;
+}
+
+Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice ch, bool bias,
+                          bool linear) {
   if (bias || p.dtype != hw::DType::kBf16 || !ch.cfg.register_staged ||
       (ch.split != 1 && p.K <= kShallowEstimateMaxK) || p.K < 2 || p.K > kShallowMaxK ||
       p.M < kShallowSplitMinRows) {
@@ -1444,16 +1516,8 @@ Choice with_shallow_split(const hw::HardwareSpec& hw, const Problem& p, Choice c
       p.K <= kSquareShallowMaxK) {
     return register_staged_variant(hw, p, ch, 128, 128, slices, false);
   }
+  if (p.K <= kShallowSliceK) return shallowest_choice(hw, p, ch, linear);
   const std::int64_t tiles = units_of(p, ch.cfg, 1);
-  if (p.K <= kShallowSliceK) {
-    if (tiles <= hw.sm_count) {
-      ch.reduce = true;
-    } else if (p.K <= kWideShallowMaxK &&
-               static_cast<double>(p.M) * static_cast<double>(p.N) < kWideShallowMaxOutputs) {
-      return register_staged_variant(hw, p, ch, 128, 128, 1, true);
-    }
-    return ch;
-  }
   const bool tall =
       p.N <= kShallowTallMaxCols && static_cast<double>(tiles * slices) <=
                                         kShallowTallMaxWaves * static_cast<double>(hw.sm_count);
@@ -1601,7 +1665,8 @@ GemmPlan plan_gemm(const hw::HardwareSpec& hw, const Problem& p, bool bias, bool
   if (!runs_sm90_kernels(hw, p) && p.M == 1 && p.batch == 1 && p.K > 1)
     return {GemmPath::kGemv, {}};
   const Choice tiled = with_deep_k_slices(hw, p, choose_tiled(hw, p, linear), bias, linear);
-  return {GemmPath::kTiled, with_shallow_split(hw, p, with_bias_epilogue(p, tiled, bias), bias)};
+  return {GemmPath::kTiled,
+          with_shallow_split(hw, p, with_bias_epilogue(p, tiled, bias), bias, linear)};
 }
 
 }  // namespace gpusim::models::gemm_detail

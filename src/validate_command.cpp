@@ -417,6 +417,10 @@ const std::vector<SuiteSpec>& suites() {
        "a probe of cuBLAS's few-row products on an H200 SXM (calibration data, a fixed grid): 16-bit "
        "matmuls of 2-6 rows with 2- or 4-element rows, fp32 and 16-bit one-row matmuls "
        "(validation/measure/small_gemm_probe.py)"},
+      {"probe-shallow-gemm-h200", "h200", "shallow_gemm_h200.csv.gz",
+       "a probe of cuBLAS's shallow and mid-depth unaligned products on an H200 SXM (calibration "
+       "data, a fixed grid): bf16 single-element rows of K = 2-7, fp16 single-element rows of K = "
+       "362-926, bf16 4-byte rows of K = 2-14 (validation/measure/shallow_gemm_probe.py)"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "

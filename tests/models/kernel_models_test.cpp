@@ -1399,6 +1399,48 @@ TEST(GemmModelTest, DeepProductsWithFewGemmSnCtasSplitATiledKernel) {
                        "gemmSN_NN"));
 }
 
+TEST(GemmModelTest, ShallowestAlign1ProductsPickByRowsColumnsAndTiles) {
+  // The shallow probe (validation/data/shallow_gemm_h200.json.gz), K of 2-8, bf16 single-element
+  // rows. The kernel and whether a reduce follows (and its partials' type):
+  const auto kernels = [](OpKind kind, std::int64_t m, std::int64_t n, std::int64_t k) {
+    const auto ls = kind == OpKind::kLinear
+                        ? lower(Op(kind, DType::kBf16, LinearShape{m, n, k, false}), h100())
+                        : lower(Op(kind, DType::kBf16, MatmulShape{m, n, k}), h100());
+    std::string out = ls[0].name;
+    if (ls.size() > 1) out += " + " + ls[1].name;
+    return out;
+  };
+  const auto plain64 = [](const std::string& n) {
+    return contains(n, "s1688gemm_bf16_64x64") && !contains(n, "splitKreduce");
+  };
+  // At least 200 rows and 400 columns over at most 1.1 waves of 64x64 tiles: the plain kernel
+  // (222x897x2 in 3.0 us where the split-K variant and its reduce take 4.5).
+  EXPECT_TRUE(plain64(kernels(OpKind::kMatmul, 222, 897, 2))) << kernels(OpKind::kMatmul, 222, 897, 2);
+  EXPECT_TRUE(plain64(kernels(OpKind::kMatmul, 376, 1501, 4)));
+  // F.linear from 128 rows and 200 columns, or of at most 16 rows from 512 columns.
+  EXPECT_TRUE(plain64(kernels(OpKind::kLinear, 145, 419, 7)));
+  EXPECT_TRUE(plain64(kernels(OpKind::kLinear, 16, 568, 3)));
+  // Fewer rows keep the 64x64 variant and its reduce; 200-400 columns the 128x128 variant with
+  // fp32 partials (F.linear of 65-127 rows from 200 columns too).
+  const auto few = kernels(OpKind::kMatmul, 145, 957, 4);
+  EXPECT_TRUE(contains(few, "s1688gemm_bf16_64x64") && contains(few, "splitKreduce")) << few;
+  for (const auto& n : {kernels(OpKind::kMatmul, 500, 259, 7), kernels(OpKind::kLinear, 100, 957, 3)}) {
+    EXPECT_TRUE(contains(n, "tensorop_s1688gemm_bf16_128x128") &&
+                contains(n, "splitKreduce_kernel<32, 16, int, float"))
+        << n;
+  }
+  // More tiles, fewer than 2^21 outputs: bf16 partials (2000x419x4), from K = 4 only for at least
+  // 256 columns (8193x232x5 ran the plain kernel).
+  const auto many = kernels(OpKind::kMatmul, 2000, 419, 4);
+  EXPECT_TRUE(contains(many, "s1688gemm_bf16_128x128") &&
+              contains(many, "splitKreduce_kernel<32, 16, int, __nv_bfloat16"))
+      << many;
+  EXPECT_FALSE(contains(kernels(OpKind::kMatmul, 8193, 232, 5), "splitKreduce"));
+  // F.linear of 6-16 rows and up to 64 columns runs gemmSN (7x51x3), fewer rows cutlass_75.
+  EXPECT_TRUE(contains(kernels(OpKind::kLinear, 7, 51, 3), "gemmSN_TN"));
+  EXPECT_FALSE(contains(kernels(OpKind::kLinear, 5, 21, 5), "gemmSN"));
+}
+
 TEST(GemmModelTest, ShallowAlign1ProductsTakeTheSplitKVariant) {
   // Sets 3-7 (H100): K of 2-8 over one wave ran the align1 kernel with fp32 partials and the
   // reduce (8314x13x2: 130 CTAs, then splitKreduce); K of 9-80 over few tiles, slices of about 8
