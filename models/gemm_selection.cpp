@@ -915,6 +915,7 @@ constexpr std::int64_t kGemmsnAnyGridMaxK = 128;
 constexpr std::int64_t kGemmsnNarrowFp32MaxK = 96;
 constexpr std::int64_t kGemmsnDeepFp32MinN = 4096;
 constexpr std::int64_t kGemmsn16BitAnyGridMaxK = 512;
+constexpr std::int64_t kGemmsnFp16MaxK = 352;
 constexpr std::int64_t kGemmsn16BitDeepMaxRows = 13;
 constexpr std::int64_t kGemmsn16BitWideMinN = 4096;
 constexpr std::int64_t kGemmsn16BitWideMaxK = 4096;
@@ -994,6 +995,11 @@ bool uses_gemmsn(const hw::HardwareSpec& hw, const Problem& p, bool linear) {
   // 12x7492x11233 and every deep product of 14-16 rows (15x2401x1810, 15x7791x2437,
   // 16x1195x6675, 16x7973x515) cutlass_75's split-K, where gpusim had run gemmSN, 16-480% slow).
   if (p.dtype != hw::DType::kFp32 && !linear) {
+    // fp16's leave it from K = 352 unless wider than 4,096 columns (the shallow probe: 3xNx362
+    // and 15xNx426 ran the sm_75 wmma kernel, split; op sets 2x539x299 and 9x13119x381 gemmSN).
+    if (p.dtype == hw::DType::kFp16 && p.K > kGemmsnFp16MaxK && p.N <= kGemmsn16BitWideMinN) {
+      return false;
+    }
     if (p.K <= kGemmsn16BitAnyGridMaxK) return true;
     return p.M <= kGemmsn16BitDeepMaxRows && p.N > kGemmsn16BitWideMinN &&
            p.K <= kGemmsn16BitWideMaxK;
@@ -1273,14 +1279,14 @@ std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p, b
   return c;
 }
 
-// The sm_75 build (fp16 align1) splits shallower products too, when they fill few SMs: K from
-// 512 over at most a wave and a quarter of tiles, or K from 360 over at most 16 tiles; 8 slices
-// over at most 16 tiles, else 4 (sets 3-42, H100 and H200: 15x173x426, 3x161x623, 448x11x820,
-// 163x11x912 -> 8, 734x7x587 -> 5, 1883x3x737 -> 6, 1542x35x926 and 75x1463x559 (138 tiles) ->
-// 4; 928x14x395 (29 tiles), 5486x11x466 and 6279x4x803 (197 tiles) unsplit; 30x385x362 -> 4
-// is a miss). gpusim had run them unsplit, 15-130% slow.
-constexpr std::int64_t kWmma75SplitMinK = 360;
-constexpr std::int64_t kWmma75DeepSplitMinK = 512;
+// The sm_75 build (fp16 align1) splits shallower products too, from K = 512, when they fill few
+// SMs: 8 slices over 3-16 tiles, 4 over up to a wave and a quarter (sets 3-42, H100 and H200:
+// 3x161x623, 448x11x820, 163x11x912 -> 8, 734x7x587 -> 5, 1883x3x737 -> 6, 1542x35x926 and
+// 75x1463x559 (138 tiles) -> 4; 6279x4x803 (197 tiles) unsplit; the shallow probe's K = 560
+// alike, 67x5, 163x5, 448x5 -> 8). gpusim had run them unsplit, 15-130% slow. Shallower, most
+// ran unsplit (the probe's 67x5x426 to 448x5x426 and K = 362; 30x385x362 -> 4 and 207x49x452 ->
+// 7 are misses), the first round's K = 360 did worse on the probe.
+constexpr std::int64_t kWmma75SplitMinK = 512;
 constexpr std::int64_t kWmma75FewTiles = 16;
 // One or two tiles run the 16x16 kernel split 45-100 ways (2x2x613, 11x45x819), which gpusim does
 // not model; unsplit 32x32 tiles take about their time.
@@ -1290,14 +1296,13 @@ constexpr std::int64_t kWmma75FewTileSplit = 8;
 constexpr std::int64_t kWmma75ManyTileSplit = 4;
 
 std::int64_t wmma75_mid_split(const hw::HardwareSpec& hw, const Problem& p, const Config& c) {
-  if (c.align != 1 || p.K <= kWmma75SplitMinK || p.K > kWmmaUnsplitMaxK) return 1;
+  if (c.align != 1 || p.K < kWmma75SplitMinK || p.K > kWmmaUnsplitMaxK) return 1;
   const std::int64_t tiles = units_of(p, c, 1);
-  if (tiles < kWmma75FewTilesMin) return 1;
-  const bool few = tiles <= kWmma75FewTiles;
-  const bool deep = p.K >= kWmma75DeepSplitMinK &&
-                    static_cast<double>(tiles) <= kWmma75SplitMaxWaves * hw.sm_count;
-  if (!few && !deep) return 1;
-  std::int64_t s = few ? kWmma75FewTileSplit : kWmma75ManyTileSplit;
+  if (tiles < kWmma75FewTilesMin ||
+      static_cast<double>(tiles) > kWmma75SplitMaxWaves * hw.sm_count) {
+    return 1;
+  }
+  std::int64_t s = tiles <= kWmma75FewTiles ? kWmma75FewTileSplit : kWmma75ManyTileSplit;
   while (s > 1 && last_slice_empty(p, c, s)) --s;
   return s;
 }

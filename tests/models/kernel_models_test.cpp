@@ -527,10 +527,10 @@ TEST(GemmModelTest, Fp16Align1ProductsRunTheSm75WmmaKernel) {
 }
 
 TEST(GemmModelTest, Sm75WmmaSplitsMidDepthProductsOfFewTiles) {
-  // Sets 3-42 (H100, H200): the sm_75 wmma kernel splits K below 1,024 when its tiles fill few
-  // SMs: 8 ways over 3-16 tiles from K = 360 (163x11x912), 4 ways over up to a wave and a
-  // quarter from K = 512 (1542x35x926); more tiles (6279x4x803) or shallower (928x14x395, 29
-  // tiles) unsplit, one or two tiles too.
+  // Sets 3-42 (H100, H200): the sm_75 wmma kernel splits K of 512-1,024 when its tiles fill few
+  // SMs: 8 ways over 3-16 tiles (163x11x912), 4 ways over up to a wave and a quarter
+  // (1542x35x926); more tiles (6279x4x803) or shallower (928x14x395) unsplit, one or two tiles
+  // too.
   // The main kernel's CTAs, negative where a reduce kernel follows.
   const auto ctas = [](std::int64_t m, std::int64_t n, std::int64_t k) {
     const auto ls = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{m, n, k}), h100());
@@ -543,6 +543,14 @@ TEST(GemmModelTest, Sm75WmmaSplitsMidDepthProductsOfFewTiles) {
   EXPECT_EQ(ctas(6279, 4, 803), 197);
   EXPECT_EQ(ctas(928, 14, 395), 29);
   EXPECT_EQ(ctas(2, 2, 613), 1);
+  // fp16's few-row products leave gemmSN for it from K = 352 unless wider than 4,096 columns
+  // (the shallow probe's 3x173x362; 9x13119x381 ran gemmSN).
+  const auto fp16 = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{m, n, k}), h100())[0].name;
+  };
+  EXPECT_TRUE(contains(fp16(3, 173, 362), "cutlass_75_wmma")) << fp16(3, 173, 362);
+  EXPECT_TRUE(contains(fp16(9, 13119, 381), "gemmSN")) << fp16(9, 13119, 381);
+  EXPECT_TRUE(contains(fp16(2, 539, 299), "gemmSN")) << fp16(2, 539, 299);
 }
 
 TEST(GemmModelTest, CpAsyncSixteenBitKernelsStoreTheirTileAfterTheMainloop) {
