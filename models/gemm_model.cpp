@@ -225,7 +225,8 @@ hw::Launch tile_launch(const hw::HardwareSpec& hw, const Problem& p, const Choic
   if (c.k_step_round_trips > 0) {
     unit.critical_path = sim::Time::from_seconds(k_step_path(hw, c, kk) + step_issue);
   }
-  // The epilogue's stores follow the mainloop whatever bounds it: serial, not overlapped.
+  // The epilogue's stores follow the mainloop whatever bounds it: serial, not overlapped (only
+  // the mma.sync kernels have them, one tile a CTA).
   unit.fixed = unit.fixed + sim::Time::from_seconds(c.epilogue_chain_cycles /
                                                     hw.clocks.sustained_other_hz);
   unit.issue_path = sim::Time::from_seconds(c.epilogue_issue_cycles / hw.clocks.sustained_other_hz +

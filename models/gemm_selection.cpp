@@ -1285,7 +1285,7 @@ std::optional<Config> wmma_small(const hw::HardwareSpec& hw, const Problem& p, b
 // 75x1463x559 (138 tiles) -> 4; 6279x4x803 (197 tiles) unsplit; the shallow probe's K = 560
 // alike, 67x5, 163x5, 448x5 -> 8). gpusim had run them unsplit, 15-130% slow. Shallower, most
 // ran unsplit (the probe's 67x5x426 to 448x5x426 and K = 362; 30x385x362 -> 4 and 207x49x452 ->
-// 7 are misses), the first round's K = 360 did worse on the probe.
+// 7 are misses): a first version split from K = 360 and did worse on the probe.
 constexpr std::int64_t kWmma75SplitMinK = 512;
 constexpr std::int64_t kWmma75FewTiles = 16;
 // One or two tiles run the 16x16 kernel split 45-100 ways (2x2x613, 11x45x819), which gpusim does

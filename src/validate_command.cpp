@@ -413,6 +413,10 @@ const std::vector<SuiteSpec>& suites() {
        "all held out, measured in the twenty-third round after set 41's comparison, stored "
        "unread, and compared once at the twenty-fourth round's start with the twenty-third "
        "round's final model"},
+      {"measured43-h200", "h200", "ops43_h200.csv.gz",
+       "issue 16's fortieth fresh random set, on an H200 SXM: drawn the same way (seed 56), all "
+       "held out, measured at the twenty-fourth round's start before any change (no H100 was "
+       "lent), stored unread, and compared once after the round's changes"},
       {"probe-small-gemm-h200", "h200", "small_gemm_h200.csv.gz",
        "a probe of cuBLAS's few-row products on an H200 SXM (calibration data, a fixed grid): 16-bit "
        "matmuls of 2-6 rows with 2- or 4-element rows, fp32 and 16-bit one-row matmuls "
@@ -421,6 +425,10 @@ const std::vector<SuiteSpec>& suites() {
        "a probe of cuBLAS's shallow and mid-depth unaligned products on an H200 SXM (calibration "
        "data, a fixed grid): bf16 single-element rows of K = 2-7, fp16 single-element rows of K = "
        "362-926, bf16 4-byte rows of K = 2-14 (validation/measure/shallow_gemm_probe.py)"},
+      {"probe-align1-split-h200", "h200", "align1_split_h200.csv.gz",
+       "a probe of cuBLAS's K splits for bf16 products of single-element rows on an H200 SXM "
+       "(calibration data, a fixed grid: rows 8-3000, columns 17-5001, K 33-8101; "
+       "validation/measure/align1_split_probe.py)"},
       {"measured-models-h100", "h100", "hf_models_h100.json.gz",
        "Hugging Face transformers 5.17 models (eager, sdpa, bf16) on an H100 SXM5: prefill, decode "
        "and generate, kernel time summed over the case (PyTorch profiler, L2 flushed once); "
