@@ -1191,9 +1191,12 @@ constexpr std::int64_t kWmmaPrologueSavedHalfRoundTrips = 5;
 // larger products: every fp16 align1 product of sets 3-10 (H100) with K >= 2, fewer than 2^20
 // outputs and fewer than 4e8 multiply-adds ran it (31 of them, up to 2382x163x9, 3x13473x6818 and
 // 4101x7x12203); 177x469x6243 (5.2e8) and those of 1.6M outputs or more ran the s1688 kernels.
-// bf16's align1 products never ran it.
+// bf16's align1 products never ran it. The outputs' bound is 2^19 since issue 16's twenty-fourth
+// round (the shallow probe: 1542x385x362 (594K outputs), 1883x385 and 5486x173 ran cutlass_75's
+// tiles, 1883x173x362 (326K) wmma; op sets 148x6190x167 and 95x7145x152 the tiles, where gpusim's
+// wmma had run them 25-39% fast; 2^20 before).
 constexpr double kWmma75MaxWork = 4e8;
-constexpr double kWmma75MaxOutputs = 1048576.0;
+constexpr double kWmma75MaxOutputs = 524288.0;
 
 bool runs_wmma(const hw::HardwareSpec& hw, const Problem& p) {
   if (detail::elt_bytes(p.dtype) != 2 || hw.throughput.mma_sync_share >= 1.0) return false;

@@ -520,6 +520,9 @@ TEST(GemmModelTest, Fp16Align1ProductsRunTheSm75WmmaKernel) {
   EXPECT_TRUE(contains(deep[0].name, "cutlass_75_wmma")) << deep[0].name;
   const auto wide = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{8268, 390, 5}), h100());
   EXPECT_TRUE(contains(wide[0].name, "cutlass_75_tensorop_s1688gemm_f16")) << wide[0].name;
+  // From 2^19 outputs too (the shallow probe: 1542x385x362, 594K outputs, ran the tiles).
+  const auto mid = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{1542, 385, 362}), h100());
+  EXPECT_TRUE(contains(mid[0].name, "cutlass_75_tensorop_s1688gemm_f16")) << mid[0].name;
   const auto bf16 = lower(Op(OpKind::kMatmul, DType::kBf16, MatmulShape{2382, 163, 9}), h100());
   EXPECT_FALSE(contains(bf16[0].name, "wmma")) << bf16[0].name;
   const auto one_deep = lower(Op(OpKind::kMatmul, DType::kFp16, MatmulShape{2382, 163, 1}), h100());
