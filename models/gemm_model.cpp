@@ -548,6 +548,12 @@ struct GemvShape {
   double bytes_in_flight = kGemvBytesInFlight;  // a thread's
 };
 
+// A thread's step along K when the threads of an output split K among themselves (threads /
+// outputs of them an output) and walk their share a step after another.
+double per_k_thread_step(const GemvShape& g, double step_round_trips) {
+  return step_round_trips * static_cast<double>(g.outputs_per_cta) / static_cast<double>(g.threads);
+}
+
 GemvShape gemv_shape(const hw::HardwareSpec& hw, const Problem& p, bool linear, bool column) {
   const double e = detail::elt_bytes(p.dtype);
   GemvShape g;
@@ -589,7 +595,7 @@ GemvShape gemv_shape(const hw::HardwareSpec& hw, const Problem& p, bool linear, 
     if (two_k_threads) {
       g.outputs_per_cta = p.K <= kGemvFp32Row64x2MaxK ? 64 : 32;
       g.threads = static_cast<int>(2 * g.outputs_per_cta);
-      g.step_round_trips = kGemvFp32RowStepRoundTrips / 2.0;
+      g.step_round_trips = per_k_thread_step(g, kGemvFp32RowStepRoundTrips);
       g.bytes_in_flight = kGemvFp32RowBytesInFlight;
       return g;
     }
@@ -606,10 +612,7 @@ GemvShape gemv_shape(const hw::HardwareSpec& hw, const Problem& p, bool linear, 
     g.threads = kGemvWideThreads;
     g.regs = kGemvWideRegs;
   }
-  // Its threads split K among themselves (threads / outputs of them an output) and walk their
-  // share a step after another.
-  const double k_threads = static_cast<double>(g.threads) / static_cast<double>(g.outputs_per_cta);
-  g.step_round_trips = kGemvRowStepRoundTrips / k_threads;
+  g.step_round_trips = per_k_thread_step(g, kGemvRowStepRoundTrips);
   return g;
 }
 

@@ -1489,7 +1489,7 @@ Choice shallowest_choice(const hw::HardwareSpec& hw, const Problem& p, Choice ch
   const bool fp32_variant =
       linear ? (p.M >= kShallowestTnMidMinRows && p.M < plain_rows && p.N >= plain_cols) ||
                    (p.M >= plain_rows && p.N > 128 && p.N < plain_cols)
-             : p.M >= plain_rows && p.N > plain_cols / 2 && p.N < plain_cols &&
+             : p.M >= plain_rows && p.N > kSquareShallowMaxCols && p.N < plain_cols &&
                    static_cast<double>(t64) <= kShallowestFp32PartialsMaxWaves * sms;
   if (fp32_variant) return register_staged_variant(hw, p, ch, 128, 128, 1, false);
   const std::int64_t tiles = units_of(p, ch.cfg, 1);

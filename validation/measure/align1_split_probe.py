@@ -35,10 +35,8 @@ def groups():
 
 def main():
     import op_kernels_set2 as s2  # the measuring loop (op_kernels.py's, through set 2's groups)
-    s2.run_groups(groups(), SPLIT, "probe_align1_split_no_holdout", "align1_split",
-                  "validation/measure/align1_split_probe.py",
-                  f"{SPLIT} (held_out = 0): a fixed grid of bf16 single-element-row products "
-                  "of K 33-8101, calibration data")
+    s2.run_probe(SPLIT, "align1_split", "validation/measure/align1_split_probe.py", groups(),
+                 "a fixed grid of bf16 single-element-row products of K 33-8101")
 
 
 if __name__ == "__main__":

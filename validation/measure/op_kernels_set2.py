@@ -162,6 +162,13 @@ def run_groups(groups, calib, fresh, prefix, script, split_text):
     main()
 
 
+def run_probe(split, prefix, script, groups, what):
+    """Measures a probe: a fixed grid, every instance in the one calibration split `split`
+    (none held out), written to $OUT/<prefix>_<gpu>.json and .csv; `what` describes the grid."""
+    run_groups(groups, split, f"{split}_no_holdout", prefix, script,
+               f"{split} (held_out = 0): {what}, calibration data")
+
+
 # ============================================================================ main (op_kernels.main's loop)
 
 def main():

@@ -50,10 +50,8 @@ def groups():
 
 def main():
     import op_kernels_set2 as s2  # the measuring loop (op_kernels.py's, through set 2's groups)
-    s2.run_groups(groups(), SPLIT, "probe_shallow_gemm_no_holdout", "shallow_gemm",
-                  "validation/measure/shallow_gemm_probe.py",
-                  f"{SPLIT} (held_out = 0): a fixed grid of shallow and mid-depth unaligned "
-                  "products, calibration data")
+    s2.run_probe(SPLIT, "shallow_gemm", "validation/measure/shallow_gemm_probe.py", groups(),
+                 "a fixed grid of shallow and mid-depth unaligned products")
 
 
 if __name__ == "__main__":

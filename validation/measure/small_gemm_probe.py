@@ -44,9 +44,8 @@ def groups():
 
 def main():
     import op_kernels_set2 as s2  # the measuring loop (op_kernels.py's, through set 2's groups)
-    s2.run_groups(groups(), SPLIT, "probe_small_gemm_no_holdout", "small_gemm",
-                  "validation/measure/small_gemm_probe.py",
-                  f"{SPLIT} (held_out = 0): a fixed grid of few-row products, calibration data")
+    s2.run_probe(SPLIT, "small_gemm", "validation/measure/small_gemm_probe.py", groups(),
+                 "a fixed grid of few-row products")
 
 
 if __name__ == "__main__":
