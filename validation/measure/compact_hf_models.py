@@ -6,7 +6,7 @@ validation/data/.
 
 Writes OUT_DIR/<basename of IN> (compact JSON) and OUT_DIR/hf_configs/<case>.json (each case's
 config.json as save_pretrained writes it). In the compact JSON each case keeps its summary and
-its kernel list as rows of `kernel_columns`, with kernel and aten names interned in `names`.
+its kernel list as rows of `kernel_columns` (and MoE cases their `routing`), with kernel and aten names interned in `names`.
 Generate cases with more than MAX_KERNELS kernels keep per-forward totals, generate's own
 (non-forward) kernels and the kernels of the first two forward calls only.
 --merge: cases of EXISTING.json that IN.json does not have are kept (IN wins on the same id).
@@ -26,6 +26,8 @@ SUMMARY = ["id", "split", "model_type", "phase", "batch", "seq_len", "output_len
 def compact_case(c):
     out = {k: c.get(k) for k in SUMMARY}
     out["hf_config"] = f"hf_configs/{c['id']}.json"
+    if c.get("routing") is not None:
+        out["routing"] = c["routing"]  # MoE cases: tokens per expert, per MoE layer
     names, index = [], {}
 
     def intern(s):

@@ -35,10 +35,19 @@ Usage (GPU machine, repository root):
            --set5 (issue 16's sixteenth round, CASES5, written to hf_models5[_<split>]_<gpu>.json),
            --set6 (issue 16's twenty-second round, CASES6, written to hf_models6[_<split>]_<gpu>.json),
            --set7 (the same round, after set 6's comparison, CASES7, hf_models7[_<split>]_<gpu>.json),
+           --set8 (issue 16's twenty-fifth round: MoE cases with their routing recorded, CASES8,
+                   hf_models8[_<split>]_<gpu>.json),
            --no-reference (no defaults/sources dump)
 Writes $OUT/hf_models_<gpu>.json (rewritten after every case), $OUT/hf_configs/<case>.json
 (the config.json of each case, as save_pretrained writes it), $OUT/hf_defaults.json
 (each config class's defaults) and $OUT/sources/ (the modeling files, for reading).
+
+MoE cases also record their routing (`routing`): per MoE layer, the tokens each expert received
+in one run of the measured phase (a forward pre-hook on each layer's experts module reads the
+top-k indices it dispatches; where the experts module takes none, the router's own output), so
+that the simulation can be given the routing the benchmark's random weights produced. Set 8 and
+later seed the weights (torch.manual_seed(MODEL_SEED) before from_config), so a case's routing
+can be reproduced.
 
 Split: `holdout` cases are for the final accuracy report only: the console hides
 their results unless --show-holdout is given.
@@ -509,9 +518,94 @@ def make_phase(model, c):
     return run, (lambda: None), info
 
 
+# Issue 16's twenty-fifth round: fresh MoE cases (all held out) measured with their routing
+# recorded, so that validation gives the simulation the routing the random weights produced.
+CASES8 = [
+    case("qwen3-moe-4l_prefill_b1_s96", "holdout", "qwen3_moe", QWEN3_MOE_4L, "prefill", 1, 96),
+    case("qwen3-moe-4l_prefill_b1_s256", "holdout", "qwen3_moe", QWEN3_MOE_4L, "prefill", 1, 256),
+    case("qwen3-moe-4l_prefill_b4_s128", "holdout", "qwen3_moe", QWEN3_MOE_4L, "prefill", 4, 128),
+    case("qwen3-moe-4l_decode_b8_l512", "holdout", "qwen3_moe", QWEN3_MOE_4L, "decode", 8, 512),
+    case("qwen3-moe-4l_decode_b32_l1024", "holdout", "qwen3_moe", QWEN3_MOE_4L, "decode", 32, 1024),
+    case("mixtral-4l_prefill_b1_s256", "holdout", "mixtral", MIXTRAL_4L, "prefill", 1, 256),
+    case("mixtral-4l_decode_b8_l1024", "holdout", "mixtral", MIXTRAL_4L, "decode", 8, 1024),
+    case("deepseek-v2-lite-4l_prefill_b1_s256", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "prefill", 1, 256),
+    case("deepseek-v2-lite-4l_prefill_b2_s128", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "prefill", 2, 128),
+    case("deepseek-v2-lite-4l_decode_b16_l256", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 16, 256),
+]
+MODEL_SEED = 2025
+
+
+def expert_count(config):
+    for key in ("num_experts", "num_local_experts", "n_routed_experts"):
+        v = getattr(config, key, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    return None
+
+
+def capture_routing(model, run, after):
+    """One run of the phase with hooks: per MoE layer (by its index in model.layers), the tokens
+    each expert received, and where they were read (the experts module's top-k index argument, or
+    the router's output: its integer indices, else the top-k of its logits)."""
+    import torch
+    E, k = expert_count(model.config), getattr(model.config, "num_experts_per_tok", None)
+    if E is None or k is None:
+        return None
+    from_experts, from_gate, hooks = {}, {}, []
+
+    def layer_of(name):
+        m = re.search(r"layers\.(\d+)\.", name)
+        return int(m.group(1)) if m else None
+
+    def int_tensor(values):
+        for v in values:
+            if torch.is_tensor(v) and not v.is_floating_point() and v.dim() >= 1 and v.shape[-1] == k:
+                return v
+        return None
+
+    for name, mod in model.named_modules():
+        layer = layer_of(name)
+        if layer is None:
+            continue
+        if name.endswith(".experts"):
+            def pre(mod, args, kwargs, layer=layer):
+                idx = int_tensor(list(args) + list(kwargs.values()))
+                if idx is not None:
+                    from_experts[layer] = idx.detach().reshape(-1).to(torch.int64)
+            hooks.append(mod.register_forward_pre_hook(pre, with_kwargs=True))
+        elif name.endswith(".gate"):
+            def post(mod, args, out, layer=layer):
+                outs = list(out) if isinstance(out, (tuple, list)) else [out]
+                idx = int_tensor(outs)
+                if idx is None:
+                    logits = next((o for o in outs if torch.is_tensor(o) and o.is_floating_point()
+                                   and o.shape[-1] == E), None)
+                    if logits is None:
+                        return
+                    idx = torch.topk(logits.float(), k, dim=-1).indices
+                from_gate[layer] = idx.detach().reshape(-1).to(torch.int64)
+            hooks.append(mod.register_forward_hook(post))
+    try:
+        out = run()
+        torch.cuda.synchronize()
+        del out
+        after()
+    finally:
+        for h in hooks:
+            h.remove()
+    layers = {}
+    for layer in sorted(set(from_experts) | set(from_gate)):
+        idx = from_experts.get(layer, from_gate.get(layer))
+        layers[str(layer)] = torch.bincount(idx.cpu(), minlength=E).tolist()
+    return {"experts": E, "top_k": k, "layers": layers,
+            "source": "experts pre-hook" if from_experts else "router output"}
+
+
 def measure_case(c, reps, wall_reps):
     import torch
     from torch.profiler import profile, ProfilerActivity, record_function
+    if c.get("seeded"):
+        torch.manual_seed(MODEL_SEED)
     model = build_model(c)
     n_params = sum(p.numel() for p in model.parameters())
     weights_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
@@ -560,8 +654,11 @@ def measure_case(c, reps, wall_reps):
                 del out
                 after()
                 torch.cuda.synchronize()
+        routing = capture_routing(model, run, after)
     evs = trace_events(prof)
     res = summarize(evs)
+    if routing is not None:
+        res["routing"] = routing
     res.update(n_params=n_params, weights_bytes=weights_bytes, wall_us_median=statistics.median(walls),
                wall_us_all=walls, activation_peak_bytes=max(peaks), hf_config_json=cfg_json,
                full_config=full_cfg, **info)
@@ -662,6 +759,9 @@ def main():
     ap.add_argument("--set7", action="store_true",
                     help="measure CASES7 (the same round, after set 6's comparison: MoE prefills "
                          "and larger decode batches) instead")
+    ap.add_argument("--set8", action="store_true",
+                    help="measure CASES8 (issue 16's twenty-fifth round: MoE cases with their routing "
+                         "recorded, seeded weights) instead")
     ap.add_argument("--no-reference", action="store_true", help="skip the defaults and sources dump")
     args = ap.parse_args()
     start = time.time()
@@ -672,7 +772,8 @@ def main():
         dump_reference(args.out)
     result = {"provenance": provenance(args.gpu), "method": __doc__, "cases": [], "errors": []}
     # The highest-numbered set flag wins (as the old chain of flags did); none: the first set.
-    sets = {"2": CASES2, "3": CASES3, "4": CASES4, "5": CASES5, "6": CASES6, "7": CASES7}
+    sets = {"2": CASES2, "3": CASES3, "4": CASES4, "5": CASES5, "6": CASES6, "7": CASES7,
+            "8": [dict(c, seeded=True) for c in CASES8]}
     suffix = next((n for n in sorted(sets, reverse=True) if getattr(args, "set" + n)), "")
     cases = sets.get(suffix, CASES)
     if args.split:
