@@ -487,6 +487,13 @@ const std::vector<SuiteSpec>& suites() {
        "DeepSeek-V2-Lite-4L's 128-token prefill and decodes at 1 and 32), measured after set 6's "
        "comparison, all held out, compared once with the same model",
        true},
+      {"measured-models8-h200", "h200", "hf_models8_h200.json.gz",
+       "issue 16's twenty-fifth round: 10 fresh MoE cases on an H200 SXM with their routing "
+       "recorded and given to the simulation (Qwen3-MoE-4L prefills of 96, 256 and 4 x 128 "
+       "tokens and decodes of 8 and 32, Mixtral-4L's 256-token prefill and 8-token decode, "
+       "DeepSeek-V2-Lite-4L's prefills of 256 and 2 x 128 and 16-token decode), all held out, "
+       "compared once",
+       true},
       {"seed001", "h100", "seed001_sdpa_h100.csv, ops_h100.csv",
        "seed 001's H100 SDPA baseline (PyTorch 2.4.1, B=16 S=512 D=64 fp16, H=8..128): per-head "
        "kernel time against the reported figures and against our own H100 measurement of the "

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "sim/error.h"
 #include "validation/case_json.h"
@@ -11,6 +13,36 @@
 #include "workloads/model_run.h"
 
 namespace gpusim::validation {
+namespace {
+// A MoE case's recorded routing (hf_models.py, set 8 on): the tokens each expert received in
+// each MoE layer, given to the simulation as that layer's expert weights, so that it routes as
+// the benchmark's random weights did rather than as a balanced router would.
+void read_routing(const nlohmann::json& routing, const std::string& id,
+                  const std::filesystem::path& json, workloads::ModelWorkload& w) {
+  const auto fail = [&](const std::string& what) {
+    throw ConfigError(json.string(), 0, "cases[" + id + "].routing", what);
+  };
+  if (!w.model.moe) fail("model " + w.model.name + " has no experts");
+  for (const auto& [key, counts] : routing.at("layers").items()) {
+    const bool digits =
+        !key.empty() && key.size() < 10 &&
+        std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    const std::int64_t layer = digits ? std::stoll(key) : -1;
+    if (layer < 0 || layer >= w.model.layers || !w.model.moe_layer(layer)) {
+      fail(fmt::format("layer {} is not a MoE layer of {}", key, w.model.name));
+    }
+    auto weights = counts.get<std::vector<double>>();
+    if (static_cast<std::int64_t>(weights.size()) != w.model.moe->experts) {
+      fail(fmt::format("layer {} lists {} experts; the model has {}", key, weights.size(),
+                       w.model.moe->experts));
+    }
+    if (std::accumulate(weights.begin(), weights.end(), 0.0) <= 0)
+      fail("layer " + key + " routes no tokens");
+    w.layer_expert_weights[layer] = std::move(weights);
+  }
+}
+}  // namespace
+
 std::vector<Comparison> compare_measured_models(const std::filesystem::path& json,
                                                 const hw::HardwareSpec& hw,
                                                 const models::KernelModelRegistry& models) {
@@ -37,6 +69,7 @@ std::vector<Comparison> compare_measured_models(const std::filesystem::path& jso
       w.seq_len = c.at("seq_len").get<std::int64_t>();
       if (!c.at("output_len").is_null()) w.output_len = c.at("output_len").get<std::int64_t>();
       w.dtype = hw::DType::kBf16;
+      if (c.contains("routing")) read_routing(c.at("routing"), id, json, w);
       out.push_back(compare_run(std::move(ref), workloads::simulate_model(w, hw, hw::LaunchMode::kGraph, models), false));
     }
   } catch (const nlohmann::json::exception& e) {

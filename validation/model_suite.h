@@ -2,7 +2,8 @@
 // (prefill or decode) or a whole greedy generate call per case
 // (validation/measure/hf_models.py -> validation/data/hf_models_<gpu>.json). Each case is
 // simulated from its config.json with the hf-eager lowering and compared on kernel_time_us,
-// the sum of kernel durations over the case.
+// the sum of kernel durations over the case. A MoE case with a recorded `routing` (tokens per
+// expert, per MoE layer) is simulated with it as its routing trace (expert_weights_by_layer).
 #pragma once
 
 #include <filesystem>

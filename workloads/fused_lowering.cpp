@@ -261,9 +261,11 @@ void lower_fused_step(const ModelWorkload& w, const StepShape& s, ProgramBuilder
     } else {
       // Expert parallelism over a data-parallel group: routed rows out to their experts' GPUs and back.
       const std::int64_t routed = T * m.moe->top_k * d;
-      x = e.expert_all_to_all(L + ".moe.combine", fused_moe(e, L + ".moe", e.expert_all_to_all(L + ".moe.dispatch", h2, routed),
-                                                            w.expert_weights),
-                              routed);
+      x = e.expert_all_to_all(
+          L + ".moe.combine",
+          fused_moe(e, L + ".moe", e.expert_all_to_all(L + ".moe.dispatch", h2, routed),
+                    w.expert_weights_for(i)),
+          routed);
     }
     x = e.tp_all_reduce(L + ".mlp.allreduce", x, T * d);
     if (m.sandwich_norms) x = fused_norm(e, L + ".post_feedforward_norm", x);

@@ -1064,7 +1064,7 @@ void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
     detail::LayerTape* lt = nullptr;
     if (checkpointed) tape->layer_inputs.push_back(x);
     else if (tape) lt = &tape->layers.emplace_back();
-    layer(e, i, x, rot, rot_local, window, w.expert_weights, lt);
+    layer(e, i, x, rot, rot_local, window, w.expert_weights_for(i), lt);
   }
   b.end_layers();
   if (!w.last_stage()) {
@@ -1103,7 +1103,8 @@ void detail::lower_hf_eager_forward(StepEmitter& e, ForwardTape* tape) {
 }
 
 void detail::lower_hf_eager_layer(StepEmitter& e, int i, TensorUse& x, const ForwardTape& tape, LayerTape* lt) {
-  layer(e, i, x, {tape.cos, tape.sin}, {tape.cos_local, tape.sin_local}, std::nullopt, e.workload().expert_weights, lt);
+  layer(e, i, x, {tape.cos, tape.sin}, {tape.cos_local, tape.sin_local}, std::nullopt,
+        e.workload().expert_weights_for(i), lt);
 }
 
 void lower_hf_generate_bookkeeping(const ModelWorkload& w, const StepShape& s, ProgramBuilder& b) {

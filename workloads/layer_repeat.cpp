@@ -197,6 +197,8 @@ std::optional<ExtendedStep> simulate_repeating_layers(const ModelWorkload& w, co
                                                       hw::LaunchMode mode, hw::KernelOutcomeCache& cache,
                                                       bool listed) {
   const ModelConfig& m = w.model;
+  // A routing trace gives each MoE layer its own expert rows: its layers do not repeat.
+  if (!w.layer_expert_weights.empty()) return std::nullopt;
   // The repeating run: blocks of `period` layers (1, or the pattern of windowed and global
   // layers) from `first` to the end; lowered up to its third block.
   const RepeatingRun run_of_layers = repeating_run(m);

@@ -15,7 +15,8 @@
 // step's, bit for bit, and a listed step's kernels are the engine's, op names renumbered
 // (tests/workloads/layer_repeat_test.cpp and new_families_lowering_test.cpp compare them with
 // run_engine on the fully lowered step, on many workloads). When the three blocks do not show
-// that pattern, nothing is extended and the caller lowers every layer.
+// that pattern, or a routing trace (expert_weights_by_layer) sets layers apart, nothing is
+// extended and the caller lowers every layer.
 #pragma once
 
 #include <optional>

@@ -198,8 +198,14 @@ ModelWorkload rank_shard(const ModelWorkload& w, int stage) {
   }
   if (p.data > 1) s.batch /= p.data;
   if (p.pipeline > 1) {
-    slice_layers(w.model, stage_first_layer(w.model.layers, p.pipeline, stage),
-                 stage_layers(w.model.layers, p.pipeline, stage), m);
+    const std::int64_t first = stage_first_layer(w.model.layers, p.pipeline, stage);
+    const std::int64_t count = stage_layers(w.model.layers, p.pipeline, stage);
+    slice_layers(w.model, first, count, m);
+    // A routing trace names the whole model's layers; the stage lowers its own from 0.
+    s.layer_expert_weights.clear();
+    for (const auto& [layer, weights] : w.layer_expert_weights) {
+      if (layer >= first && layer < first + count) s.layer_expert_weights[layer - first] = weights;
+    }
     s.batch /= p.micro_batches;
   }
   return s;

@@ -97,25 +97,49 @@ Enum read_choice(hw::MappingReader& r, std::string_view key,
   r.fail(key, "unhandled choice");
 }
 
-// `expert_weights: [w0, w1, ...]`: how routed tokens split over the experts (one non-negative
-// weight per expert, not all zero); absent means evenly.
-void read_expert_weights(const hw::YamlDocument& doc, hw::MappingReader& root, ModelWorkload& w) {
-  const auto node = root.optional_node("expert_weights");
-  if (!node) return;
-  if (!w.model.moe) root.fail("expert_weights", fmt::format("model {} has no experts", w.model.name));
-  if (!node->IsSequence()) root.fail("expert_weights", "expected a list of numbers, one per expert");
-  const auto experts = static_cast<std::size_t>(w.model.moe->experts);
-  if (node->size() != experts) {
-    root.fail("expert_weights", fmt::format("has {} weights; model {} has {} experts", node->size(),
-                                            w.model.name, experts));
+// One weight per expert, non-negative and not all zero, from a YAML list at `path`.
+std::vector<double> read_weight_list(const hw::YamlDocument& doc, const YAML::Node& node,
+                                     const std::string& path, const ModelConfig& m) {
+  if (!node.IsSequence()) doc.fail(node, path, "expected a list of numbers, one per expert");
+  const auto experts = static_cast<std::size_t>(m.moe->experts);
+  if (node.size() != experts) {
+    doc.fail(node, path,
+             fmt::format("has {} weights; model {} has {} experts", node.size(), m.name, experts));
   }
+  std::vector<double> out;
   double total = 0;
-  for (std::size_t i = 0; i < node->size(); ++i) {
-    const double v = hw::to_number(doc, (*node)[i], fmt::format("expert_weights[{}]", i), 0.0, 1e12);
-    w.expert_weights.push_back(v);
-    total += v;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    out.push_back(hw::to_number(doc, node[i], fmt::format("{}[{}]", path, i), 0.0, 1e12));
+    total += out.back();
   }
-  if (total <= 0) root.fail("expert_weights", "all weights are 0");
+  if (total <= 0) doc.fail(node, path, "all weights are 0");
+  return out;
+}
+
+// `expert_weights: [w0, w1, ...]`: how routed tokens split over the experts (one non-negative
+// weight per expert, not all zero); absent means evenly. `expert_weights_by_layer: {i: [...]}`:
+// the same for MoE layer i alone (a routing trace, such as a benchmark's recorded routing).
+void read_expert_weights(const hw::YamlDocument& doc, hw::MappingReader& root, ModelWorkload& w) {
+  for (const std::string_view key : {"expert_weights", "expert_weights_by_layer"}) {
+    if (root.has(key) && !w.model.moe)
+      root.fail(key, fmt::format("model {} has no experts", w.model.name));
+  }
+  if (const auto node = root.optional_node("expert_weights")) {
+    w.expert_weights = read_weight_list(doc, *node, root.path("expert_weights"), w.model);
+  }
+  const auto by_layer = root.optional_node("expert_weights_by_layer");
+  if (!by_layer) return;
+  const std::string path = root.path("expert_weights_by_layer");
+  if (!by_layer->IsMap())
+    doc.fail(*by_layer, path, "expected a mapping of MoE layer index to a list of weights");
+  for (const auto& item : *by_layer) {
+    const std::int64_t layer = hw::to_integer(doc, item.first, path, 0, w.model.layers - 1);
+    const std::string at = fmt::format("{}.{}", path, layer);
+    if (!w.model.moe_layer(layer))
+      doc.fail(item.first, at, fmt::format("layer {} of {} is dense", layer, w.model.name));
+    if (w.layer_expert_weights.count(layer) != 0) doc.fail(item.first, at, "given twice");
+    w.layer_expert_weights[layer] = read_weight_list(doc, item.second, at, w.model);
+  }
 }
 
 // Learned position tables bound how many tokens a sequence can hold.
@@ -376,8 +400,9 @@ ModelWorkload read_model_workload(const hw::YamlDocument& doc, hw::MappingReader
                                   const std::filesystem::path& models_dir) {
   declare_keys(root, {"name", "model", "hf_config", "phase", "batch", "seq_len", "output_len",
                       "dtype", "lowering", "attention", "framework", "moe", "expert_weights",
-                      "optimizer", "autocast", "checkpointing", "gradient_accumulation_steps",
-                      "tensor_parallel", "pipeline_parallel", "expert_parallel", "data_parallel", "micro_batches"});
+                      "expert_weights_by_layer", "optimizer", "autocast", "checkpointing",
+                      "gradient_accumulation_steps", "tensor_parallel", "pipeline_parallel",
+                      "expert_parallel", "data_parallel", "micro_batches"});
   ModelWorkload w;
   w.name = root.optional_text("name").value_or(std::move(default_name));
   w.model = read_model(doc, root, models_dir);

@@ -9,7 +9,8 @@
 //                                     lowering: hf-eager   # default hf-eager
 //                                     attention: sdpa      # default sdpa
 // `hf_config: config.json` may replace `model:` (a Hugging Face config, relative to the file);
-// MoE models take `expert_weights: [...]` (routing skew; default: as random top-k routing).
+// MoE models take `expert_weights: [...]` (routing skew; default: as random top-k routing) and
+// `expert_weights_by_layer: {layer: [...]}` (a routing trace, one layer's weights each).
 // docs/workloads.md.
 //
 // Reading is strict: unknown keys, missing keys, wrong types and non-positive sizes are
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,8 +30,8 @@
 #include "hw/yaml_document.h"
 #include "models/op.h"
 #include "workloads/model_config.h"
-#include "workloads/parallelism.h"
 #include "workloads/overrides.h"
+#include "workloads/parallelism.h"
 
 namespace gpusim::workloads {
 
@@ -102,6 +104,13 @@ struct ModelWorkload {
   // MoE models: how the routed token-expert pairs split over experts, one weight per expert;
   // empty means evenly (every expert gets the same share, as trained routers aim for).
   std::vector<double> expert_weights;
+  // A routing trace: one layer's weights (by its index among the model's layers, as lowered),
+  // in place of expert_weights there (`expert_weights_by_layer`; a benchmark's recorded routing).
+  std::map<std::int64_t, std::vector<double>> layer_expert_weights;
+  const std::vector<double>& expert_weights_for(std::int64_t layer) const {
+    const auto it = layer_expert_weights.find(layer);
+    return it != layer_expert_weights.end() ? it->second : expert_weights;
+  }
   // The fused lowering's serving steps (set by a serve file's engine, serve/serve_spec.h): how
   // the engine runs attention over a ragged batch and which kernels do its fused elementwise work.
   struct ServingKernels {

@@ -201,6 +201,30 @@ TEST(RunModel, ExpertWeightsSkewTheMoeLayers) {
             run_json(even.string(), "h100")["kernel_time_us"].get<double>());
 }
 
+// A routing trace: expert_weights_by_layer gives MoE layers their own weights. The same skew
+// on every MoE layer is expert_weights itself (and, lowered layer by layer, the same time to the
+// digit as the repeating-layer path gives it); on one layer alone it lands in between.
+TEST(RunModel, ExpertWeightsByLayerRouteEachLayerItsOwnWay) {
+  TempDir dir;
+  std::string skew = "[";
+  for (int i = 0; i < 64; ++i) skew += (i ? ", " : "") + std::string(i < 6 ? "1" : "0");
+  skew += "]";
+  const std::string head = "model: deepseek-ocr-decoder\nphase: decode\nbatch: 32\nseq_len: 256\ndtype: bf16\n";
+  std::string every = "expert_weights_by_layer:\n";
+  for (int layer = 1; layer < 12; ++layer) every += "  " + std::to_string(layer) + ": " + skew + "\n";
+  const auto even = dir.write("even.yaml", head);
+  const auto hot = dir.write("hot.yaml", head + "expert_weights: " + skew + "\n");
+  const auto traced = dir.write("traced.yaml", head + every);
+  const auto one = dir.write("one.yaml", head + "expert_weights_by_layer:\n  5: " + skew + "\n");
+  const double t_even = run_json(even.string(), "h100")["kernel_time_us"].get<double>();
+  const double t_hot = run_json(hot.string(), "h100")["kernel_time_us"].get<double>();
+  const double t_traced = run_json(traced.string(), "h100")["kernel_time_us"].get<double>();
+  const double t_one = run_json(one.string(), "h100")["kernel_time_us"].get<double>();
+  EXPECT_DOUBLE_EQ(t_traced, t_hot);
+  EXPECT_LT(t_hot, t_one);
+  EXPECT_LT(t_one, t_even);
+}
+
 TEST(RunModel, BadInputNamesTheKey) {
   TempDir dir;
   struct Case {
@@ -214,6 +238,18 @@ TEST(RunModel, BadInputNamesTheKey) {
       {"model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: fp8\n", "dtype"},
       {"model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\nexpert_weights: [1]\n", "expert_weights"},
       {"model: mixtral-8x7b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\nexpert_weights: [1, 2]\n", "expert_weights"},
+      {"model: llama3-8b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\nexpert_weights_by_layer: {0: [1]}\n",
+       "expert_weights_by_layer"},
+      {"model: mixtral-8x7b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\nexpert_weights_by_layer: [1, 2]\n",
+       "expert_weights_by_layer"},
+      {"model: mixtral-8x7b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\nexpert_weights_by_layer: {32: [1, 1, 1, 1, 1, "
+       "1, 1, 1]}\n", "expert_weights_by_layer"},
+      {"model: mixtral-8x7b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\nexpert_weights_by_layer: {3: [1, 2]}\n",
+       "expert_weights_by_layer.3"},
+      {"model: mixtral-8x7b\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\nexpert_weights_by_layer: {3: [0, 0, 0, 0, 0, "
+       "0, 0, 0]}\n", "expert_weights_by_layer.3"},
+      {"model: deepseek-ocr-decoder\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\nexpert_weights_by_layer: {0: [1]}\n",
+       "layer 0 of deepseek-ocr-decoder is dense"},
       {"model: {layers: 2, d_model: 100, heads: 3, d_ff: 64, vocab: 10, norm: rmsnorm, activation: swiglu, "
        "positions: rope}\nphase: decode\nbatch: 1\nseq_len: 8\ndtype: bf16\n", "model.heads"},
       {"model: {layers: 2, d_model: 96, heads: 4, kv_heads: 3, d_ff: 64, vocab: 10, norm: rmsnorm, "

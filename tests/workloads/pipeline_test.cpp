@@ -62,7 +62,15 @@ TEST(PipelineStages, EachStageDescribesItsOwnLayers) {
   w.model.moe->dense_layers = 3;
   w.parallel.pipeline = 2;
   w.batch = 4;
+  // A routing trace names the whole model's layers: each stage gets its own, from 0.
+  w.layer_expert_weights = {{3, {1, 0, 0, 0}}, {5, {0, 1, 0, 0}}};
   const auto a = workloads::rank_shard(w, 0), b = workloads::rank_shard(w, 1);
+  EXPECT_EQ(a.layer_expert_weights,
+            (std::map<std::int64_t, std::vector<double>>{{3, {1, 0, 0, 0}}}));
+  EXPECT_EQ(b.layer_expert_weights,
+            (std::map<std::int64_t, std::vector<double>>{{1, {0, 1, 0, 0}}}));
+  EXPECT_EQ(b.expert_weights_for(1), (std::vector<double>{0, 1, 0, 0}));
+  EXPECT_TRUE(b.expert_weights_for(0).empty());
   EXPECT_EQ(a.model.layers, 4);  // the first stage takes the odd layer
   EXPECT_EQ(b.model.layers, 3);
   EXPECT_EQ(workloads::stage_first_layer(7, 2, 1), 4);
