@@ -422,6 +422,11 @@ const std::vector<SuiteSpec>& suites() {
        "all held out, measured after the twenty-fourth round's last change, stored unread, and "
        "compared once at the twenty-fifth round's start with the twenty-fourth round's final "
        "model"},
+      {"measured45-h200", "h200", "ops45_h200.csv.gz",
+       "issue 16's forty-second fresh random set, on an H200 SXM: drawn the same way (seed 58), "
+       "all held out, measured at the twenty-fifth round's start before any change, stored "
+       "unread, and compared once at the round's end (its op models unchanged since the "
+       "twenty-fourth round)"},
       {"probe-small-gemm-h200", "h200", "small_gemm_h200.csv.gz",
        "a probe of cuBLAS's few-row products on an H200 SXM (calibration data, a fixed grid): 16-bit "
        "matmuls of 2-6 rows with 2- or 4-element rows, fp32 and 16-bit one-row matmuls "
