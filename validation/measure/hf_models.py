@@ -37,6 +37,8 @@ Usage (GPU machine, repository root):
            --set7 (the same round, after set 6's comparison, CASES7, hf_models7[_<split>]_<gpu>.json),
            --set8 (issue 16's twenty-fifth round: MoE cases with their routing recorded, CASES8,
                    hf_models8[_<split>]_<gpu>.json),
+           --set9 (the same round: MoE prefills of one to three row tiles an expert, routing
+                   recorded, CASES9, hf_models9[_<split>]_<gpu>.json),
            --no-reference (no defaults/sources dump)
 Writes $OUT/hf_models_<gpu>.json (rewritten after every case), $OUT/hf_configs/<case>.json
 (the config.json of each case, as save_pretrained writes it), $OUT/hf_defaults.json
@@ -46,7 +48,8 @@ MoE cases also record their routing (`routing`): per MoE layer, the tokens each 
 in one run of the measured phase (a forward pre-hook on each layer's experts module reads the
 top-k indices it dispatches; where the experts module takes none, the router's own output), so
 that the simulation can be given the routing the benchmark's random weights produced. Set 8 and
-later seed the weights (torch.manual_seed(MODEL_SEED) before from_config), so a case's routing
+later seed the weights (torch.manual_seed(MODEL_SEED) before from_config; set 9 MODEL_SEED + 1),
+so a case's routing
 can be reproduced.
 
 Split: `holdout` cases are for the final accuracy report only: the console hides
@@ -532,6 +535,18 @@ CASES8 = [
     case("deepseek-v2-lite-4l_prefill_b2_s128", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "prefill", 2, 128),
     case("deepseek-v2-lite-4l_decode_b16_l256", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 16, 256),
 ]
+# The same round, after set 8's comparison: MoE prefills whose experts get one to three 64-row tiles
+# of tokens (and two large decode batches), routing recorded, weights seeded afresh.
+CASES9 = [
+    case("qwen3-moe-4l_prefill_b1_s1024", "holdout", "qwen3_moe", QWEN3_MOE_4L, "prefill", 1, 1024),
+    case("qwen3-moe-4l_prefill_b2_s384", "holdout", "qwen3_moe", QWEN3_MOE_4L, "prefill", 2, 384),
+    case("qwen3-moe-4l_decode_b128_l256", "holdout", "qwen3_moe", QWEN3_MOE_4L, "decode", 128, 256),
+    case("mixtral-4l_prefill_b1_s512", "holdout", "mixtral", MIXTRAL_4L, "prefill", 1, 512),
+    case("mixtral-4l_prefill_b2_s160", "holdout", "mixtral", MIXTRAL_4L, "prefill", 2, 160),
+    case("mixtral-4l_decode_b64_l512", "holdout", "mixtral", MIXTRAL_4L, "decode", 64, 512),
+    case("deepseek-v2-lite-4l_prefill_b1_s1024", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "prefill", 1, 1024),
+    case("deepseek-v2-lite-4l_prefill_b4_s192", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "prefill", 4, 192),
+]
 MODEL_SEED = 2025
 
 
@@ -605,7 +620,7 @@ def measure_case(c, reps, wall_reps):
     import torch
     from torch.profiler import profile, ProfilerActivity, record_function
     if c.get("seeded"):
-        torch.manual_seed(MODEL_SEED)
+        torch.manual_seed(c["seeded"])
     model = build_model(c)
     n_params = sum(p.numel() for p in model.parameters())
     weights_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
@@ -762,6 +777,9 @@ def main():
     ap.add_argument("--set8", action="store_true",
                     help="measure CASES8 (issue 16's twenty-fifth round: MoE cases with their routing "
                          "recorded, seeded weights) instead")
+    ap.add_argument("--set9", action="store_true",
+                    help="measure CASES9 (the same round: MoE prefills of one to three row tiles an "
+                         "expert, routing recorded, seeded weights) instead")
     ap.add_argument("--no-reference", action="store_true", help="skip the defaults and sources dump")
     args = ap.parse_args()
     start = time.time()
@@ -773,7 +791,8 @@ def main():
     result = {"provenance": provenance(args.gpu), "method": __doc__, "cases": [], "errors": []}
     # The highest-numbered set flag wins (as the old chain of flags did); none: the first set.
     sets = {"2": CASES2, "3": CASES3, "4": CASES4, "5": CASES5, "6": CASES6, "7": CASES7,
-            "8": [dict(c, seeded=True) for c in CASES8]}
+            "8": [dict(c, seeded=MODEL_SEED) for c in CASES8],
+            "9": [dict(c, seeded=MODEL_SEED + 1) for c in CASES9]}
     suffix = next((n for n in sorted(sets, reverse=True) if getattr(args, "set" + n)), "")
     cases = sets.get(suffix, CASES)
     if args.split:
