@@ -49,8 +49,7 @@ in one run of the measured phase (a forward pre-hook on each layer's experts mod
 top-k indices it dispatches; where the experts module takes none, the router's own output), so
 that the simulation can be given the routing the benchmark's random weights produced. Set 8 and
 later seed the weights (torch.manual_seed(MODEL_SEED) before from_config; set 9 MODEL_SEED + 1),
-so a case's routing
-can be reproduced.
+so a case's routing can be reproduced.
 
 Split: `holdout` cases are for the final accuracy report only: the console hides
 their results unless --show-holdout is given.
