@@ -21,9 +21,11 @@ struct GroupedGemmWork {
   std::int64_t groups = 0;  // the group count (the prepare kernel's threads)
   bool small = true;        // grouped_gemm_small
   std::int64_t tiles = 0;
-  // Every group with rows fits one tile_m tile (decode): each tile streams its expert's weights.
-  bool one_tile_per_group = false;
+  // The forward product's Pingpong launches: each expert's weight slab streams from DRAM to the
+  // tiles of its first rows, its further row tiles read it again from L2.
+  bool streams_weights = false;
   double flops = 0, l2_bytes = 0, dram_read_bytes = 0, dram_write_bytes = 0;
+  double weight_read_bytes = 0;  // of dram_read_bytes, the experts' weights
   std::int64_t tile_m(const hw::HardwareSpec& hw) const { return !small || !is_hopper(hw) ? 128 : 64; }
   std::int64_t tile_n(const hw::HardwareSpec& hw) const { return !small && is_hopper(hw) ? 256 : 128; }
 };

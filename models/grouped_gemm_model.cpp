@@ -29,13 +29,14 @@ bool grouped_gemm_small(std::int64_t M, std::int64_t N) { return M <= 128 || N <
 std::vector<Launch> grouped_gemm_launches(const GroupedGemmWork& g, hw::DType dtype, const TensorUse& a,
                                           const TensorUse& b, const TensorUse& out, const hw::HardwareSpec& hw) {
   constexpr double kInflightBytes = 8 * 1024;
-  // The streaming regime (decode: one tile a group), fitted on validation/data/grouped_mm_h200.json
-  // (72 launches: 1-64 experts hit of Qwen3-MoE's, DeepSeek-V2-Lite's and Mixtral's, 1 and 4 rows
-  // each): alone a CTA moves about 1.6 of its 16 KiB stages a DRAM round trip (12.8 us for one
-  // Qwen3-MoE expert's 12 tiles of 2048-deep weights, 9.0 for 768-deep ones: 0.19 us a stage),
-  // all of them together 2.5-2.9 TB/s (dram.activation_rate), and a launch over 128 groups starts
-  // about 4 us later than one over 8 (kSchedulerCyclesPerGroup). 1.3-2.0 stages x 0-60 cycles
-  // tried: 27.3 -> 7.2% on the probe (issue 16's twenty-second round, docs/engine.md).
+  // The streaming regime, fitted at decode (one tile a group) on
+  // validation/data/grouped_mm_h200.json (72 launches: 1-64 experts hit of Qwen3-MoE's,
+  // DeepSeek-V2-Lite's and Mixtral's, 1 and 4 rows each): alone a CTA moves about 1.6 of its 16 KiB
+  // stages a DRAM round trip (12.8 us for one Qwen3-MoE expert's 12 tiles of 2048-deep weights, 9.0
+  // for 768-deep ones: 0.19 us a stage), all of them together 2.5-2.9 TB/s (dram.activation_rate),
+  // and a launch over 128 groups starts about 4 us later than one over 8
+  // (kSchedulerCyclesPerGroup). 1.3-2.0 stages x 0-60 cycles tried: 27.3 -> 7.2% on the probe
+  // (issue 16's twenty-second round, docs/engine.md).
   constexpr std::int64_t kTileDepth = 64;
   constexpr double kStreamStagesInFlight = 1.6;
   constexpr double kSchedulerCyclesPerGroup = 60;
@@ -54,9 +55,14 @@ std::vector<Launch> grouped_gemm_launches(const GroupedGemmWork& g, hw::DType dt
   // Elsewhere (sm_80, sm_120) an mma.sync grouped kernel with 128x128 tiles, 256 threads and a
   // 3-stage 32-deep pipeline: an estimate, not measured (no such GPU here).
   const std::int64_t tm = g.tile_m(hw), tn = g.tile_n(hw);
-  // Decode's launches, each group's rows in one tile of the Pingpong kernel: every tile streams its
-  // expert's weights from DRAM once, at the pace grouped_mm_h200.json measured (below).
-  const bool streams = hopper && g.small && g.one_tile_per_group;
+  // The Pingpong kernel streams its experts' weights at the pace grouped_mm_h200.json measured
+  // (below): an expert's first row tile from DRAM, its further row tiles (prefills: 65 and more
+  // rows an expert) from L2, which the engine charges at L2's latency in the same window of
+  // stages. Issue 16's twenty-fifth round: with every expert's rows in one tile only (decode), a
+  // group of two tiles had run the unstreamed pace below, 50-115% slow (grouped_mm4_h200.json.gz:
+  // 65-128 rows an expert take no longer than 64, 257-267 us for Qwen3-MoE's gate_up over all
+  // 128 experts).
+  const bool streams = hopper && g.small && g.streams_weights;
   Launch l;
   l.name = !hopper ? std::string("void cutlass::Kernel2<cutlass::gemm::kernel::GemmGrouped<sm80 128x128x32, 3 stages> >") : fmt::format(
       "void cutlass::device_kernel<at::cuda::detail::enable_3x_kernel_for_sm9x<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GroupProblemShape<cute::tuple<int, int, int> >, MainloopSm90ArrayTmaGmmaWarpSpecialized<Shape<2, 1, 1>, KernelPtrArrayTmaWarpSpecialized{}>, Shape<{}, {}, 64> > > >",
@@ -88,7 +94,11 @@ std::vector<Launch> grouped_gemm_launches(const GroupedGemmWork& g, hw::DType dt
         // which costs a DRAM row activation apiece; it first walks every group's problem shape.
         w.max_inflight_bytes = kStreamStagesInFlight * static_cast<double>(tn * kTileDepth) * e;
         w.bulk_copies = true;
-        w.dram_run_bytes = static_cast<double>(kTileDepth) * e;
+        // Row activations are the weight slab's: 128-byte runs of its rows, a run a stage. The
+        // tokens' rows (read once an expert) and the output tiles (written back from L2)
+        // come in long runs: the run length is stretched so that only the weights count.
+        w.dram_run_bytes = static_cast<double>(kTileDepth) * e *
+                           (g.dram_read_bytes + g.dram_write_bytes) / g.weight_read_bytes;
         w.fixed = hw.dram.latency +
                   sim::Time::from_seconds(kSchedulerCyclesPerGroup * static_cast<double>(g.groups) /
                                           hw.clocks.sustained_other_hz);
@@ -125,10 +135,9 @@ std::vector<Launch> lower_grouped_gemm(const std::vector<std::int64_t>& rows_per
   g.small = detail::grouped_gemm_small(g.groups > 0 ? total_rows / g.groups : 0, N);
   const std::int64_t tm = g.tile_m(hw), tn = g.tile_n(hw);
   std::int64_t rows = 0, hit = 0;
-  g.one_tile_per_group = true;
+  g.streams_weights = true;
   for (const std::int64_t m : rows_per_expert) {
     if (m <= 0) continue;
-    g.one_tile_per_group = g.one_tile_per_group && m <= tm;
     g.tiles += ceil_div(m, tm) * ceil_div(N, tn);
     rows += m;
     ++hit;
@@ -143,6 +152,7 @@ std::vector<Launch> lower_grouped_gemm(const std::vector<std::int64_t>& rows_per
   g.flops = 2.0 * static_cast<double>(tm * tn * K) * t;
   g.l2_bytes = static_cast<double>(tn * K) * e * t + a_bytes * static_cast<double>(ceil_div(N, tn)) + c_bytes;
   g.dram_read_bytes = weight_bytes + a_bytes;
+  g.weight_read_bytes = weight_bytes;
   g.dram_write_bytes = c_bytes;
   return detail::grouped_gemm_launches(g, dtype, in, weights, out, hw);
 }

@@ -28,6 +28,7 @@
 #include "validation/error_bands.h"
 #include "validation/kernel_class.h"
 #include "validation/ranking.h"
+#include "validation/grouped_probe_suite.h"
 #include "validation/model_suite.h"
 #include "validation/ncu_suite.h"
 #include "validation/functional/functional_checks.h"
@@ -68,6 +69,8 @@ struct SuiteSpec {
   int tensor_parallel = 0;
   // Collective and TP-step files no constant was fitted to: every row held out.
   bool never_fitted = false;
+  // The grouped GEMM probes (validation/grouped_probe_suite.h; csv lists the files, ", "-separated).
+  bool grouped_probe = false;
 };
 
 // Decision fidelity of a suite's rows (validation/ranking.h), calibration and held-out apart;
@@ -499,6 +502,23 @@ const std::vector<SuiteSpec>& suites() {
        "DeepSeek-V2-Lite-4L's prefills of 256 and 2 x 128 and 16-token decode), all held out, "
        "compared once",
        true},
+      {"measured-models9-h200", "h200", "hf_models9_h200.json.gz",
+       "the same round: 8 fresh MoE cases on an H200 SXM with their routing recorded and given "
+       "(Qwen3-MoE-4L prefills of 1,024 and 2 x 384 tokens and a 128-token decode, Mixtral-4L's "
+       "prefills of 512 and 2 x 160 and 64-token decode, DeepSeek-V2-Lite-4L's prefills of 1,024 "
+       "and 4 x 192), measured after set 8's comparison, all held out, compared once after the "
+       "grouped GEMM's multi-tile streams",
+       true},
+      {.name = "probe-grouped-mm-h200",
+       .hw = "h200",
+       .csv = "grouped_mm_h200.json.gz, grouped_mm2_h200.json.gz, grouped_mm3_h200.json.gz, "
+              "grouped_mm4_h200.json.gz",
+       .description =
+           "probes of torch._grouped_mm's grouped kernel alone on an H200 SXM (calibration data): "
+           "the expert shapes of Qwen3-MoE, DeepSeek-V2-Lite and Mixtral with 1-128 experts hit "
+           "and 1-192 rows an expert, evenly or skewed (validation/measure/grouped_mm_probe.py, "
+           "sets 1-4)",
+       .grouped_probe = true},
       {"seed001", "h100", "seed001_sdpa_h100.csv, ops_h100.csv",
        "seed 001's H100 SDPA baseline (PyTorch 2.4.1, B=16 S=512 D=64 fp16, H=8..128): per-head "
        "kernel time against the reported figures and against our own H100 measurement of the "
@@ -996,6 +1016,8 @@ int validate_command(const Args& args, const Environment& env, std::ostream& out
       rows = run_seed_suite(s, data, env.config_dir, catalog, spec, models, not_compared);
     } else if (s.models) {
       rows = validation::compare_measured_models(data / s.csv, spec, models);
+    } else if (s.grouped_probe) {
+      rows = validation::compare_grouped_probes(listed_files(data, s.csv), spec);
     } else if (s.replay) {
       rows = validation::compare_replays(data / s.csv, s.hw, catalog, models);
     } else if (s.collectives == 1) {

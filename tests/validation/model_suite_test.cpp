@@ -65,7 +65,7 @@ TEST(ModelSuite, MalformedRoutingNamesTheCase) {
   const auto models = models::default_kernel_models();
   const hw::PresetCatalog catalog(gpusim::testing::config_dir() / "hw");
   const auto h200 = hw::load_hardware("h200", catalog, {});
-  for (const std::string routing :
+  for (const std::string& routing :
        {std::string(R"({"layers": {"4": [2, 2, 2, 2, 2, 2, 2, 2]}})"),
         std::string(R"({"layers": {"x": [2, 2, 2, 2, 2, 2, 2, 2]}})"),
         std::string(R"({"layers": {"1": [2, 2]}})"),
