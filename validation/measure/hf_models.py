@@ -39,6 +39,8 @@ Usage (GPU machine, repository root):
                    hf_models8[_<split>]_<gpu>.json),
            --set9 (the same round: MoE prefills of one to three row tiles an expert, routing
                    recorded, CASES9, hf_models9[_<split>]_<gpu>.json),
+           --set10 (the same round's end, for the next: MoE cases with routing recorded, CASES10,
+                    hf_models10[_<split>]_<gpu>.json),
            --no-reference (no defaults/sources dump)
 Writes $OUT/hf_models_<gpu>.json (rewritten after every case), $OUT/hf_configs/<case>.json
 (the config.json of each case, as save_pretrained writes it), $OUT/hf_defaults.json
@@ -546,6 +548,18 @@ CASES9 = [
     case("deepseek-v2-lite-4l_prefill_b1_s1024", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "prefill", 1, 1024),
     case("deepseek-v2-lite-4l_prefill_b4_s192", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "prefill", 4, 192),
 ]
+# Measured at the same round's end and stored unread for the next: MoE cases with routing recorded
+# (a mixed dense/MoE Qwen3, longer and shorter prefills, Moonlight's DeepSeek-V3 routing).
+CASES10 = [
+    case("qwen3-moe-mixed_prefill_b1_s512", "holdout", "qwen3_moe", QWEN3_MOE_MIXED, "prefill", 1, 512),
+    case("qwen3-moe-4l_prefill_b1_s2048", "holdout", "qwen3_moe", QWEN3_MOE_4L, "prefill", 1, 2048),
+    case("qwen3-moe-4l_decode_b16_l2048", "holdout", "qwen3_moe", QWEN3_MOE_4L, "decode", 16, 2048),
+    case("mixtral-4l_prefill_b1_s1024", "holdout", "mixtral", MIXTRAL_4L, "prefill", 1, 1024),
+    case("mixtral-4l_prefill_b4_s64", "holdout", "mixtral", MIXTRAL_4L, "prefill", 4, 64),
+    case("deepseek-v2-lite-4l_prefill_b2_s512", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "prefill", 2, 512),
+    case("deepseek-v2-lite-4l_decode_b64_l512", "holdout", "deepseek_v2", DEEPSEEK_V2_LITE_4L, "decode", 64, 512),
+    case("moonlight-4l_prefill_b1_s512", "holdout", "deepseek_v3", MOONLIGHT_4L, "prefill", 1, 512),
+]
 MODEL_SEED = 2025
 
 
@@ -779,6 +793,9 @@ def main():
     ap.add_argument("--set9", action="store_true",
                     help="measure CASES9 (the same round: MoE prefills of one to three row tiles an "
                          "expert, routing recorded, seeded weights) instead")
+    ap.add_argument("--set10", action="store_true",
+                    help="measure CASES10 (the same round's end, for the next: MoE cases with routing "
+                         "recorded, seeded weights) instead")
     ap.add_argument("--no-reference", action="store_true", help="skip the defaults and sources dump")
     args = ap.parse_args()
     start = time.time()
@@ -791,8 +808,9 @@ def main():
     # The highest-numbered set flag wins (as the old chain of flags did); none: the first set.
     sets = {"2": CASES2, "3": CASES3, "4": CASES4, "5": CASES5, "6": CASES6, "7": CASES7,
             "8": [dict(c, seeded=MODEL_SEED) for c in CASES8],
-            "9": [dict(c, seeded=MODEL_SEED + 1) for c in CASES9]}
-    suffix = next((n for n in sorted(sets, reverse=True) if getattr(args, "set" + n)), "")
+            "9": [dict(c, seeded=MODEL_SEED + 1) for c in CASES9],
+            "10": [dict(c, seeded=MODEL_SEED + 2) for c in CASES10]}
+    suffix = next((n for n in sorted(sets, key=int, reverse=True) if getattr(args, "set" + n)), "")
     cases = sets.get(suffix, CASES)
     if args.split:
         suffix += "_" + args.split
