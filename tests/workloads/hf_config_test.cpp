@@ -187,13 +187,13 @@ void expect_same_model(const ModelConfig& a, const ModelConfig& b, bool same_lay
 // the parameter count PyTorch reported for the model built from it.
 TEST(HfConfigTest, MeasuredConfigsGiveThePyTorchParameterCounts) {
   std::map<std::string, std::int64_t> n_params;
-  // Sets 1 to 9 (set 3: its calibration and holdout cases in one file; sets 6 to 9 measured on
+  // Sets 1 to 10 (set 3: its calibration and holdout cases in one file; sets 6 to 10 measured on
   // the H200 only). Only ids and parameter counts are read.
   for (const char* file :
        {"hf_models_h100.json.gz", "hf_models2_h100.json.gz", "hf_models3_h100.json.gz",
         "hf_models4_h100.json.gz", "hf_models5_h100.json.gz", "hf_models6_h200.json.gz",
         "hf_models7_h200.json.gz", "hf_models8_h200.json.gz",
-        "hf_models9_h200.json.gz"}) {
+        "hf_models9_h200.json.gz", "hf_models10_h200.json.gz"}) {
     const auto measured = validation::read_json_file(kMeasured / file);
     for (const auto& c : measured.at("cases")) {
       n_params[c.at("id").get<std::string>()] = c.at("n_params").get<std::int64_t>();
