@@ -57,10 +57,10 @@ std::vector<Comparison> compare_grouped_probes(const std::vector<std::filesystem
                 : fmt::format("{} rows", r.at("rows_per_expert").get<std::int64_t>());
         ref.label = fmt::format("grouped_mm {} hit={} {}", r.at("shape").get<std::string>(),
                                 r.at("hit").get<std::int64_t>(), per);
-        ref.family =
-            fmt::format("grouped_mm {} {}",
-                        name.find("Cooperative") != std::string::npos ? "cooperative" : "pingpong",
-                        most <= 64 ? "one tile" : "several tiles");
+        // GroupMM.cu's tiles: 64 rows for the Pingpong kernel, 128 for the Cooperative one.
+        const bool cooperative = name.find("Cooperative") != std::string::npos;
+        ref.family = fmt::format("grouped_mm {} {}", cooperative ? "cooperative" : "pingpong",
+                                 most <= (cooperative ? 128 : 64) ? "one tile" : "several tiles");
         ref.measured_us = main->at("median_us").get<double>();
         ref.measured_kernels = {name};
         const auto launches = models::lower_grouped_gemm(rows, N, K, hw::DType::kBf16, {"x", 1},

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -24,10 +24,9 @@ void read_routing(const nlohmann::json& routing, const std::string& id,
   };
   if (!w.model.moe) fail("model " + w.model.name + " has no experts");
   for (const auto& [key, counts] : routing.at("layers").items()) {
-    const bool digits =
-        !key.empty() && key.size() < 10 &&
-        std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-    const std::int64_t layer = digits ? std::stoll(key) : -1;
+    std::int64_t layer = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), layer);
+    if (ec != std::errc() || end != key.data() + key.size()) layer = -1;
     if (layer < 0 || layer >= w.model.layers || !w.model.moe_layer(layer)) {
       fail(fmt::format("layer {} is not a MoE layer of {}", key, w.model.name));
     }

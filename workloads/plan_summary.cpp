@@ -177,17 +177,14 @@ std::string describe_model(const ModelWorkload& w) {
                      w.lowering == Lowering::kCs336Basics ? "written out (cs336_basics)" : name(w.attention));
   if (w.model.moe && w.lowering == Lowering::kHfEager) out += fmt::format("  MoE experts: {}\n", name(w.moe));
   if (w.model.moe) {
-    const std::string rest = w.expert_weights.empty() ? "balanced" : "expert_weights";
-    if (!w.layer_expert_weights.empty()) {
-      out += fmt::format(
-          "  MoE routing: a trace for {} of the MoE layers (expert_weights_by_layer), {} "
-          "elsewhere\n",
-          w.layer_expert_weights.size(), rest);
-    } else {
-      out += fmt::format(
-          "  MoE routing: {}\n",
-          rest == "balanced" ? "balanced (top-k pairs over E (1 - (1 - k/E)^T) experts)" : rest);
-    }
+    const bool even = w.expert_weights.empty();
+    out += w.layer_expert_weights.empty()
+               ? fmt::format("  MoE routing: {}\n",
+                             even ? "balanced (top-k pairs over E (1 - (1 - k/E)^T) experts)"
+                                  : "expert_weights")
+               : fmt::format("  MoE routing: a trace for {} of the MoE layers "
+                             "(expert_weights_by_layer), {} elsewhere\n",
+                             w.layer_expert_weights.size(), even ? "balanced" : "expert_weights");
   }
   if (w.parallel.any()) out += parallel_text(w.parallel);
   out += architecture_text(w.model);
